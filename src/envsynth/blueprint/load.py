@@ -1,0 +1,71 @@
+"""Loading blueprints from YAML files or dicts, with errors that point at the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from envsynth.blueprint.errors import BlueprintError
+from envsynth.blueprint.expand import expand
+from envsynth.blueprint.models import Blueprint
+from envsynth.blueprint.spec import ToolSpec
+
+
+def _path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("get", "search", "create", "update", "delete", "transition", "transfer", "book", "aggregate", "custom") and out.endswith("]"):
+            continue  # the discriminator tag pydantic inserts for tagged unions
+        elif str(part).startswith(("function-after", "function-before", "tagged-union")):
+            continue
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def from_dict(data: Any, source: str | None = None) -> Blueprint:
+    """Validate a blueprint given as plain data (as parsed from YAML/JSON).
+
+    Raises:
+        BlueprintError: the first problem, with its path, e.g. ``entities[2].fields[1].type``.
+    """
+    if not isinstance(data, dict):
+        raise BlueprintError("", f"a blueprint is a mapping, got {type(data).__name__}", source)
+    try:
+        bp = Blueprint.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        msg = first["msg"].removeprefix("Value error, ")
+        if first["type"] == "literal_error" or first["type"] == "union_tag_invalid":
+            msg = f"{msg} (got {first.get('input')!r})"
+        more = f" (and {exc.error_count() - 1} more problem(s))" if exc.error_count() > 1 else ""
+        raise BlueprintError(_path(first["loc"]), msg + more, source) from None
+    try:
+        expand(bp)
+    except BlueprintError as exc:
+        raise exc.located(source) if source else exc from None
+    return bp
+
+
+def load_blueprint(path: str | Path) -> Blueprint:
+    """Read and validate a blueprint YAML file."""
+    p = Path(path)
+    if not p.is_file():
+        raise BlueprintError("", f"no such blueprint file: {p}")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else ""
+        raise BlueprintError(where, f"not valid YAML: {getattr(exc, 'problem', exc)}", str(p)) from None
+    return from_dict(data, str(p))
+
+
+def tool_specs(bp: Blueprint) -> list[ToolSpec]:
+    """The expanded tools of a validated blueprint."""
+    return expand(bp)

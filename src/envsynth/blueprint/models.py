@@ -1,0 +1,406 @@
+"""The Blueprint: a domain as data (entities with typed fields, and actions).
+
+These pydantic models are the format of a blueprint YAML file; ``docs/blueprints.md``
+documents them for people writing their own domains. Validation that needs the whole
+blueprint (a reference to an unknown entity, a transition the state machine forbids)
+lives in :mod:`envsynth.blueprint.validate`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Ident = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=48)]
+
+FIELD_TYPES = (
+    "id",
+    "ref",
+    "string",
+    "text",
+    "name",
+    "email",
+    "phone",
+    "url",
+    "address",
+    "company",
+    "enum",
+    "state",
+    "money",
+    "int",
+    "quantity",
+    "float",
+    "bool",
+    "date",
+    "datetime",
+)
+FieldType = Literal[
+    "id",
+    "ref",
+    "string",
+    "text",
+    "name",
+    "email",
+    "phone",
+    "url",
+    "address",
+    "company",
+    "enum",
+    "state",
+    "money",
+    "int",
+    "quantity",
+    "float",
+    "bool",
+    "date",
+    "datetime",
+]
+NUMERIC_TYPES = ("money", "int", "quantity", "float")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Generator(_Model):
+    """How synthetic values for a field are drawn (one of the keys is set).
+
+    - ``faker``: a Faker provider name (``company``, ``catch_phrase``, ``city``...),
+      with optional ``args``;
+    - ``choice``: a list of values, with optional ``weights``;
+    - ``range``: ``[low, high]`` for numbers (money is rounded to cents);
+    - ``template``: a ``str.format`` pattern whose ``{names}`` are drawn from ``parts``
+      (each itself a generator), e.g. ``"{adjective} {item}"``;
+    - ``bothify``: a Faker pattern such as ``"SKU-####-??"``;
+    - ``dates``: ``[start, end]`` offsets from the reference day such as ``"-1y"``, ``"+30d"``.
+    """
+
+    faker: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    choice: list[Any] | None = None
+    weights: list[float] | None = None
+    range: tuple[float, float] | None = None
+    template: str | None = None
+    parts: dict[str, Generator] = Field(default_factory=dict)
+    bothify: str | None = None
+    dates: tuple[str, str] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Generator:
+        kinds = [k for k in ("faker", "choice", "range", "template", "bothify", "dates") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError(f"a generator sets exactly one of faker/choice/range/template/bothify/dates, got {kinds or 'none'}")
+        if self.weights is not None and (self.choice is None or len(self.weights) != len(self.choice)):
+            raise ValueError("weights need a choice list of the same length")
+        return self
+
+
+class FieldDef(_Model):
+    """One column of an entity."""
+
+    name: Ident
+    type: FieldType
+    description: str = ""
+    ref: Ident | None = None
+    values: list[str] | None = None
+    states: list[str] | None = None
+    transitions: dict[str, list[str]] | None = None
+    initial: str | None = None
+    min: float | None = None
+    max: float | None = None
+    nullable: bool = False
+    unique: bool = False
+    gen: Generator | None = None
+    null_rate: float = Field(0.0, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _type_options(self) -> FieldDef:
+        t = self.type
+        if t == "ref" and not self.ref:
+            raise ValueError("a ref field needs 'ref: <entity>'")
+        if t != "ref" and self.ref:
+            raise ValueError("'ref' is only for fields of type ref")
+        if t == "enum" and not self.values:
+            raise ValueError("an enum field needs 'values'")
+        if t == "state":
+            if not self.states:
+                raise ValueError("a state field needs 'states'")
+            if self.transitions is None:
+                raise ValueError("a state field needs 'transitions' (state -> allowed next states)")
+            for src, dsts in self.transitions.items():
+                for s in [src, *dsts]:
+                    if s not in self.states:
+                        raise ValueError(f"transition names unknown state {s!r}; states are {self.states}")
+            if self.initial is not None and self.initial not in self.states:
+                raise ValueError(f"initial state {self.initial!r} is not one of {self.states}")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError("min is greater than max")
+        if (self.min is not None or self.max is not None) and t not in NUMERIC_TYPES:
+            raise ValueError(f"min/max only apply to numeric fields, not {t}")
+        return self
+
+    @property
+    def choices(self) -> list[str] | None:
+        """Allowed values of an enum or state field."""
+        return self.values if self.type == "enum" else self.states if self.type == "state" else None
+
+    @property
+    def lower_bound(self) -> float | None:
+        if self.min is not None:
+            return self.min
+        return 0 if self.type in ("quantity", "money") else None
+
+
+class Entity(_Model):
+    """A table. The first field must be its ``id``."""
+
+    name: Ident
+    description: str = ""
+    label: Ident | None = Field(None, description="field a person uses to name a row (title, name)")
+    id_prefix: Annotated[str, Field(pattern=r"^[a-z]{2,5}$")] | None = None
+    rows: int = Field(30, ge=1, le=100_000, description="rows of this entity in a sample state")
+    fields: list[FieldDef] = Field(min_length=2)
+
+    @model_validator(mode="after")
+    def _id_first(self) -> Entity:
+        if self.fields[0].type != "id":
+            raise ValueError("the first field of an entity must have type id")
+        if sum(f.type == "id" for f in self.fields) != 1:
+            raise ValueError("an entity has exactly one id field")
+        names = [f.name for f in self.fields]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"duplicate field names {sorted(dup)}")
+        if self.label is not None and self.label not in names:
+            raise ValueError(f"label {self.label!r} is not a field of this entity")
+        return self
+
+    @property
+    def id_field(self) -> str:
+        return self.fields[0].name
+
+    @property
+    def prefix(self) -> str:
+        return self.id_prefix or self.name.replace("_", "")[:3]
+
+    def field(self, name: str) -> FieldDef:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    def has(self, name: str) -> bool:
+        return any(f.name == name for f in self.fields)
+
+
+class Condition(_Model):
+    """A check in the condition language with the message shown when it fails.
+
+    The message may use ``{alias.field}`` and ``{param}`` placeholders.
+    """
+
+    check: str
+    message: str | None = None
+
+
+def _conditions(v: Any) -> Any:
+    if isinstance(v, list):
+        return [{"check": c} if isinstance(c, str) else c for c in v]
+    return v
+
+
+class Param(_Model):
+    """An action parameter. ``field: entity.field`` copies that field's type and limits."""
+
+    name: Ident
+    type: FieldType | Literal["integer", "number", "boolean"] | None = None
+    field: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")] | None = None
+    ref: Ident | None = None
+    alias: Ident | None = None
+    description: str = ""
+    required: bool = True
+    values: list[str] | None = None
+    min: float | None = None
+    max: float | None = None
+    default: Any = None
+
+    @model_validator(mode="after")
+    def _typed(self) -> Param:
+        if self.type is None and self.field is None:
+            raise ValueError("a parameter needs a type or a field to copy it from")
+        if self.type == "ref" and not self.ref:
+            raise ValueError("a ref parameter needs 'ref: <entity>'")
+        return self
+
+
+class Filter(_Model):
+    """A search/aggregate filter: an optional parameter compared with a field."""
+
+    field: Ident
+    op: Literal["eq", "contains", "gte", "lte", "in"] = "eq"
+    param: Ident | None = None
+    description: str = ""
+
+    @property
+    def param_name(self) -> str:
+        if self.param:
+            return self.param
+        return {"gte": f"min_{self.field}", "lte": f"max_{self.field}"}.get(self.op, self.field)
+
+
+class _Action(_Model):
+    name: Ident
+    description: str = Field(min_length=8)
+    entity: Ident
+    params: list[Param] = Field(default_factory=list)
+    pre: list[Condition] = Field(default_factory=list)
+    post: list[Condition] = Field(default_factory=list)
+    bind: dict[Ident, str] = Field(default_factory=dict, description="extra row aliases: alias -> 'other.ref_field'")
+
+    _norm_pre = field_validator("pre", "post", mode="before")(_conditions)
+
+
+class GetAction(_Action):
+    """Fetch one row by its id (or by another unique field)."""
+
+    kind: Literal["get"]
+    by: Ident | None = None
+
+
+class SearchAction(_Action):
+    """List rows matching optional filters, with sorting and paging."""
+
+    kind: Literal["search"]
+    filters: list[Filter] = Field(default_factory=list)
+    sort: Ident | None = None
+    descending: bool = False
+    limit: int = Field(20, ge=1, le=200)
+
+
+class CreateAction(_Action):
+    """Insert a row: ``fields`` come from parameters, ``set`` are fixed expressions."""
+
+    kind: Literal["create"]
+    fields: list[Ident] = Field(default_factory=list)
+    optional: list[Ident] = Field(default_factory=list)
+    set: dict[Ident, str] = Field(default_factory=dict)
+
+
+class UpdateAction(_Action):
+    """Change some fields of a row; each listed field is an optional parameter."""
+
+    kind: Literal["update"]
+    fields: list[Ident] = Field(min_length=1)
+    set: dict[Ident, str] = Field(default_factory=dict)
+
+
+class DeleteAction(_Action):
+    """Delete a row. Rows that reference it block the delete unless ``cascade``."""
+
+    kind: Literal["delete"]
+    cascade: bool = False
+
+
+class TransitionAction(_Action):
+    """Move a state field along its state machine (ship, cancel, approve...)."""
+
+    kind: Literal["transition"]
+    field: Ident | None = None
+    to: str
+    from_: list[str] | None = Field(None, alias="from")
+    set: dict[Ident, str] = Field(default_factory=dict)
+    also: dict[Ident, dict[Ident, str]] = Field(
+        default_factory=dict, description="updates of other bound rows: alias -> {field: expr}"
+    )
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class TransferAction(_Action):
+    """Move an amount of a numeric field from one row to another of the same entity."""
+
+    kind: Literal["transfer"]
+    field: Ident
+    amount: Ident = "amount"
+    source: Ident = "source"
+    target: Ident = "target"
+    log: Ident | None = Field(None, description="entity to insert a record of the transfer into")
+    log_set: dict[Ident, str] = Field(default_factory=dict)
+
+
+class BookAction(_Action):
+    """Create a booking row against a resource with a capacity counter."""
+
+    kind: Literal["book"]
+    resource: Ident = Field(description="ref field of the booking entity pointing at the resource")
+    capacity: Ident
+    used: Ident
+    quantity: Ident | None = Field(None, description="booking field holding how many units are taken")
+    fields: list[Ident] = Field(default_factory=list)
+    set: dict[Ident, str] = Field(default_factory=dict)
+
+
+class AggregateAction(_Action):
+    """Count rows or sum/average/min/max a field, with filters and an optional group-by."""
+
+    kind: Literal["aggregate"]
+    op: Literal["count", "sum", "avg", "min", "max"] = "count"
+    field: Ident | None = None
+    filters: list[Filter] = Field(default_factory=list)
+    group_by: Ident | None = None
+
+
+class CustomAction(_Action):
+    """Hand-written Python: the body of ``def name(ctx, <params>)``.
+
+    The body uses ``db`` (sqlite3 connection), ``ctx`` (clock, ids, randomness), the
+    bound row dicts, and raises ``ToolError`` to reject. ``writes`` declares what it may
+    change (entity -> fields), ``creates``/``deletes`` which entities gain or lose rows.
+    """
+
+    kind: Literal["custom"]
+    mode: Literal["read", "write"]
+    code: str = Field(min_length=1)
+    writes: dict[Ident, list[Ident]] = Field(default_factory=dict)
+    creates: list[Ident] = Field(default_factory=list)
+    deletes: list[Ident] = Field(default_factory=list)
+    returns: str = ""
+
+
+Action = Annotated[
+    GetAction
+    | SearchAction
+    | CreateAction
+    | UpdateAction
+    | DeleteAction
+    | TransitionAction
+    | TransferAction
+    | BookAction
+    | AggregateAction
+    | CustomAction,
+    Field(discriminator="kind"),
+]
+
+CATEGORIES = ("shopping", "music", "productivity", "finance", "fitness", "messaging", "utilities", "social", "other")
+
+
+class Blueprint(_Model):
+    """A whole domain: what the compiler turns into an app."""
+
+    name: Ident
+    title: str
+    category: Literal["shopping", "music", "productivity", "finance", "fitness", "messaging", "utilities", "social", "other"]
+    description: str = ""
+    version: int = 1
+    reference_date: str = Field("2026-03-15", pattern=r"^\d{4}-\d{2}-\d{2}$")
+    entities: list[Entity] = Field(min_length=1)
+    actions: list[Action] = Field(min_length=1)
+
+    def entity(self, name: str) -> Entity:
+        for e in self.entities:
+            if e.name == name:
+                return e
+        raise KeyError(name)
+
+    def has_entity(self, name: str) -> bool:
+        return any(e.name == name for e in self.entities)
