@@ -8,11 +8,21 @@ lives in :mod:`envsynth.blueprint.validate`.
 
 from __future__ import annotations
 
+import keyword
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Ident = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=48)]
+RESERVED = {"db", "ctx", "result", "new", "old", "now", "today", "exists", "count", "len", "abs", "round", "lower", "none", "true", "false"}
+
+
+def _not_keyword(name: str) -> str:
+    if keyword.iskeyword(name) or name in RESERVED:
+        raise ValueError(f"{name!r} is reserved (a Python keyword or a name of the condition language); pick another name")
+    return name
+
+
+Ident = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=48), AfterValidator(_not_keyword)]
 
 FIELD_TYPES = (
     "id",

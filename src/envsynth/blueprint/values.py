@@ -1,0 +1,145 @@
+"""Synthetic values for blueprint fields: seeded Faker plus the blueprint's generators."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import re
+from functools import lru_cache
+from typing import Any
+
+from envsynth.blueprint.models import Blueprint, Entity, FieldDef, Generator
+
+_OFFSET = re.compile(r"^([+-]?\d+)([dwmy])$")
+_DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
+
+
+@lru_cache(maxsize=1)
+def _faker_instance() -> Any:
+    from faker import Faker
+
+    return Faker("en_US")
+
+
+def faker_provider_exists(name: str) -> bool:
+    """Whether Faker (en_US) has a provider of this name."""
+    return callable(getattr(_faker_instance(), name, None))
+
+
+def _offset_days(spec: str) -> int:
+    m = _OFFSET.match(spec.strip())
+    if not m:
+        raise ValueError(f"bad date offset {spec!r}; use forms like -30d, +2w, -1y")
+    return int(m.group(1)) * _DAYS[m.group(2)]
+
+
+class ValueMaker:
+    """Draws field values; every draw comes from one ``random.Random`` stream.
+
+    Faker is reseeded from that stream before each Faker call, so results depend only
+    on the seed and the order of draws.
+    """
+
+    def __init__(self, bp: Blueprint, seed: int) -> None:
+        self.bp = bp
+        self.rng = random.Random(seed)
+        self.ref_day = dt.date.fromisoformat(bp.reference_date)
+        self._fake = _faker_instance()
+
+    def fake(self, provider: str, **args: Any) -> Any:
+        self._fake.seed_instance(self.rng.getrandbits(32))
+        return getattr(self._fake, provider)(**args)
+
+    def draw_gen(self, g: Generator, f: FieldDef | None = None) -> Any:
+        if g.faker is not None:
+            v = self.fake(g.faker, **g.args)
+            if isinstance(v, str):
+                v = v.replace("\n", ", ")
+            return v
+        if g.choice is not None:
+            return self.rng.choices(g.choice, weights=g.weights)[0] if g.weights else self.rng.choice(g.choice)
+        if g.range is not None:
+            lo, hi = g.range
+            if f is not None and f.type in ("int", "quantity"):
+                return self.rng.randint(int(lo), int(hi))
+            return round(self.rng.uniform(lo, hi), 2)
+        if g.template is not None:
+            return g.template.format(**{k: self.draw_gen(p) for k, p in g.parts.items()})
+        if g.bothify is not None:
+            self._fake.seed_instance(self.rng.getrandbits(32))
+            return self._fake.bothify(g.bothify, letters="ABCDEFGHJKLMNPQRSTUVWXYZ")
+        if g.dates is not None:
+            a, b = (_offset_days(s) for s in g.dates)
+            day = self.ref_day + dt.timedelta(days=self.rng.randint(min(a, b), max(a, b)))
+            if f is not None and f.type == "datetime":
+                return self._with_time(day)
+            return day.isoformat()
+        raise AssertionError("generator without a kind")  # pragma: no cover
+
+    def _with_time(self, day: dt.date) -> str:
+        return f"{day.isoformat()}T{self.rng.randint(7, 21):02d}:{self.rng.choice((0, 15, 30, 45)):02d}:00"
+
+    def value(self, f: FieldDef, row: dict[str, Any] | None = None) -> Any:
+        """A fresh value for field ``f`` (``row``: fields drawn so far, for derived emails)."""
+        if f.gen is not None:
+            v = self.draw_gen(f.gen, f)
+            return self._clamp(f, v)
+        t = f.type
+        if t == "name":
+            return self.fake("name")
+        if t == "email":
+            person = next((v for k, v in (row or {}).items() if isinstance(v, str) and k in _name_fields(row)), None)
+            if person:
+                local = re.sub(r"[^a-z.]", "", person.lower().replace(" ", "."))[:30].strip(".") or "user"
+                return f"{local}{self.rng.randint(1, 99)}@{self.fake('free_email_domain')}"
+            return self.fake("email")
+        if t == "phone":
+            return f"+1-{self.rng.randint(200, 989)}-{self.rng.randint(200, 999)}-{self.rng.randint(1000, 9999)}"
+        if t == "url":
+            return self.fake("url")
+        if t == "address":
+            return self.fake("address").replace("\n", ", ")
+        if t == "company":
+            return self.fake("company")
+        if t == "string":
+            return self.fake("catch_phrase")
+        if t == "text":
+            return self.fake("sentence", nb_words=10)
+        if t in ("enum", "state"):
+            return self.rng.choice(f.choices or [])
+        if t == "bool":
+            return self.rng.random() < 0.5
+        if t in ("int", "quantity"):
+            lo = int(f.lower_bound if f.lower_bound is not None else 0)
+            hi = int(f.max if f.max is not None else max(lo + 50, 50))
+            return self.rng.randint(lo, hi)
+        if t in ("money", "float"):
+            lo = f.lower_bound if f.lower_bound is not None else 0.0
+            hi = f.max if f.max is not None else max(lo + 500.0, 500.0)
+            return round(self.rng.uniform(max(lo, 1.0 if hi > 1 else lo), hi), 2)
+        if t == "date":
+            return (self.ref_day + dt.timedelta(days=self.rng.randint(-365, 120))).isoformat()
+        if t == "datetime":
+            return self._with_time(self.ref_day + dt.timedelta(days=self.rng.randint(-365, 120)))
+        raise ValueError(f"no value maker for type {t}")  # id and ref are drawn by the state builder
+
+    def _clamp(self, f: FieldDef, v: Any) -> Any:
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            if f.lower_bound is not None and v < f.lower_bound:
+                v = type(v)(f.lower_bound)
+            if f.max is not None and v > f.max:
+                v = type(v)(f.max)
+            if f.type in ("int", "quantity"):
+                v = int(v)
+        return v
+
+    def new_id(self, ent: Entity, taken: set[str]) -> str:
+        while True:
+            candidate = f"{ent.prefix}_{self.rng.randrange(100000, 1000000)}"
+            if candidate not in taken:
+                taken.add(candidate)
+                return candidate
+
+
+def _name_fields(row: dict[str, Any] | None) -> set[str]:
+    return {k for k in (row or {}) if k in ("name", "full_name", "display_name", "username") or k.endswith("_name")}

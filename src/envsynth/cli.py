@@ -1,0 +1,262 @@
+"""The ``envsynth`` command: a thin layer over the library."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(
+    name="envsynth",
+    help="Mill executable, verifiable tool-use environments (apps) and tasks for training LLM agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err = Console(stderr=True)
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print a one-line error and exit non-zero (never a traceback)."""
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@app.command()
+def catalog(as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False) -> None:
+    """List the shipped domain blueprints (the values of --domain)."""
+    from envsynth import catalog as cat
+    from envsynth.blueprint.errors import BlueprintError
+
+    rows = []
+    for e in cat.entries():
+        try:
+            bp = cat.load(e.name)
+        except BlueprintError as exc:
+            fail(str(exc))
+        writes = sum(a.kind in ("create", "update", "delete", "transition", "transfer", "book") or getattr(a, "mode", "") == "write" for a in bp.actions)
+        rows.append(
+            {"name": bp.name, "title": bp.title, "category": bp.category, "tables": len(bp.entities), "tools": len(bp.actions), "writes": writes, "description": bp.description}
+        )
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    t = Table(title="envsynth catalogue")
+    for col in ("name", "title", "category", "tables", "tools", "writes"):
+        t.add_column(col, justify="right" if col in ("tables", "tools", "writes") else "left")
+    for r in rows:
+        t.add_row(r["name"], r["title"], r["category"], str(r["tables"]), str(r["tools"]), str(r["writes"]))
+    console.print(t)
+
+
+def _blueprints(domains: list[str] | None, blueprints: list[Path] | None) -> list[Any]:
+    from envsynth import catalog as cat
+    from envsynth.blueprint.errors import BlueprintError
+    from envsynth.blueprint.load import load_blueprint
+
+    try:
+        out = [load_blueprint(p) for p in blueprints or []]
+        if domains:
+            out += [cat.load(d) for d in domains]
+        if not out:
+            out = [cat.load(n) for n in cat.names()]
+    except BlueprintError as exc:
+        fail(str(exc))
+    names = [b.name for b in out]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        fail(f"two blueprints are named {sorted(dup)}; app names must be unique in one build")
+    return out
+
+
+@app.command()
+def build(
+    out: Annotated[Path, typer.Argument(help="Folder to write the apps into (created if missing).")],
+    domain: Annotated[list[str] | None, typer.Option("--domain", "-d", help="Shipped domain to build (repeatable; default: all).")] = None,
+    blueprint: Annotated[list[Path] | None, typer.Option("--blueprint", "-b", help="Your own blueprint YAML file (repeatable).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed for sample data, fixtures and ids.")] = 0,
+    keep_failed: Annotated[bool, typer.Option(help="Keep <app>.failed/ folders of apps whose tests fail, for inspection.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Compile blueprints into apps and test every tool procedurally.
+
+    Each app lands in OUT/<name>/ (app.json, schema.sql, tools.py, state.db,
+    tests.json) only if all of its test cases pass; a failing app leaves nothing behind.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from envsynth.compiler.build import BuildError, build_app
+
+    bps = _blueprints(domain, blueprint)
+    if out.exists() and not out.is_dir():
+        fail(f"{out} exists and is not a folder")
+    results: list[dict[str, Any]] = []
+    failed: list[str] = []
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=as_json, disable=not err.is_terminal and as_json) as bar:
+        task = bar.add_task("building apps", total=len(bps))
+        for bp in bps:
+            bar.update(task, description=f"building {bp.name}")
+            try:
+                built = build_app(bp, out, seed, keep_failed=keep_failed)
+            except BuildError as exc:
+                failed.append(str(exc))
+                results.append({"name": bp.name, "ok": False, "error": str(exc)})
+            else:
+                c = built.report.counts()
+                results.append(
+                    {
+                        "name": bp.name,
+                        "ok": True,
+                        "path": str(built.path),
+                        "tables": len(bp.entities),
+                        "tools": len(built.app.specs),
+                        "writes": sum(s.mode == "write" for s in built.app.specs),
+                        "cases": c["cases"],
+                        "unexpected_failures": c["unexpected_failure"],
+                    }
+                )
+            bar.advance(task)
+    if as_json:
+        print(json.dumps(results, indent=2))
+    else:
+        t = Table(title=f"built into {out}")
+        for col in ("app", "tables", "tools", "writes", "test cases", "unexpected failures", "status"):
+            t.add_column(col)
+        for r in results:
+            if r["ok"]:
+                t.add_row(r["name"], str(r["tables"]), str(r["tools"]), str(r["writes"]), str(r["cases"]), str(r["unexpected_failures"]), "[green]ok[/]")
+            else:
+                t.add_row(r["name"], "", "", "", "", "", "[red]failed[/]")
+        console.print(t)
+    if failed:
+        for f in failed:
+            err.print(f"[red]failed:[/] {f}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1)
+
+
+def _load_app(path: Path) -> Any:
+    from envsynth.runtime.app import App, AppLoadError
+
+    try:
+        return App.load(path)
+    except AppLoadError as exc:
+        fail(str(exc))
+
+
+@app.command("test")
+def test_cmd(
+    app_dir: Annotated[Path, typer.Argument(help="An app folder written by `envsynth build`.")],
+    seed: Annotated[int, typer.Option(help="Seed for fixtures (default: the app's build seed).")] = -1,
+    write: Annotated[bool, typer.Option(help="Rewrite the app's tests.json with the new verdicts.")] = False,
+    show: Annotated[str, typer.Option(help="Which verdicts to list: failed, all or none.")] = "failed",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Re-run the procedural tests of an app and print a verdict table."""
+    from envsynth.compiler.compile import canonical_json
+    from envsynth.testing.procedural import test_app
+
+    if show not in ("failed", "all", "none"):
+        fail("--show takes failed, all or none")
+    a = _load_app(app_dir)
+    s = a.manifest.get("provenance", {}).get("seed", 0) if seed < 0 else seed
+    report = test_app(a, s)
+    if write:
+        (app_dir / "tests.json").write_text(canonical_json(report.to_json()), encoding="utf-8")
+    if as_json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        t = Table(title=f"{a.name}: procedural tests")
+        for col in ("tool", "positive", "negative", "failed"):
+            t.add_column(col)
+        for tool, d in report.by_tool().items():
+            t.add_row(tool, str(d["positive"]), str(d["negative"]), f"[red]{d['failed']}[/]" if d["failed"] else "0")
+        console.print(t)
+        c = report.counts()
+        console.print(
+            f"{c['cases']} cases: {c['success']} success, {c['anticipated_rejection']} anticipated rejection, "
+            f"{c['unexpected_failure']} unexpected failure; {c['failed']} not as expected"
+        )
+        listed = [v for v in report.verdicts if show == "all" or (show == "failed" and not v.ok)]
+        if listed:
+            vt = Table(title="verdicts")
+            for col in ("tool", "case", "expected", "observed", "ok", "detail"):
+                vt.add_column(col, overflow="fold")
+            for v in listed:
+                vt.add_row(v.tool, v.case, v.expected, v.observed, "yes" if v.ok else "[red]no[/]", v.detail[:200])
+            console.print(vt)
+    if not report.passed:
+        raise typer.Exit(1)
+
+
+def _app_dirs(out: Path) -> list[Path]:
+    if (out / "app.json").is_file():
+        return [out]
+    apps_dir = out / "apps" if (out / "apps").is_dir() else out
+    return sorted(p for p in apps_dir.iterdir() if (p / "app.json").is_file())
+
+
+@app.command()
+def inspect(
+    out: Annotated[Path, typer.Argument(help="A build folder (or one app folder).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Summarise built apps: tables, tools, reads/writes, test cases by verdict."""
+    if not out.is_dir():
+        fail(f"no such folder: {out}")
+    dirs = _app_dirs(out)
+    if not dirs:
+        fail(f"no apps in {out} (run `envsynth build {out}` first)")
+    summary = [_inspect_app(d) for d in dirs]
+    if as_json:
+        print(json.dumps({"apps": summary}, indent=2))
+        return
+    t = Table(title=f"apps in {out}")
+    for col in ("app", "category", "tables", "tools", "reads", "writes", "cases", "success", "rejection", "unexpected"):
+        t.add_column(col)
+    for s in summary:
+        v = s["tests"]
+        t.add_row(s["name"], s["category"], str(s["tables"]), str(s["tools"]), str(s["reads"]), str(s["writes"]),
+                  str(v.get("cases", 0)), str(v.get("success", 0)), str(v.get("anticipated_rejection", 0)), str(v.get("unexpected_failure", 0)))
+    console.print(t)
+
+
+def _inspect_app(d: Path) -> dict[str, Any]:
+    manifest = json.loads((d / "app.json").read_text(encoding="utf-8"))
+    tests = json.loads((d / "tests.json").read_text(encoding="utf-8")) if (d / "tests.json").is_file() else {}
+    tools = manifest["tools"]
+    kinds: dict[str, int] = {}
+    for t in tools:
+        kinds[t["kind"]] = kinds.get(t["kind"], 0) + 1
+    return {
+        "name": manifest["name"],
+        "title": manifest["title"],
+        "category": manifest["category"],
+        "path": str(d),
+        "tables": len(manifest["blueprint"]["entities"]),
+        "table_names": [e["name"] for e in manifest["blueprint"]["entities"]],
+        "tools": len(tools),
+        "reads": sum(t["mode"] == "read" for t in tools),
+        "writes": sum(t["mode"] == "write" for t in tools),
+        "tools_by_kind": kinds,
+        "tests": tests.get("summary", {}),
+        "provenance": manifest.get("provenance", {}),
+    }
+
+
+def main() -> None:
+    """Console entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,299 @@
+"""ToolSpec -> readable Python source (``tools.py``) over SQLite, parameterized SQL only."""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+
+from envsynth.blueprint import expr as X
+from envsynth.blueprint.models import Blueprint
+from envsynth.blueprint.spec import Binding, Check, Effect, ParamSpec, ToolSpec
+
+_PY_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "array": "list[str]"}
+
+
+def q(name: str) -> str:
+    """A quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def code_hook(node: ast.AST) -> str | None:
+    """Render condition-language calls as calls on the episode context."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        name = node.func.id
+        if name in ("now", "today"):
+            return f"ctx.{name}()"
+        if name in ("exists", "count"):
+            kws = ", ".join(f"{kw.arg!r}: {X.render(kw.value, code_hook)}" for kw in node.keywords)
+            return f"ctx.{name}({node.args[0].id!r}, {{{kws}}})"  # type: ignore[attr-defined]
+        if name == "old":
+            raise X.ExprError("old() is only allowed in post-conditions")
+    return None
+
+
+def py(source: str) -> str:
+    """Condition-language source as Python for generated code."""
+    out = X.render(X.parse(source), code_hook)
+    if out.startswith("(") and out.endswith(")") and _balanced(out[1:-1]):
+        out = out[1:-1]
+    return out
+
+
+def _balanced(s: str) -> bool:
+    depth = 0
+    for ch in s:
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+_PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
+
+
+def message_code(template: str) -> str:
+    """A failure message template (``{alias.field}`` placeholders) as a Python expression."""
+    exprs: list[str] = []
+
+    def sub(m: re.Match[str]) -> str:
+        exprs.append(py(m.group(1)))
+        return "{" + str(len(exprs) - 1) + "}"
+
+    literal = _PLACEHOLDER.sub(sub, template.replace("{{", "\x00").replace("}}", "\x01"))
+    literal = literal.replace("\x00", "{{").replace("\x01", "}}")
+    if not exprs:
+        return repr(literal.replace("{{", "{").replace("}}", "}"))
+    return f"{literal!r}.format({', '.join(exprs)})"
+
+
+class ToolWriter:
+    """Writes one function per ToolSpec."""
+
+    def __init__(self, bp: Blueprint) -> None:
+        self.bp = bp
+
+    def signature(self, spec: ToolSpec) -> str:
+        req = [p for p in spec.params if p.required]
+        opt = [p for p in spec.params if not p.required]
+        parts = ["ctx: Context"]
+        parts += [f"{p.name}: {_PY_TYPES[p.type]}" for p in req]
+        parts += [f"{p.name}: {_PY_TYPES[p.type]} | None = None" for p in opt]
+        ret = "dict[str, Any]" if spec.returns != "custom" else "Any"
+        return f"def {spec.name}({', '.join(parts)}) -> {ret}:"
+
+    def docstring(self, spec: ToolSpec) -> str:
+        lines = [spec.description.strip(), ""]
+        if spec.params:
+            lines.append("Args:")
+            for p in spec.params:
+                lines.append(f"    {p.name}: {_param_doc(p)}")
+            lines.append("")
+        lines += ["Returns:", f"    {spec.returns_doc or 'A JSON object.'}", ""]
+        rejects = [c for c in spec.pre]
+        if rejects:
+            lines.append("Raises:")
+            for c in rejects:
+                lines.append(f"    ToolError: {c.message.replace('{', '').replace('}', '')}")
+        body = "\n".join(lines).rstrip()
+        return '"""' + body.replace('"""', "'''").replace("\\", "\\\\") + '\n"""'
+
+    def function(self, spec: ToolSpec) -> str:
+        body: list[str] = []
+        body += self._bindings(spec)
+        if spec.query is not None and spec.query.op in ("search", "aggregate"):
+            body += self._query(spec)
+        elif spec.code is not None:
+            body += textwrap.dedent(spec.code).rstrip().splitlines()
+        else:
+            body += self._effects(spec)
+        doc = textwrap.indent(self.docstring(spec), "    ")
+        return "\n".join([self.signature(spec), doc, "    db = ctx.db", *("    " + line if line else "" for line in body)]) + "\n"
+
+    # -- parts ---------------------------------------------------------------
+    def _fetch(self, b: Binding, key_expr: str) -> str:
+        return f"ctx.one('SELECT * FROM {q(b.entity)} WHERE {q(b.key)} = ?', ({key_expr},), {b.entity!r})"
+
+    def _bindings(self, spec: ToolSpec) -> list[str]:
+        out: list[str] = []
+        by_param = [b for b in spec.bindings if b.param]
+        via = [b for b in spec.bindings if b.via]
+        for b in by_param:
+            if b.optional:
+                out.append(f"{b.alias} = {self._fetch(b, b.param or '')} if {b.param} is not None else None")
+            else:
+                out.append(f"{b.alias} = {self._fetch(b, b.param or '')}")
+        exists = [c for c in spec.pre if c.id.startswith("exists:")]
+        others = [c for c in spec.pre if not c.id.startswith("exists:")]
+        out += self._checks(exists)
+        for b in via:
+            src_alias, field = (b.via or "").split(".", 1)
+            key = f"{src_alias}[{field!r}]"
+            out.append(f"{b.alias} = {self._fetch(b, key)} if {key} is not None else None")
+        out += self._checks(others)
+        return out
+
+    def _checks(self, checks: list[Check]) -> list[str]:
+        out = []
+        for c in checks:
+            out.append(f"if not ({py(c.check)}):")
+            out.append(f"    raise ToolError({message_code(c.message)}, code={c.id!r})")
+        return out
+
+    def _effects(self, spec: ToolSpec) -> list[str]:
+        out: list[str] = []
+        if not spec.effects:  # get
+            return [f"return {spec.returns}"]
+        # every value is computed before the first write
+        computed: list[list[tuple[str, str, str]]] = []
+        for k, ef in enumerate(spec.effects):
+            items = []
+            for field, src in ef.values.items():
+                var = f"{ef.alias}_{field}" if ef.op == "update" else f"new_{field}" if len(spec.effects) == 1 or ef.alias == "new" else f"{ef.alias}{k}_{field}"
+                if src == "new_id()":
+                    ent = self.bp.entity(ef.entity)
+                    val = f"ctx.new_id({ef.entity!r}, {field!r}, {ent.prefix!r})"
+                else:
+                    val = py(src)
+                items.append((field, var, val))
+            computed.append(items)
+        for ef, items in zip(spec.effects, computed):
+            for field, var, val in items:
+                if field in ef.when_given:
+                    continue
+                out.append(f"{var} = {val}")
+        returned = None
+        for ef, items in zip(spec.effects, computed):
+            ent = self.bp.entity(ef.entity)
+            idf = ent.id_field
+            if ef.op == "update" and ef.when_given:
+                out.append("changes: dict[str, Any] = {}")
+                for field, var, val in items:
+                    if field in ef.when_given:
+                        out.append(f"if {ef.when_given[field]} is not None:")
+                        out.append(f"    changes[{field!r}] = {val}")
+                    else:
+                        out.append(f"changes[{field!r}] = {var}")
+                out.append("assignments = ', '.join(f'\"{column}\" = ?' for column in changes)")
+                out.append(f"db.execute(f'UPDATE {q(ef.entity)} SET {{assignments}} WHERE {q(idf)} = ?', (*changes.values(), {ef.alias}[{idf!r}]))")
+            elif ef.op == "update":
+                sets = ", ".join(f"{q(f)} = ?" for f, _, _ in items)
+                args = ", ".join(var for _, var, _ in items)
+                out.append(f"db.execute('UPDATE {q(ef.entity)} SET {sets} WHERE {q(idf)} = ?', ({args}, {ef.alias}[{idf!r}]))")
+            elif ef.op == "insert":
+                cols = ", ".join(q(f) for f, _, _ in items)
+                marks = ", ".join("?" for _ in items)
+                args = ", ".join(var for _, var, _ in items)
+                out.append(f"db.execute('INSERT INTO {q(ef.entity)} ({cols}) VALUES ({marks})', ({args},))")
+                id_var = next(var for f, var, _ in items if f == idf)
+                returned = (ef, id_var)
+            else:
+                for child, ref in ef.cascade:
+                    out.append(f"db.execute('DELETE FROM {q(child)} WHERE {q(ref)} = ?', ({ef.alias}[{idf!r}],))")
+                out.append(f"db.execute('DELETE FROM {q(ef.entity)} WHERE {q(idf)} = ?', ({ef.alias}[{idf!r}],))")
+        if spec.returns == "new" and returned is not None:
+            ef, id_var = returned
+            ent = self.bp.entity(ef.entity)
+            out.append(f"return ctx.one('SELECT * FROM {q(ef.entity)} WHERE {q(ent.id_field)} = ?', ({id_var},), {ef.entity!r})  # type: ignore[return-value]")
+        elif spec.returns == "none":
+            b = spec.bindings[0]
+            out.append(f"return {{'deleted': {b.alias}[{self.bp.entity(b.entity).id_field!r}]}}")
+        else:
+            b = spec.binding(spec.returns)
+            ent = self.bp.entity(b.entity)
+            out.append(f"return ctx.one('SELECT * FROM {q(b.entity)} WHERE {q(ent.id_field)} = ?', ({spec.returns}[{ent.id_field!r}],), {b.entity!r})  # type: ignore[return-value]")
+        return out
+
+    def _query(self, spec: ToolSpec) -> list[str]:
+        qy = spec.query
+        assert qy is not None
+        out = ["where: list[str] = []", "args: list[Any] = []"]
+        for flt in qy.filters:
+            col = q(flt.field)
+            out.append(f"if {flt.param} is not None:")
+            if flt.op == "eq":
+                out += [f"    where.append('{col} = ?')", f"    args.append({flt.param})"]
+            elif flt.op == "contains":
+                like = col + " LIKE ? ESCAPE '\\'"
+                out += [f"    where.append({like!r})", f"    args.append(like_pattern({flt.param}))"]
+            elif flt.op == "gte":
+                out += [f"    where.append('{col} >= ?')", f"    args.append({flt.param})"]
+            elif flt.op == "lte":
+                out += [f"    where.append('{col} <= ?')", f"    args.append({flt.param})"]
+            else:
+                out += [
+                    f"    where.append('{col} IN (' + ', '.join('?' for _ in {flt.param}) + ')' if {flt.param} else '0')",
+                    f"    args.extend({flt.param})",
+                ]
+        out.append("clause = (' WHERE ' + ' AND '.join(where)) if where else ''")
+        table = q(qy.entity)
+        if qy.op == "search":
+            ent = self.bp.entity(qy.entity)
+            direction = " DESC" if qy.descending else ""
+            order = f"{q(qy.sort or ent.id_field)}{direction}, {q(ent.id_field)}"
+            limit = spec.param("limit").default
+            out += [
+                f"limit = {limit} if limit is None else limit",
+                "offset = 0 if offset is None else offset",
+                f"total = db.execute('SELECT COUNT(*) FROM {table}' + clause, args).fetchone()[0]",
+                f"items = ctx.all('SELECT * FROM {table}' + clause + ' ORDER BY {order} LIMIT ? OFFSET ?', [*args, limit, offset], {qy.entity!r})",
+                "return {'total': total, 'items': items}",
+            ]
+            return out
+        agg = {"count": "COUNT(*)", "sum": f"TOTAL({q(qy.field or '')})", "avg": f"AVG({q(qy.field or '')})", "min": f"MIN({q(qy.field or '')})", "max": f"MAX({q(qy.field or '')})"}[qy.agg or "count"]
+        rounding = qy.agg in ("sum", "avg")
+        value = "round(value, 2) if value is not None else None" if rounding else "value"
+        if qy.group_by:
+            g = q(qy.group_by)
+            out += [
+                f"rows = db.execute('SELECT {g}, {agg} FROM {table}' + clause + ' GROUP BY {g} ORDER BY {g}', args).fetchall()",
+                f"return {{'groups': [{{{qy.group_by!r}: key, 'value': {value.replace('value', 'v')}}} for key, v in rows]}}",
+            ]
+        else:
+            out += [
+                f"value = db.execute('SELECT {agg} FROM {table}' + clause, args).fetchone()[0]",
+                f"return {{'value': {value}}}",
+            ]
+        return out
+
+
+def _param_doc(p: ParamSpec) -> str:
+    extra = []
+    if p.enum:
+        extra.append("one of " + ", ".join(p.enum))
+    if not p.required:
+        extra.append("optional")
+    text = p.description.rstrip(".")
+    return text + (f" ({'; '.join(extra)})." if extra else ".")
+
+
+def write_tools_module(bp: Blueprint, specs: list[ToolSpec], version: str) -> str:
+    """The whole ``tools.py`` of an app."""
+    w = ToolWriter(bp)
+    bools = {e.name: tuple(f.name for f in e.fields if f.type == "bool") for e in bp.entities}
+    bools = {k: v for k, v in bools.items() if v}
+    head = [
+        f'"""Tools of {bp.title} ({bp.name}).',
+        "",
+        f"Generated by envsynth {version} from the blueprint {bp.name!r}: one function per tool.",
+        "Each takes the episode context first, then the tool's arguments; a ToolError is an",
+        'Anticipated Rejection (its message is what the agent sees)."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import Any",
+        "",
+        "from envsynth.runtime.toolkit import Context, ToolError, like_pattern",
+        "",
+        f"BOOL_COLUMNS: dict[str, tuple[str, ...]] = {bools!r}",
+        f"TOOLS = {[s.name for s in specs]!r}",
+        "",
+    ]
+    funcs = ["\n" + w.function(s) for s in specs]
+    src = "\n".join(head) + "\n".join(funcs)
+    compile(src, "tools.py", "exec")
+    return src
+
+
+__all__ = ["Effect", "ToolWriter", "message_code", "py", "q", "write_tools_module"]

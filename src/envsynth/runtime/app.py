@@ -1,0 +1,137 @@
+"""Apps at run time: the compiled tools, their argument validators and a sample state."""
+
+from __future__ import annotations
+
+import json
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from envsynth.blueprint.models import Blueprint, Entity
+from envsynth.blueprint.spec import ParamSpec, ToolSpec
+from envsynth.compiler.schema import creation_order
+from envsynth.runtime.episode import Episode
+
+
+class AppLoadError(RuntimeError):
+    """An app folder that is missing, incomplete or not produced by envsynth."""
+
+
+_PY = {"string": str, "integer": int, "number": float, "boolean": bool}
+
+
+def _annotation(p: ParamSpec) -> Any:
+    if p.type == "array":
+        base: Any = list[Literal[tuple(p.items_enum)]] if p.items_enum else list[str]  # type: ignore[misc]
+    elif p.enum:
+        base = Literal[tuple(p.enum)]  # type: ignore[misc]
+    else:
+        base = _PY[p.type]
+    constraints = Field(
+        ge=p.minimum,
+        le=p.maximum,
+        gt=p.exclusive_minimum,
+        pattern=p.pattern,
+        description=p.description,
+    )
+    ann: Any = Annotated[base, constraints]
+    return ann if p.required else ann | None
+
+
+def argument_model(spec: ToolSpec) -> type[BaseModel]:
+    """A strict pydantic model of a tool's arguments (unknown keys rejected)."""
+    fields: dict[str, Any] = {p.name: (_annotation(p), ... if p.required else None) for p in spec.params}
+    return create_model(f"{spec.name}_arguments", __config__=ConfigDict(extra="forbid", strict=True), **fields)
+
+
+@dataclass
+class App:
+    """A compiled app: blueprint, tool specs, tool functions and the sample state."""
+
+    blueprint: Blueprint
+    specs: list[ToolSpec]
+    module_source: str
+    schema: str
+    sample_state: bytes
+    manifest: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+    keep_log: bool = False
+
+    @classmethod
+    def load(cls, path: str | Path) -> App:
+        """Load an app folder written by ``envsynth build``.
+
+        Raises:
+            AppLoadError: if the folder is missing or incomplete.
+        """
+        p = Path(path)
+        need = ["app.json", "tools.py", "schema.sql", "state.db"]
+        if not p.is_dir():
+            raise AppLoadError(f"no app folder at {p}")
+        missing = [n for n in need if not (p / n).is_file()]
+        if missing:
+            raise AppLoadError(f"{p} is not an envsynth app (missing {', '.join(missing)})")
+        manifest = json.loads((p / "app.json").read_text(encoding="utf-8"))
+        bp = Blueprint.model_validate(manifest["blueprint"])
+        specs = [ToolSpec.model_validate(s) for s in manifest["tools"]]
+        return cls(
+            blueprint=bp,
+            specs=specs,
+            module_source=(p / "tools.py").read_text(encoding="utf-8"),
+            schema=(p / "schema.sql").read_text(encoding="utf-8"),
+            sample_state=(p / "state.db").read_bytes(),
+            manifest=manifest,
+            path=p,
+        )
+
+    @property
+    def name(self) -> str:
+        return self.blueprint.name
+
+    @cached_property
+    def spec_by_name(self) -> dict[str, ToolSpec]:
+        return {s.name: s for s in self.specs}
+
+    @cached_property
+    def module(self) -> types.ModuleType:
+        """The tools module, executed from its source (procedurally generated, trusted code)."""
+        mod = types.ModuleType(f"envsynth_app_{self.name}")
+        mod.__file__ = str(self.path / "tools.py") if self.path else f"<{self.name}/tools.py>"
+        exec(compile(self.module_source, mod.__file__, "exec"), mod.__dict__)
+        return mod
+
+    @cached_property
+    def functions(self) -> dict[str, Callable[..., Any]]:
+        return {s.name: getattr(self.module, s.name) for s in self.specs}
+
+    @cached_property
+    def validators(self) -> dict[str, type[BaseModel]]:
+        return {s.name: argument_model(s) for s in self.specs}
+
+    @cached_property
+    def order(self) -> list[Entity]:
+        """Entities in table-creation order."""
+        return creation_order(self.blueprint)
+
+    @cached_property
+    def bool_columns(self) -> dict[str, tuple[str, ...]]:
+        return dict(self.module.BOOL_COLUMNS)
+
+    @property
+    def now(self) -> str:
+        """The clock of every episode: noon on the blueprint's reference date."""
+        return f"{self.blueprint.reference_date}T12:00:00"
+
+    def tool_schemas(self, names: list[str] | None = None) -> list[dict[str, Any]]:
+        """OpenAI function schemas of all tools, or of ``names`` in that order."""
+        chosen = [self.spec_by_name[n] for n in names] if names is not None else self.specs
+        return [s.openai_schema() for s in chosen]
+
+    def episode(self, state: bytes | None = None, seed: int = 0) -> Episode:
+        """Start an episode on its own in-memory copy of ``state`` (default: the sample state)."""
+        return Episode.start(self, self.sample_state if state is None else state, seed)

@@ -1,0 +1,189 @@
+"""States: rows of an app as Python data, as SQLite bytes, and the diff of two states.
+
+A state is stored as the bytes of a serialized SQLite database (``Connection.serialize``);
+an episode starts by deserializing them into its own in-memory connection, which is a
+single memory copy.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from envsynth.blueprint.models import Blueprint, Entity
+from envsynth.blueprint.values import ValueMaker
+
+Rows = dict[str, list[dict[str, Any]]]
+
+
+def empty_db(schema: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    conn.executescript(schema)
+    return conn
+
+
+def rows_to_bytes(schema: str, order: list[Entity], rows: Rows) -> bytes:
+    """Materialize rows into a fresh database and serialize it.
+
+    Raises:
+        sqlite3.IntegrityError: when rows break a key or CHECK constraint.
+    """
+    conn = empty_db(schema)
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("BEGIN")
+    for ent in order:
+        table = rows.get(ent.name) or []
+        if not table:
+            continue
+        cols = [f.name for f in ent.fields]
+        sql = f'INSERT INTO "{ent.name}" ({", ".join(chr(34) + c + chr(34) for c in cols)}) VALUES ({", ".join("?" for _ in cols)})'
+        conn.executemany(sql, [tuple(r.get(c) for c in cols) for r in table])
+    conn.execute("COMMIT")
+    problems = conn.execute("PRAGMA foreign_key_check").fetchall()
+    if problems:
+        raise sqlite3.IntegrityError(f"foreign key violations: {problems[:3]}")
+    data = conn.serialize()
+    conn.close()
+    return data
+
+
+def open_state(data: bytes) -> sqlite3.Connection:
+    """An in-memory connection holding its own copy of ``data``."""
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    conn.deserialize(data)
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def read_rows(conn: sqlite3.Connection, bp: Blueprint) -> Rows:
+    """Every row of every table as dicts (bools as bools), ordered by primary key."""
+    out: Rows = {}
+    for ent in bp.entities:
+        bools = [f.name for f in ent.fields if f.type == "bool"]
+        cur = conn.execute(f'SELECT * FROM "{ent.name}" ORDER BY "{ent.id_field}"')
+        cols = [c[0] for c in cur.description]
+        table = []
+        for r in cur.fetchall():
+            d = dict(zip(cols, r))
+            for b in bools:
+                if d[b] is not None:
+                    d[b] = bool(d[b])
+            table.append(d)
+        out[ent.name] = table
+    return out
+
+
+@dataclass
+class TableDiff:
+    """Changes to one table between two states, keyed by primary key."""
+
+    added: dict[str, dict[str, Any]] = field(default_factory=dict)
+    removed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    changed: dict[str, dict[str, tuple[Any, Any]]] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+
+def diff_rows(bp: Blueprint, before: Rows, after: Rows) -> dict[str, TableDiff]:
+    """Per-table differences (only tables that changed appear)."""
+    out: dict[str, TableDiff] = {}
+    for ent in bp.entities:
+        key = ent.id_field
+        a = {r[key]: r for r in before.get(ent.name, [])}
+        b = {r[key]: r for r in after.get(ent.name, [])}
+        d = TableDiff()
+        for k in b.keys() - a.keys():
+            d.added[k] = b[k]
+        for k in a.keys() - b.keys():
+            d.removed[k] = a[k]
+        for k in a.keys() & b.keys():
+            if a[k] != b[k]:
+                d.changed[k] = {c: (a[k].get(c), b[k].get(c)) for c in b[k] if a[k].get(c) != b[k].get(c)}
+        if d:
+            out[ent.name] = d
+    return out
+
+
+class StateBuilder:
+    """Draws rows for a blueprint's entities from one seed, respecting references.
+
+    Used for the sample state of an app, for test fixtures and for task states.
+    """
+
+    def __init__(self, bp: Blueprint, seed: int, order: list[Entity]) -> None:
+        self.bp = bp
+        self.values = ValueMaker(bp, seed)
+        self.rng = self.values.rng
+        self.order = order
+        self.rows: Rows = {e.name: [] for e in bp.entities}
+        self.taken_ids: dict[str, set[str]] = {e.name: set() for e in bp.entities}
+        self.unique_seen: dict[tuple[str, str], set[Any]] = {}
+        self._invariants = _capacity_invariants(bp)
+
+    def fill(self, counts: dict[str, int] | None = None) -> Rows:
+        """Add ``counts[entity]`` rows (default: the entity's ``rows``) to every table."""
+        for ent in self.order:
+            n = ent.rows if counts is None else counts.get(ent.name, 0)
+            for _ in range(n):
+                self.add(ent)
+        return self.rows
+
+    def add(self, ent: Entity, fixed: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """Draw one row of ``ent`` (fields in ``fixed`` are taken as given); None if a ref has no target."""
+        row: dict[str, Any] = {}
+        fixed = fixed or {}
+        for f in ent.fields:
+            if f.name in fixed:
+                row[f.name] = fixed[f.name]
+            elif f.type == "id":
+                row[f.name] = self.values.new_id(ent, self.taken_ids[ent.name])
+            elif f.type == "ref":
+                targets = self.rows.get(f.ref or "", [])
+                if f.nullable and (not targets or self.rng.random() < max(f.null_rate, 0.1)):
+                    row[f.name] = None
+                    continue
+                if not targets:
+                    return None
+                target_ent = self.bp.entity(f.ref or "")
+                row[f.name] = self.rng.choice(targets)[target_ent.id_field]
+            elif f.nullable and f.null_rate and self.rng.random() < f.null_rate:
+                row[f.name] = None
+            else:
+                row[f.name] = self._unique(ent, f, row) if f.unique else self.values.value(f, row)
+        if ent.fields[0].name in fixed:
+            self.taken_ids[ent.name].add(fixed[ent.fields[0].name])
+        for used, cap in self._invariants.get(ent.name, ()):
+            if row.get(used) is not None and row.get(cap) is not None and row[used] > row[cap]:
+                row[used] = row[cap]
+        self.rows[ent.name].append(row)
+        return row
+
+    def _unique(self, ent: Entity, f: Any, row: dict[str, Any]) -> Any:
+        seen = self.unique_seen.setdefault((ent.name, f.name), {r[f.name] for r in self.rows[ent.name]})
+        for attempt in range(50):
+            v = self.values.value(f, row)
+            if attempt > 20 and isinstance(v, str):
+                v = f"{v}-{self.rng.randint(10, 9999)}" if f.type != "email" else v.replace("@", f"{self.rng.randint(100, 999)}@")
+            if v not in seen:
+                seen.add(v)
+                return v
+        raise ValueError(f"cannot draw a unique {ent.name}.{f.name}")
+
+
+def _capacity_invariants(bp: Blueprint) -> dict[str, list[tuple[str, str]]]:
+    """``used <= capacity`` pairs implied by booking actions, kept true in drawn rows."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for a in bp.actions:
+        if a.kind == "book":
+            res = bp.entity(bp.entity(a.entity).field(a.resource).ref or "")
+            pair = (a.used, a.capacity)
+            if pair not in out.setdefault(res.name, []):
+                out[res.name].append(pair)
+    return out
+
+
+def entity_ids(rows: Rows, ent: Entity) -> Iterable[str]:
+    return (r[ent.id_field] for r in rows.get(ent.name, []))

@@ -1,0 +1,434 @@
+"""Fixture synthesis: database rows and arguments that satisfy (or break) a tool's conditions.
+
+The solver starts from a small random state, binds the tool's row aliases, then repairs
+failing conditions one comparison at a time: it assigns a field of a bound row or a
+parameter so that the comparison holds (``x >= e`` sets ``x`` to ``e`` or a bit more),
+solving through ``+``/``-`` when the target sits inside arithmetic, rebinding an alias to
+another row when an id must differ, and adding or removing rows for ``exists()``.
+Breaking a condition (for negative cases) is the same machinery with the comparison
+negated.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import datetime as dt
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from envsynth.blueprint import expr as X
+from envsynth.blueprint.models import Blueprint, FieldDef
+from envsynth.blueprint.spec import Check, ParamSpec, ToolSpec
+from envsynth.runtime.state import Rows, StateBuilder
+
+_NEGATE = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt,
+           ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
+_MIRROR = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
+
+
+class Unsolvable(Exception):
+    """No assignment found for a condition."""
+
+
+@dataclass
+class Fixture:
+    rows: Rows
+    args: dict[str, Any]
+    aliases: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    builder: StateBuilder | None = None
+
+    def call_args(self) -> dict[str, Any]:
+        """Arguments as an agent would send them (unset optional ones left out)."""
+        return {k: v for k, v in self.args.items() if v is not None}
+
+    def clone(self) -> Fixture:
+        rows = copy.deepcopy(self.rows)
+        fx = Fixture(rows=rows, args=dict(self.args), builder=self.builder)
+        return fx
+
+
+def _eval_ns(fx: Fixture, now: str) -> dict[str, Any]:
+    def _exists(table: str, where: dict[str, Any]) -> bool:
+        return any(all(r.get(k) == v for k, v in where.items()) for r in fx.rows.get(table, []))
+
+    def _count(table: str, where: dict[str, Any]) -> int:
+        return sum(all(r.get(k) == v for k, v in where.items()) for r in fx.rows.get(table, []))
+
+    ns: dict[str, Any] = dict(fx.args)
+    ns.update(fx.aliases)
+    ns.update(_exists=_exists, _count=_count, _now=lambda: now, _today=lambda: now[:10])
+    return ns
+
+
+class Solver:
+    """Builds fixtures for one tool of one app."""
+
+    def __init__(self, bp: Blueprint, spec: ToolSpec, order: list[Any], now: str, seed: int, rows_per_entity: int = 4) -> None:
+        self.bp = bp
+        self.spec = spec
+        self.order = order
+        self.now = now
+        self.seed = seed
+        self.rows_per_entity = rows_per_entity
+        self.rng = random.Random(seed)
+
+    # -- construction ----------------------------------------------------------
+    def base(self, mode: str, attempt: int = 0) -> Fixture:
+        """A random fixture: small state, arguments drawn, aliases bound (conditions not yet solved)."""
+        builder = StateBuilder(self.bp, self.seed * 1009 + attempt, self.order)
+        builder.fill({e.name: max(self.rows_per_entity, 2) for e in self.bp.entities})
+        fx = Fixture(rows=builder.rows, args={}, builder=builder)
+        rng = builder.rng
+        used: dict[str, set[str]] = {}
+        target = self._query_target(fx, rng)
+        for p in self.spec.params:
+            b = next((b for b in self.spec.bindings if b.param == p.name), None)
+            if not p.required and mode == "required":
+                fx.args[p.name] = None
+                continue
+            if b is not None:
+                table = fx.rows[b.entity]
+                taken = used.setdefault(b.entity, set())
+                free = [r for r in table if r[b.key] not in taken] or table
+                row = rng.choice(free)
+                taken.add(row[b.key])
+                fx.args[p.name] = row[b.key]
+            else:
+                fx.args[p.name] = self.draw_param(p, rng, builder, target)
+        self.rebind(fx)
+        return fx
+
+    def _query_target(self, fx: Fixture, rng: random.Random) -> dict[str, Any] | None:
+        q = self.spec.query
+        if q is None or q.op == "get" or not fx.rows.get(q.entity):
+            return None
+        return rng.choice(fx.rows[q.entity])
+
+    def draw_param(self, p: ParamSpec, rng: random.Random, builder: StateBuilder, target: dict[str, Any] | None) -> Any:
+        """A valid value for a non-binding parameter (matching the query target for filters)."""
+        q = self.spec.query
+        if q is not None and target is not None:
+            flt = next((f for f in q.filters if f.param == p.name), None)
+            if flt is not None:
+                v = target.get(flt.field)
+                if v is None:
+                    return None
+                if flt.op == "contains":
+                    text = str(v)
+                    words = [w for w in text.split() if len(w) >= 3] or [text]
+                    return rng.choice(words).lower()
+                if flt.op == "in":
+                    return [v]
+                return v
+        if p.name == "limit":
+            return 50
+        if p.name == "offset":
+            return 0
+        if p.type == "array":
+            return rng.sample(p.items_enum or ["x"], k=1)
+        if p.enum:
+            return rng.choice(p.enum)
+        f = self._field_of(p)
+        if p.type in ("integer", "number"):
+            lo = p.minimum if p.minimum is not None else (p.exclusive_minimum + (1 if p.type == "integer" else 0.01)) if p.exclusive_minimum is not None else 1
+            hi = p.maximum if p.maximum is not None else max(lo + 10, 20)
+            hi = min(hi, lo + 40)
+            if p.type == "integer":
+                return rng.randint(int(lo), int(hi))
+            return round(rng.uniform(lo, hi), 2)
+        if p.type == "boolean":
+            return rng.random() < 0.5
+        if f is not None:
+            return builder.values.value(f)
+        return builder.values.value(FieldDef(name="x", type=p.semantic if p.semantic not in ("int", "float", "bool") else "string"))  # type: ignore[arg-type]
+
+    def _field_of(self, p: ParamSpec) -> FieldDef | None:
+        if not p.field:
+            return None
+        ent, fname = p.field.split(".")
+        e = self.bp.entity(ent)
+        f = e.field(fname)
+        if f.type in ("id", "ref"):
+            return None
+        return f
+
+    def rebind(self, fx: Fixture) -> None:
+        """Recompute alias -> row from the current arguments and rows."""
+        fx.aliases = {}
+        for b in self.spec.bindings:
+            if b.param is not None:
+                key = fx.args.get(b.param)
+            else:
+                src_alias, fname = (b.via or "").split(".", 1)
+                src = fx.aliases.get(src_alias)
+                key = src.get(fname) if src else None
+            row = None
+            if key is not None:
+                row = next((r for r in fx.rows[b.entity] if r[b.key] == key), None)
+            fx.aliases[b.alias] = row
+
+    # -- evaluation ------------------------------------------------------------
+    def holds(self, fx: Fixture, check: Check | ast.expr) -> bool:
+        node = X.parse(check.check).tree if isinstance(check, Check) else check
+        try:
+            return bool(X.evaluate(compile(X.render(node, X.plain), "<c>", "eval"), _eval_ns(fx, self.now)))
+        except Exception:
+            return False
+
+    def value(self, fx: Fixture, node: ast.expr) -> Any:
+        return X.evaluate(compile(X.render(node, X.plain), "<v>", "eval"), _eval_ns(fx, self.now))
+
+    # -- solving -----------------------------------------------------------------
+    def satisfy(self, fx: Fixture, checks: list[Check], rounds: int = 12) -> bool:
+        """Repair ``fx`` until every check holds (in order); False when stuck."""
+        for _ in range(rounds):
+            failing = next((c for c in checks if not self.holds(fx, c)), None)
+            if failing is None:
+                return True
+            try:
+                self.make(fx, X.parse(failing.check).tree, True)
+            except Unsolvable:
+                return False
+            self.rebind(fx)
+        return all(self.holds(fx, c) for c in checks)
+
+    def make(self, fx: Fixture, node: ast.expr, want: bool) -> None:
+        """Change ``fx`` so that ``node`` evaluates to ``want`` (best effort)."""
+        if self.holds(fx, node) == want:
+            return
+        rng = self.rng
+        if isinstance(node, ast.BoolOp):
+            conj = isinstance(node.op, ast.And) == want  # all parts must become `want`
+            parts = list(node.values)
+            if conj:
+                for part in parts:
+                    self.make(fx, part, want)
+                    self.rebind(fx)
+                return
+            rng.shuffle(parts)
+            for part in parts:
+                try:
+                    self.make(fx, part, want)
+                    self.rebind(fx)
+                    if self.holds(fx, node) == want:
+                        return
+                except Unsolvable:
+                    continue
+            raise Unsolvable(X.describe(node))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return self.make(fx, node.operand, not want)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            op = type(node.ops[0]) if want else _NEGATE[type(node.ops[0])]
+            return self._compare(fx, node.left, op, node.comparators[0])
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "exists":
+            return self._exists(fx, node, want)
+        raise Unsolvable(f"cannot steer {X.describe(node)}")
+
+    def _compare(self, fx: Fixture, left: ast.expr, op: type, right: ast.expr) -> None:
+        attempts = []
+        if self._assignable(left):
+            attempts.append((left, op, right))
+        if self._assignable(right) and op in _MIRROR:
+            attempts.append((right, _MIRROR[op], left))
+        elif self._assignable(right) and op in (ast.Eq, ast.NotEq):
+            attempts.append((right, op, left))
+        if isinstance(left, ast.BinOp):
+            attempts.append((left, op, right))
+        for target, o, other in attempts:
+            try:
+                self._solve(fx, target, o, self.value(fx, other))
+                return
+            except Unsolvable:
+                continue
+            except Exception:
+                continue
+        raise Unsolvable(f"cannot make {X.describe(left)} {op.__name__} {X.describe(right)}")
+
+    def _assignable(self, node: ast.expr) -> bool:
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            return node.value.id in {b.alias for b in self.spec.bindings}
+        if isinstance(node, ast.Name):
+            return any(p.name == node.id for p in self.spec.params)
+        return False
+
+    def _solve(self, fx: Fixture, target: ast.expr, op: type, v: Any) -> None:
+        if isinstance(target, ast.BinOp) and isinstance(target.op, ast.Add | ast.Sub):
+            a, b = target.left, target.right
+            if isinstance(target.op, ast.Add):
+                if self._assignable(a):
+                    return self._solve(fx, a, op, v - self.value(fx, b))
+                if self._assignable(b):
+                    return self._solve(fx, b, op, v - self.value(fx, a))
+            else:
+                if self._assignable(a):
+                    return self._solve(fx, a, op, v + self.value(fx, b))
+                if self._assignable(b):
+                    return self._solve(fx, b, _MIRROR.get(op, op), self.value(fx, a) - v)
+            raise Unsolvable("arithmetic without an assignable operand")
+        if isinstance(target, ast.Attribute):
+            alias = target.value.id  # type: ignore[attr-defined]
+            row = fx.aliases.get(alias)
+            if row is None:
+                raise Unsolvable(f"{alias} is not bound")
+            b = self.spec.binding(alias)
+            ent = self.bp.entity(b.entity)
+            f = ent.field(target.attr)
+            if f.type == "id":
+                return self._rebind_alias(fx, alias, op, v)
+            row[f.name] = self._pick(op, v, f, None, row.get(f.name))
+            return None
+        if isinstance(target, ast.Name):
+            p = self.spec.param(target.id)
+            if any(b.param == p.name for b in self.spec.bindings):
+                b = next(b for b in self.spec.bindings if b.param == p.name)
+                return self._rebind_alias(fx, b.alias, op, v)
+            fx.args[p.name] = self._pick(op, v, self._field_of(p), p, fx.args.get(p.name))
+            return None
+        raise Unsolvable("not assignable")
+
+    def _rebind_alias(self, fx: Fixture, alias: str, op: type, v: Any) -> None:
+        b = self.spec.binding(alias)
+        candidates = [r for r in fx.rows[b.entity] if _cmp(op, r[b.key], v)]
+        if not candidates:
+            raise Unsolvable(f"no {b.entity} row fits")
+        row = self.rng.choice(candidates)
+        if b.param is not None:
+            fx.args[b.param] = row[b.key]
+        else:
+            src_alias, fname = (b.via or "").split(".", 1)
+            src = fx.aliases.get(src_alias)
+            if src is None:
+                raise Unsolvable("via source unbound")
+            src[fname] = row[b.key]
+        self.rebind(fx)
+
+    def _pick(self, op: type, v: Any, f: FieldDef | None, p: ParamSpec | None, current: Any) -> Any:
+        rng = self.rng
+        choices = (f.choices if f else None) or (p.enum if p else None)
+        numeric = isinstance(v, int | float) and not isinstance(v, bool)
+        is_int = (f is not None and f.type in ("int", "quantity")) or (p is not None and p.type == "integer")
+        lo = f.lower_bound if f is not None else (p.minimum if p is not None else None)
+        hi = f.max if f is not None else (p.maximum if p is not None else None)
+        if p is not None and p.exclusive_minimum is not None:
+            lo = p.exclusive_minimum + (1 if is_int else 0.01)
+        if op is ast.Eq:
+            out = v
+        elif op is ast.NotEq:
+            if choices:
+                others = [c for c in choices if c != v]
+                if not others:
+                    raise Unsolvable("no other choice")
+                out = rng.choice(others)
+            elif isinstance(v, bool):
+                out = not v
+            elif numeric:
+                out = v + 1 if hi is None or v + 1 <= hi else v - 1
+            elif v is None:
+                out = current if current is not None else "x"
+            else:
+                out = f"{v} II"
+        elif op in (ast.In, ast.NotIn):
+            pool = list(v)
+            if op is ast.In:
+                if not pool:
+                    raise Unsolvable("empty list")
+                out = rng.choice(pool)
+            else:
+                others = [c for c in (choices or []) if c not in pool]
+                if not others:
+                    raise Unsolvable("nothing outside the list")
+                out = rng.choice(others)
+        elif op in (ast.Is, ast.IsNot):
+            if op is ast.Is:
+                out = None
+            else:
+                out = current if current is not None else (rng.choice(choices) if choices else 1 if is_int else "x")
+        else:
+            out = self._ordered(op, v, is_int, f)
+        if isinstance(out, int | float) and not isinstance(out, bool):
+            if is_int:
+                if out != int(out):
+                    out = int(out) + (1 if op in (ast.Gt, ast.GtE) else 0)
+                out = int(out)
+            elif isinstance(out, float):
+                out = round(out, 2)
+            if (lo is not None and out < lo) or (hi is not None and out > hi):
+                raise Unsolvable(f"{out} is out of bounds")
+        return out
+
+    def _ordered(self, op: type, v: Any, is_int: bool, f: FieldDef | None) -> Any:
+        rng = self.rng
+        if isinstance(v, str):
+            day = dt.date.fromisoformat(v[:10])
+            shift = {ast.GtE: rng.randint(0, 5), ast.Gt: rng.randint(1, 5), ast.LtE: -rng.randint(0, 5), ast.Lt: -rng.randint(1, 5)}[op]
+            new = (day + dt.timedelta(days=shift)).isoformat()
+            return new + v[10:] if f is not None and f.type == "datetime" else new
+        step = 1 if is_int else 0.01
+        spread = rng.choice([0, 0, 1, 2, 5]) if is_int else rng.choice([0.0, 0.0, 1.0, 2.5, 10.0])
+        if op is ast.GtE:
+            return v + spread
+        if op is ast.Gt:
+            return v + step + spread
+        if op is ast.LtE:
+            return v - spread
+        return v - step - spread
+
+    def _exists(self, fx: Fixture, node: ast.Call, want: bool) -> None:
+        table = node.args[0].id  # type: ignore[attr-defined]
+        ent = self.bp.entity(table)
+        where = {kw.arg: self.value(fx, kw.value) for kw in node.keywords}
+        if want:
+            assert fx.builder is not None
+            row = fx.builder.add(ent, {k: v for k, v in where.items() if k is not None})
+            if row is None:
+                raise Unsolvable(f"cannot add a {table} row")
+            return
+        # make it false: change a parameter that the filter uses, else drop the matching rows
+        for kw in node.keywords:
+            if isinstance(kw.value, ast.Name) and not any(b.param == kw.value.id for b in self.spec.bindings):
+                p = self.spec.param(kw.value.id)
+                assert fx.builder is not None
+                for _ in range(20):
+                    fx.args[p.name] = self.draw_param(p, self.rng, fx.builder, None)
+                    if not self.holds(fx, node):
+                        return
+        bound = {id(r) for r in fx.aliases.values() if r is not None}
+        matching = [r for r in fx.rows[table] if all(r.get(k) == v for k, v in where.items())]
+        if any(id(r) in bound for r in matching):
+            raise Unsolvable("a bound row matches")
+        for r in matching:
+            self._drop(fx, table, r)
+
+    def _drop(self, fx: Fixture, table: str, row: dict[str, Any]) -> None:
+        ent = self.bp.entity(table)
+        key = row[ent.id_field]
+        fx.rows[table] = [r for r in fx.rows[table] if r is not row]
+        bound = {id(r) for r in fx.aliases.values() if r is not None}
+        for other in self.bp.entities:
+            for f in other.fields:
+                if f.type == "ref" and f.ref == table:
+                    for child in [r for r in fx.rows[other.name] if r.get(f.name) == key]:
+                        if id(child) in bound:
+                            raise Unsolvable("would drop a bound row")
+                        if f.nullable:
+                            child[f.name] = None
+                        else:
+                            self._drop(fx, other.name, child)
+
+
+def _cmp(op: type, a: Any, b: Any) -> bool:
+    try:
+        return {
+            ast.Eq: lambda: a == b,
+            ast.NotEq: lambda: a != b,
+            ast.In: lambda: a in b,
+            ast.NotIn: lambda: a not in b,
+            ast.Lt: lambda: a < b,
+            ast.LtE: lambda: a <= b,
+            ast.Gt: lambda: a > b,
+            ast.GtE: lambda: a >= b,
+        }[op]()
+    except Exception:
+        return False
