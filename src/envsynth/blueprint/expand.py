@@ -319,7 +319,7 @@ class _Expander:
                 if src == "new_id()":
                     continue
                 rhs = as_old(src, aliases)
-                check = f"{ef.alias}.{fname} == {rhs}"
+                check = f"{ef.alias}.{fname} == ({rhs})"
                 if fname in ef.when_given:
                     check = f"{ef.when_given[fname]} is None or {check}"
                 self.post.append(Check(id=f"effect[{k}].{fname}", check=check, message=f"{ef.alias}.{fname} is wrong", origin="implicit"))

@@ -120,6 +120,9 @@ def _check(node: ast.AST, source: str) -> None:
         _check(node.left, source)
         for c in node.comparators:
             _check(c, source)
+    elif isinstance(node, ast.IfExp):
+        for part in (node.test, node.body, node.orelse):
+            _check(part, source)
     elif isinstance(node, ast.Constant):
         if not isinstance(node.value, str | int | float | bool | type(None)):
             raise bad(f"constant {node.value!r}")
@@ -180,6 +183,8 @@ def _render(node: ast.AST, hook: Renderer) -> str:
         for op, c in zip(node.ops, node.comparators, strict=True):
             parts += [_CMP[type(op)], r(c)]
         return "(" + " ".join(parts) + ")"
+    if isinstance(node, ast.IfExp):
+        return f"({r(node.body)} if {r(node.test)} else {r(node.orelse)})"
     if isinstance(node, ast.Constant):
         return repr(node.value)
     if isinstance(node, ast.List | ast.Tuple):

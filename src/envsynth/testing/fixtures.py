@@ -277,16 +277,33 @@ class Solver:
             f = ent.field(target.attr)
             if f.type == "id":
                 return self._rebind_alias(fx, alias, op, v)
+            if op is ast.IsNot and row.get(f.name) is None and fx.builder is not None:
+                row[f.name] = fx.builder.values.value(f, row) if f.type != "ref" else self._any_id(fx, f)
+                return None
             row[f.name] = self._pick(op, v, f, None, row.get(f.name))
             return None
         if isinstance(target, ast.Name):
             p = self.spec.param(target.id)
             if any(b.param == p.name for b in self.spec.bindings):
                 b = next(b for b in self.spec.bindings if b.param == p.name)
-                return self._rebind_alias(fx, b.alias, op, v)
+                if op is ast.Is:
+                    fx.args[p.name] = None
+                    self.rebind(fx)
+                    return None
+                return self._rebind_alias(fx, b.alias, ast.NotEq if op is ast.IsNot else op, v)
+            if op is ast.IsNot and fx.args.get(p.name) is None and fx.builder is not None:
+                fx.args[p.name] = self.draw_param(p, self.rng, fx.builder, None)
+                return None
             fx.args[p.name] = self._pick(op, v, self._field_of(p), p, fx.args.get(p.name))
             return None
         raise Unsolvable("not assignable")
+
+    def _any_id(self, fx: Fixture, f: FieldDef) -> Any:
+        target = self.bp.entity(f.ref or "")
+        rows = fx.rows.get(target.name) or []
+        if not rows:
+            raise Unsolvable(f"no {target.name} rows")
+        return self.rng.choice(rows)[target.id_field]
 
     def _rebind_alias(self, fx: Fixture, alias: str, op: type, v: Any) -> None:
         b = self.spec.binding(alias)
@@ -364,7 +381,7 @@ class Solver:
             day = dt.date.fromisoformat(v[:10])
             shift = {ast.GtE: rng.randint(0, 5), ast.Gt: rng.randint(1, 5), ast.LtE: -rng.randint(0, 5), ast.Lt: -rng.randint(1, 5)}[op]
             new = (day + dt.timedelta(days=shift)).isoformat()
-            return new + v[10:] if f is not None and f.type == "datetime" else new
+            return new + v[10:]
         step = 1 if is_int else 0.01
         spread = rng.choice([0, 0, 1, 2, 5]) if is_int else rng.choice([0.0, 0.0, 1.0, 2.5, 10.0])
         if op is ast.GtE:
