@@ -1,4 +1,75 @@
-"""envsynth: executable, verifiable tool-use environments and tasks for training LLM agents."""
+"""envsynth: executable, verifiable tool-use environments and tasks for training LLM agents.
+
+The small public API::
+
+    import envsynth
+    bp = envsynth.load_blueprint("my_domain.yaml")      # or envsynth.catalog.load("harbor_market")
+    built = envsynth.build_app(bp, "out/")              # compile + procedural tests -> out/<name>/
+    app = envsynth.load_app("out/harbor_market")
+    ep = app.episode(seed=0)                            # own in-memory copy of the sample state
+    res = ep.call("get_product", {"product_id": "..."})  # res.outcome, res.content, res.data
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+_EXPORTS = {
+    "App": "envsynth.runtime.app",
+    "AppLoadError": "envsynth.runtime.app",
+    "Episode": "envsynth.runtime.episode",
+    "CallResult": "envsynth.runtime.episode",
+    "ToolError": "envsynth.runtime.toolkit",
+    "Blueprint": "envsynth.blueprint.models",
+    "BlueprintError": "envsynth.blueprint.errors",
+    "load_blueprint": "envsynth.blueprint.load",
+    "build_app": "envsynth.compiler.build",
+    "BuildError": "envsynth.compiler.build",
+    "compile_app": "envsynth.compiler.compile",
+    "test_app": "envsynth.testing.procedural",
+}
+
+__all__ = [
+    "App",
+    "AppLoadError",
+    "Blueprint",
+    "BlueprintError",
+    "BuildError",
+    "CallResult",
+    "Episode",
+    "ToolError",
+    "__version__",
+    "build_app",
+    "compile_app",
+    "load_app",
+    "load_blueprint",
+    "test_app",
+]
+
+if TYPE_CHECKING:
+    from envsynth.blueprint.errors import BlueprintError
+    from envsynth.blueprint.load import load_blueprint
+    from envsynth.blueprint.models import Blueprint
+    from envsynth.compiler.build import BuildError, build_app
+    from envsynth.compiler.compile import compile_app
+    from envsynth.runtime.app import App, AppLoadError
+    from envsynth.runtime.episode import CallResult, Episode
+    from envsynth.runtime.toolkit import ToolError
+    from envsynth.testing.procedural import test_app
+
+
+def load_app(path: Any) -> App:
+    """Load an app folder written by ``envsynth build``."""
+    from envsynth.runtime.app import App
+
+    return App.load(path)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'envsynth' has no attribute {name!r}")

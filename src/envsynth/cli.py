@@ -40,9 +40,20 @@ def catalog(as_json: Annotated[bool, typer.Option("--json", help="Print JSON ins
             bp = cat.load(e.name)
         except BlueprintError as exc:
             fail(str(exc))
-        writes = sum(a.kind in ("create", "update", "delete", "transition", "transfer", "book") or getattr(a, "mode", "") == "write" for a in bp.actions)
+        writes = sum(
+            a.kind in ("create", "update", "delete", "transition", "transfer", "book") or getattr(a, "mode", "") == "write"
+            for a in bp.actions
+        )
         rows.append(
-            {"name": bp.name, "title": bp.title, "category": bp.category, "tables": len(bp.entities), "tools": len(bp.actions), "writes": writes, "description": bp.description}
+            {
+                "name": bp.name,
+                "title": bp.title,
+                "category": bp.category,
+                "tables": len(bp.entities),
+                "tools": len(bp.actions),
+                "writes": writes,
+                "description": bp.description,
+            }
         )
     if as_json:
         print(json.dumps(rows, indent=2))
@@ -98,7 +109,15 @@ def build(
         fail(f"{out} exists and is not a folder")
     results: list[dict[str, Any]] = []
     failed: list[str] = []
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=as_json, disable=not err.is_terminal and as_json) as bar:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=as_json,
+        disable=not err.is_terminal and as_json,
+    ) as bar:
         task = bar.add_task("building apps", total=len(bps))
         for bp in bps:
             bar.update(task, description=f"building {bp.name}")
@@ -130,7 +149,15 @@ def build(
             t.add_column(col)
         for r in results:
             if r["ok"]:
-                t.add_row(r["name"], str(r["tables"]), str(r["tools"]), str(r["writes"]), str(r["cases"]), str(r["unexpected_failures"]), "[green]ok[/]")
+                t.add_row(
+                    r["name"],
+                    str(r["tables"]),
+                    str(r["tools"]),
+                    str(r["writes"]),
+                    str(r["cases"]),
+                    str(r["unexpected_failures"]),
+                    "[green]ok[/]",
+                )
             else:
                 t.add_row(r["name"], "", "", "", "", "", "[red]failed[/]")
         console.print(t)
@@ -221,8 +248,18 @@ def inspect(
         t.add_column(col)
     for s in summary:
         v = s["tests"]
-        t.add_row(s["name"], s["category"], str(s["tables"]), str(s["tools"]), str(s["reads"]), str(s["writes"]),
-                  str(v.get("cases", 0)), str(v.get("success", 0)), str(v.get("anticipated_rejection", 0)), str(v.get("unexpected_failure", 0)))
+        t.add_row(
+            s["name"],
+            s["category"],
+            str(s["tables"]),
+            str(s["tools"]),
+            str(s["reads"]),
+            str(s["writes"]),
+            str(v.get("cases", 0)),
+            str(v.get("success", 0)),
+            str(v.get("anticipated_rejection", 0)),
+            str(v.get("unexpected_failure", 0)),
+        )
     console.print(t)
 
 

@@ -18,8 +18,8 @@ from envsynth.blueprint.errors import BlueprintError
 from envsynth.blueprint.models import (
     Action,
     AggregateAction,
-    BookAction,
     Blueprint,
+    BookAction,
     Condition,
     CreateAction,
     CustomAction,
@@ -28,7 +28,6 @@ from envsynth.blueprint.models import (
     FieldDef,
     Filter,
     GetAction,
-    Param,
     SearchAction,
     TransferAction,
     TransitionAction,
@@ -205,7 +204,9 @@ class _Expander:
                     minimum=p.min,
                     maximum=p.max,
                     default=p.default,
-                    semantic=p.type if p.type not in ("integer", "number", "boolean") else {"integer": "int", "number": "float", "boolean": "bool"}[p.type],
+                    semantic=p.type
+                    if p.type not in ("integer", "number", "boolean")
+                    else {"integer": "int", "number": "float", "boolean": "bool"}[p.type],
                     pattern=DATE_PATTERN if p.type == "date" else DATETIME_PATTERN if p.type == "datetime" else None,
                 ),
                 where,
@@ -226,7 +227,9 @@ class _Expander:
             target = self.bp.entity(f.ref)  # type: ignore[arg-type]
             if any(b.alias == alias for b in self.bindings):
                 raise self.err(where, f"alias {alias!r} is already bound")
-            self.bindings.append(Binding(alias=alias, entity=target.name, key=target.id_field, via=via, optional=src.optional or f.nullable))
+            self.bindings.append(
+                Binding(alias=alias, entity=target.name, key=target.id_field, via=via, optional=src.optional or f.nullable)
+            )
 
     def declared(self, conds: list[Condition], kind: str) -> list[Check]:
         out = []
@@ -246,7 +249,9 @@ class _Expander:
         known = aliases | {p.name for p in self.params} | {e_.name for e_ in self.bp.entities}
         unknown = e.names() - known
         if unknown:
-            raise self.err(where, f"unknown name(s) {sorted(unknown)} in {e.source!r}; known: {sorted(aliases | {p.name for p in self.params})}")
+            raise self.err(
+                where, f"unknown name(s) {sorted(unknown)} in {e.source!r}; known: {sorted(aliases | {p.name for p in self.params})}"
+            )
         for alias, fname in e.fields():
             if alias in ("result",):
                 continue
@@ -302,7 +307,12 @@ class _Expander:
             else:
                 check = f"{fname} is None or {fname} == {alias}.{fname} or not exists({ent.name}, {fname}={fname})"
             self.pre.append(
-                Check(id=f"unique:{fname}", check=check, message=f"A {human(ent.name)} with {human(fname)} '{{{fname}}}' already exists.", origin="implicit")
+                Check(
+                    id=f"unique:{fname}",
+                    check=check,
+                    message=f"A {human(ent.name)} with {human(fname)} '{{{fname}}}' already exists.",
+                    origin="implicit",
+                )
             )
 
     def derive_post(self) -> None:
@@ -312,7 +322,12 @@ class _Expander:
             if ef.op == "delete":
                 ent = self.bp.entity(ef.entity)
                 self.post.append(
-                    Check(id=f"effect[{k}]", check=f"not exists({ent.name}, {ent.id_field}=old({ef.alias}.{ent.id_field}))", message="row still exists", origin="implicit")
+                    Check(
+                        id=f"effect[{k}]",
+                        check=f"not exists({ent.name}, {ent.id_field}=old({ef.alias}.{ent.id_field}))",
+                        message="row still exists",
+                        origin="implicit",
+                    )
                 )
                 continue
             for fname, src in ef.values.items():
@@ -422,16 +437,33 @@ def _filters(x: _Expander, ent: Entity, filters: list[Filter]) -> list[FilterSpe
         if flt.op == "contains":
             if json_type(f.type) != "string":
                 raise x.err(f"filters[{j}].op", "contains only applies to text fields")
-            p = ParamSpec(name=pname, type="string", description=flt.description or f"Text to look for in the {human(f.name)} (case-insensitive).", required=False, field=f"{ent.name}.{f.name}", semantic=f.type)
+            p = ParamSpec(
+                name=pname,
+                type="string",
+                description=flt.description or f"Text to look for in the {human(f.name)} (case-insensitive).",
+                required=False,
+                field=f"{ent.name}.{f.name}",
+                semantic=f.type,
+            )
         elif flt.op == "in":
             if not f.choices:
                 raise x.err(f"filters[{j}].op", "'in' only applies to enum or state fields")
-            p = ParamSpec(name=pname, type="array", description=flt.description or f"Keep rows whose {human(f.name)} is one of these.", required=False, items_enum=list(f.choices), field=f"{ent.name}.{f.name}", semantic=f.type)
+            p = ParamSpec(
+                name=pname,
+                type="array",
+                description=flt.description or f"Keep rows whose {human(f.name)} is one of these.",
+                required=False,
+                items_enum=list(f.choices),
+                field=f"{ent.name}.{f.name}",
+                semantic=f.type,
+            )
         else:
             if flt.op in ("gte", "lte") and f.type not in ("money", "int", "quantity", "float", "date", "datetime"):
                 raise x.err(f"filters[{j}].op", f"{flt.op} needs a numeric or date field")
             word = {"eq": "Only rows whose", "gte": "Minimum", "lte": "Maximum"}[flt.op]
-            desc = flt.description or (f"Only {human(ent.name)}s whose {human(f.name)} equals this." if flt.op == "eq" else f"{word} {human(f.name)}.")
+            desc = flt.description or (
+                f"Only {human(ent.name)}s whose {human(f.name)} equals this." if flt.op == "eq" else f"{word} {human(f.name)}."
+            )
             p = x.param_from_field(pname, f, ent, required=False, description=desc)
             if flt.op != "eq":
                 p = p.model_copy(update={"minimum": None, "maximum": None, "ref": None})
@@ -447,8 +479,31 @@ def _search(x: _Expander, a: SearchAction) -> ToolSpec:
     filters = _filters(x, ent, a.filters)
     sort = a.sort or ent.label or ent.id_field
     x.field(ent, sort, "sort")
-    x.add_param(ParamSpec(name="limit", type="integer", description=f"Maximum number of results (default {a.limit}).", required=False, minimum=1, maximum=200, default=a.limit, semantic="int"), "limit")
-    x.add_param(ParamSpec(name="offset", type="integer", description="Number of results to skip, for paging (default 0).", required=False, minimum=0, default=0, semantic="int"), "offset")
+    x.add_param(
+        ParamSpec(
+            name="limit",
+            type="integer",
+            description=f"Maximum number of results (default {a.limit}).",
+            required=False,
+            minimum=1,
+            maximum=200,
+            default=a.limit,
+            semantic="int",
+        ),
+        "limit",
+    )
+    x.add_param(
+        ParamSpec(
+            name="offset",
+            type="integer",
+            description="Number of results to skip, for paging (default 0).",
+            required=False,
+            minimum=0,
+            default=0,
+            semantic="int",
+        ),
+        "offset",
+    )
     x.explicit_params()
     q = Query(op="search", entity=ent.name, filters=filters, sort=sort, descending=a.descending)
     return x.build(query=q, returns="query", returns_doc=f"{{'total': number of matches, 'items': matching {human(ent.name)} records}}.")
@@ -509,7 +564,12 @@ def _update(x: _Expander, a: UpdateAction) -> ToolSpec:
         values[fname] = fname
         when[fname] = fname
     x.pre.append(
-        Check(id="given", check=" or ".join(f"{f} is not None" for f in a.fields), message=f"Nothing to change: give at least one of {', '.join(a.fields)}.", origin="implicit")
+        Check(
+            id="given",
+            check=" or ".join(f"{f} is not None" for f in a.fields),
+            message=f"Nothing to change: give at least one of {', '.join(a.fields)}.",
+            origin="implicit",
+        )
     )
     x.explicit_params()
     x.extra_bindings()
@@ -571,7 +631,10 @@ def _transition(x: _Expander, a: TransitionAction) -> ToolSpec:
     froms = a.from_ if a.from_ is not None else allowed
     bad = [s for s in froms if s not in allowed]
     if bad or not froms:
-        raise x.err("from", f"the state machine of {ent.name}.{f.name} has no move {bad or froms} -> {a.to!r} (moves into {a.to!r} come from {allowed})")
+        raise x.err(
+            "from",
+            f"the state machine of {ent.name}.{f.name} has no move {bad or froms} -> {a.to!r} (moves into {a.to!r} come from {allowed})",
+        )
     p = x.param_from_field(ent.id_field, ent.fields[0], ent)
     x.add_param(p, "entity")
     x.bind_param(ent.name, ent, p, "entity")
@@ -582,9 +645,9 @@ def _transition(x: _Expander, a: TransitionAction) -> ToolSpec:
         Check(
             id="state",
             check=f"{ent.name}.{f.name} in {froms!r}",
-            message=f"This {human(ent.name)} is '{{{ent.name}.{f.name}}}'; {human(a.name)} needs it to be {listed}.".replace("'{", "'{").replace(
-                "needs it to be", "needs it to be one of" if len(froms) > 1 else "needs it to be"
-            ),
+            message=f"This {human(ent.name)} is '{{{ent.name}.{f.name}}}'; {human(a.name)} needs it to be {listed}.".replace(
+                "'{", "'{"
+            ).replace("needs it to be", "needs it to be one of" if len(froms) > 1 else "needs it to be"),
             origin="implicit",
         )
     )
@@ -617,8 +680,12 @@ def _transfer(x: _Expander, a: TransferAction) -> ToolSpec:
     if f.type not in ("money", "int", "quantity", "float"):
         raise x.err("field", f"a transfer moves a numeric field; {a.field!r} is {f.type}")
     for alias, where in ((a.source, "source"), (a.target, "target")):
-        p = x.param_from_field(f"{'from' if where == 'source' else 'to'}_{ent.id_field}", ent.fields[0], ent,
-                               description=f"Id of the {human(ent.name)} to move {human(f.name)} {'from' if where == 'source' else 'to'}.")
+        p = x.param_from_field(
+            f"{'from' if where == 'source' else 'to'}_{ent.id_field}",
+            ent.fields[0],
+            ent,
+            description=f"Id of the {human(ent.name)} to move {human(f.name)} {'from' if where == 'source' else 'to'}.",
+        )
         x.add_param(p, where)
         x.bind_param(alias, ent, p, where)
     amount = x.param_from_field(a.amount, f, ent, description=f"How much {human(f.name)} to move (greater than 0).")
@@ -627,7 +694,14 @@ def _transfer(x: _Expander, a: TransferAction) -> ToolSpec:
     x.explicit_params()
     x.extra_bindings()
     idf = ent.id_field
-    x.pre.append(Check(id="distinct", check=f"{a.source}.{idf} != {a.target}.{idf}", message=f"The source and the target {human(ent.name)} must be different.", origin="implicit"))
+    x.pre.append(
+        Check(
+            id="distinct",
+            check=f"{a.source}.{idf} != {a.target}.{idf}",
+            message=f"The source and the target {human(ent.name)} must be different.",
+            origin="implicit",
+        )
+    )
     x.pre.append(
         Check(
             id="sufficient",
@@ -636,8 +710,12 @@ def _transfer(x: _Expander, a: TransferAction) -> ToolSpec:
             origin="implicit",
         )
     )
-    x.effects.append(Effect(op="update", alias=a.source, entity=ent.name, values={f.name: _money_round(f, f"{a.source}.{f.name} - {a.amount}")}))
-    x.effects.append(Effect(op="update", alias=a.target, entity=ent.name, values={f.name: _money_round(f, f"{a.target}.{f.name} + {a.amount}")}))
+    x.effects.append(
+        Effect(op="update", alias=a.source, entity=ent.name, values={f.name: _money_round(f, f"{a.source}.{f.name} - {a.amount}")})
+    )
+    x.effects.append(
+        Effect(op="update", alias=a.target, entity=ent.name, values={f.name: _money_round(f, f"{a.target}.{f.name} + {a.amount}")})
+    )
     if a.log:
         log_ent = x.entity(a.log, "log")
         values = x.insert_values(log_ent, dict(a.log_set), "log_set")
@@ -736,7 +814,9 @@ def _check_entities(bp: Blueprint) -> None:
             raise BlueprintError(f"entities[{i}].name", f"duplicate entity {ent.name!r}")
         seen.add(ent.name)
         if ent.prefix in prefixes:
-            raise BlueprintError(f"entities[{i}].id_prefix", f"id prefix {ent.prefix!r} is also used by {prefixes[ent.prefix]!r}; set id_prefix")
+            raise BlueprintError(
+                f"entities[{i}].id_prefix", f"id prefix {ent.prefix!r} is also used by {prefixes[ent.prefix]!r}; set id_prefix"
+            )
         prefixes[ent.prefix] = ent.name
         if ent.label is not None and ent.field(ent.label).type not in _STRING_TYPES:
             raise BlueprintError(f"entities[{i}].label", "the label must be a text field")

@@ -69,17 +69,10 @@ class Expr:
 
     def fields(self) -> set[tuple[str, str]]:
         """``(alias, field)`` pairs read by the expression."""
-        return {
-            (n.value.id, n.attr)
-            for n in ast.walk(self.tree)
-            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-        }
+        return {(n.value.id, n.attr) for n in ast.walk(self.tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
 
     def uses_old(self) -> bool:
-        return any(
-            isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "old"
-            for n in ast.walk(self.tree)
-        )
+        return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "old" for n in ast.walk(self.tree))
 
 
 @lru_cache(maxsize=4096)

@@ -19,7 +19,18 @@ def _path(loc: tuple[Any, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("get", "search", "create", "update", "delete", "transition", "transfer", "book", "aggregate", "custom") and out.endswith("]"):
+        elif part in (
+            "get",
+            "search",
+            "create",
+            "update",
+            "delete",
+            "transition",
+            "transfer",
+            "book",
+            "aggregate",
+            "custom",
+        ) and out.endswith("]"):
             continue  # the discriminator tag pydantic inserts for tagged unions
         elif str(part).startswith(("function-after", "function-before", "tagged-union")):
             continue

@@ -320,9 +320,7 @@ class TransitionAction(_Action):
     to: str
     from_: list[str] | None = Field(None, alias="from")
     set: dict[Ident, str] = Field(default_factory=dict)
-    also: dict[Ident, dict[Ident, str]] = Field(
-        default_factory=dict, description="updates of other bound rows: alias -> {field: expr}"
-    )
+    also: dict[Ident, dict[Ident, str]] = Field(default_factory=dict, description="updates of other bound rows: alias -> {field: expr}")
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 

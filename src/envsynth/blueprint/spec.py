@@ -59,10 +59,7 @@ class ParamSpec(_Spec):
 
     @property
     def constrained(self) -> bool:
-        return any(
-            v is not None
-            for v in (self.enum, self.minimum, self.maximum, self.exclusive_minimum, self.pattern, self.items_enum)
-        )
+        return any(v is not None for v in (self.enum, self.minimum, self.maximum, self.exclusive_minimum, self.pattern, self.items_enum))
 
 
 class Binding(_Spec):

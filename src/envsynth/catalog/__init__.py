@@ -32,7 +32,9 @@ def entries() -> tuple[CatalogEntry, ...]:
     out = []
     for path in sorted(CATALOG_DIR.glob("*.yaml")):
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        out.append(CatalogEntry(data.get("name", path.stem), path, data.get("title", ""), data.get("category", ""), data.get("description", "")))
+        out.append(
+            CatalogEntry(data.get("name", path.stem), path, data.get("title", ""), data.get("category", ""), data.get("description", ""))
+        )
     return tuple(out)
 
 

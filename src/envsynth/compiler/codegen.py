@@ -150,7 +150,13 @@ class ToolWriter:
         for k, ef in enumerate(spec.effects):
             items = []
             for field, src in ef.values.items():
-                var = f"{ef.alias}_{field}" if ef.op == "update" else f"new_{field}" if len(spec.effects) == 1 or ef.alias == "new" else f"{ef.alias}{k}_{field}"
+                var = (
+                    f"{ef.alias}_{field}"
+                    if ef.op == "update"
+                    else f"new_{field}"
+                    if len(spec.effects) == 1 or ef.alias == "new"
+                    else f"{ef.alias}{k}_{field}"
+                )
                 if src == "new_id()":
                     ent = self.bp.entity(ef.entity)
                     val = f"ctx.new_id({ef.entity!r}, {field!r}, {ent.prefix!r})"
@@ -176,7 +182,9 @@ class ToolWriter:
                     else:
                         out.append(f"changes[{field!r}] = {var}")
                 out.append("assignments = ', '.join(f'\"{column}\" = ?' for column in changes)")
-                out.append(f"db.execute(f'UPDATE {q(ef.entity)} SET {{assignments}} WHERE {q(idf)} = ?', (*changes.values(), {ef.alias}[{idf!r}]))")
+                out.append(
+                    f"db.execute(f'UPDATE {q(ef.entity)} SET {{assignments}} WHERE {q(idf)} = ?', (*changes.values(), {ef.alias}[{idf!r}]))"
+                )
             elif ef.op == "update":
                 sets = ", ".join(f"{q(f)} = ?" for f, _, _ in items)
                 args = ", ".join(var for _, var, _ in items)
@@ -195,14 +203,18 @@ class ToolWriter:
         if spec.returns == "new" and returned is not None:
             ef, id_var = returned
             ent = self.bp.entity(ef.entity)
-            out.append(f"return ctx.one('SELECT * FROM {q(ef.entity)} WHERE {q(ent.id_field)} = ?', ({id_var},), {ef.entity!r})  # type: ignore[return-value]")
+            out.append(
+                f"return ctx.one('SELECT * FROM {q(ef.entity)} WHERE {q(ent.id_field)} = ?', ({id_var},), {ef.entity!r})  # type: ignore[return-value]"
+            )
         elif spec.returns == "none":
             b = spec.bindings[0]
             out.append(f"return {{'deleted': {b.alias}[{self.bp.entity(b.entity).id_field!r}]}}")
         else:
             b = spec.binding(spec.returns)
             ent = self.bp.entity(b.entity)
-            out.append(f"return ctx.one('SELECT * FROM {q(b.entity)} WHERE {q(ent.id_field)} = ?', ({spec.returns}[{ent.id_field!r}],), {b.entity!r})  # type: ignore[return-value]")
+            out.append(
+                f"return ctx.one('SELECT * FROM {q(b.entity)} WHERE {q(ent.id_field)} = ?', ({spec.returns}[{ent.id_field!r}],), {b.entity!r})  # type: ignore[return-value]"
+            )
         return out
 
     def _query(self, spec: ToolSpec) -> list[str]:
@@ -241,7 +253,13 @@ class ToolWriter:
                 "return {'total': total, 'items': items}",
             ]
             return out
-        agg = {"count": "COUNT(*)", "sum": f"TOTAL({q(qy.field or '')})", "avg": f"AVG({q(qy.field or '')})", "min": f"MIN({q(qy.field or '')})", "max": f"MAX({q(qy.field or '')})"}[qy.agg or "count"]
+        agg = {
+            "count": "COUNT(*)",
+            "sum": f"TOTAL({q(qy.field or '')})",
+            "avg": f"AVG({q(qy.field or '')})",
+            "min": f"MIN({q(qy.field or '')})",
+            "max": f"MAX({q(qy.field or '')})",
+        }[qy.agg or "count"]
         rounding = qy.agg in ("sum", "avg")
         value = "round(value, 2) if value is not None else None" if rounding else "value"
         if qy.group_by:

@@ -23,8 +23,18 @@ from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import Check, ParamSpec, ToolSpec
 from envsynth.runtime.state import Rows, StateBuilder
 
-_NEGATE = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt,
-           ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
+_NEGATE = {
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.Gt: ast.LtE,
+    ast.LtE: ast.Gt,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
 _MIRROR = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
 
 
@@ -132,7 +142,13 @@ class Solver:
             return rng.choice(p.enum)
         f = self._field_of(p)
         if p.type in ("integer", "number"):
-            lo = p.minimum if p.minimum is not None else (p.exclusive_minimum + (1 if p.type == "integer" else 0.01)) if p.exclusive_minimum is not None else 1
+            lo = (
+                p.minimum
+                if p.minimum is not None
+                else (p.exclusive_minimum + (1 if p.type == "integer" else 0.01))
+                if p.exclusive_minimum is not None
+                else 1
+            )
             hi = p.maximum if p.maximum is not None else max(lo + 10, 20)
             hi = min(hi, lo + 40)
             if p.type == "integer":
@@ -277,6 +293,13 @@ class Solver:
             f = ent.field(target.attr)
             if f.type == "id":
                 return self._rebind_alias(fx, alias, op, v)
+            if f.type == "ref" and op in (ast.Eq, ast.NotEq, ast.In, ast.NotIn):
+                target_ent = self.bp.entity(f.ref or "")
+                ids = [r[target_ent.id_field] for r in fx.rows.get(target_ent.name, []) if _cmp(op, r[target_ent.id_field], v)]
+                if not ids:
+                    raise Unsolvable(f"no {target_ent.name} id fits")
+                row[f.name] = self.rng.choice(ids)
+                return None
             if op is ast.IsNot and row.get(f.name) is None and fx.builder is not None:
                 row[f.name] = fx.builder.values.value(f, row) if f.type != "ref" else self._any_id(fx, f)
                 return None
@@ -446,6 +469,8 @@ def _cmp(op: type, a: Any, b: Any) -> bool:
             ast.LtE: lambda: a <= b,
             ast.Gt: lambda: a > b,
             ast.GtE: lambda: a >= b,
+            ast.Is: lambda: a is b,
+            ast.IsNot: lambda: a is not b,
         }[op]()
     except Exception:
         return False

@@ -303,7 +303,13 @@ class ToolTester:
             limit = args.get("limit", self.spec.param("limit").default)
             offset = args.get("offset", 0)
             want = {"total": len(rows), "items": rows[offset : offset + limit]}
-            return [] if result == want else [f"search returned total {result.get('total')} / {len(result.get('items', []))} items, expected {want['total']} / {len(want['items'])}"]
+            return (
+                []
+                if result == want
+                else [
+                    f"search returned total {result.get('total')} / {len(result.get('items', []))} items, expected {want['total']} / {len(want['items'])}"
+                ]
+            )
         want_val = _aggregate(q.agg or "count", q.field, q.group_by, rows)
         if not _close(result, want_val):
             return [f"aggregate returned {result!r}, expected {want_val!r}"]

@@ -1,0 +1,63 @@
+"""One contract over the whole shipped catalogue (STYLE.md, point 3)."""
+
+from __future__ import annotations
+
+import pytest
+
+from envsynth import catalog
+from envsynth.compiler.build import BuiltApp, build_app
+from envsynth.compiler.compile import app_files, compile_app
+
+CATEGORIES = {"shopping", "music", "productivity", "finance", "fitness", "messaging", "utilities", "social"}
+
+
+def test_one_domain_per_category() -> None:
+    cats = {catalog.load(n).category for n in catalog.names()}
+    assert cats >= CATEGORIES
+
+
+@pytest.mark.parametrize("name", catalog.names())
+def test_app_contract(name: str, built_catalog: dict[str, BuiltApp]) -> None:
+    built = built_catalog[name]
+    bp, specs, report = built.app.blueprint, built.app.specs, built.report
+    # size and shape the catalogue promises
+    assert 5 <= len(bp.entities) <= 20
+    assert len(specs) >= 30
+    writes = [s for s in specs if s.mode == "write"]
+    assert len(writes) * 3 >= len(specs)
+    machines = [e for e in bp.entities if any(f.type == "state" for f in e.fields)]
+    assert len(machines) >= 2
+    assert any(s.kind in ("transfer", "book") for s in specs)
+    # every tool has positive and negative cases, all verdicts as expected
+    by_tool = report.by_tool()
+    for s in specs:
+        assert by_tool[s.name]["positive"] >= 1, s.name
+        assert by_tool[s.name]["negative"] >= 1, s.name
+    assert report.passed, [(v.tool, v.case, v.detail) for v in report.failures]
+    counts = report.counts()
+    assert counts["unexpected_failure"] == 0
+    # every declared or implicit pre-condition got its own negative case
+    cases = {(v.tool, v.case) for v in report.verdicts}
+    for s in specs:
+        for c in s.pre:
+            if c.id.startswith("exists:") and s.binding(c.id.split(":", 1)[1]).param is None:
+                continue
+            assert (s.name, f"violate:{c.id}") in cases, (s.name, c.id)
+    # the folder is complete
+    for f in ("app.json", "schema.sql", "tools.py", "state.db", "tests.json"):
+        assert (built.path / f).is_file()
+
+
+@pytest.mark.parametrize("name", catalog.names())
+def test_build_is_deterministic(name: str, built_catalog: dict[str, BuiltApp], tmp_path) -> None:  # type: ignore[no-untyped-def]
+    first = built_catalog[name].path
+    again = build_app(catalog.load(name), tmp_path, seed=0).path
+    for f in ("app.json", "schema.sql", "tools.py", "state.db", "tests.json"):
+        assert (first / f).read_bytes() == (again / f).read_bytes(), f
+
+
+def test_seed_changes_data_not_code() -> None:
+    bp = catalog.load(catalog.names()[0])
+    a, b = app_files(compile_app(bp, 0)), app_files(compile_app(bp, 1))
+    assert a["tools.py"] == b["tools.py"] and a["schema.sql"] == b["schema.sql"]
+    assert a["state.db"] != b["state.db"]
