@@ -38,6 +38,7 @@ from envsynth.blueprint.spec import Binding, Check, Effect, FilterSpec, ParamSpe
 _STRING_TYPES = {"id", "ref", "string", "text", "name", "email", "phone", "url", "address", "company", "enum", "state", "date", "datetime"}
 DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
 DATETIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$"
+EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
 
 
 def human(name: str) -> str:
@@ -106,7 +107,7 @@ class _Expander:
         ptype = json_type(f.type)
         ref = ent.name if f.type == "id" else f.ref
         desc = description or f.description or self._default_desc(f, ent)
-        pattern = DATE_PATTERN if f.type == "date" else DATETIME_PATTERN if f.type == "datetime" else None
+        pattern = {"date": DATE_PATTERN, "datetime": DATETIME_PATTERN, "email": EMAIL_PATTERN}.get(f.type)
         minimum = f.lower_bound if f.type in ("int", "quantity", "money", "float") else None
         return ParamSpec(
             name=name,
@@ -207,7 +208,7 @@ class _Expander:
                     semantic=p.type
                     if p.type not in ("integer", "number", "boolean")
                     else {"integer": "int", "number": "float", "boolean": "bool"}[p.type],
-                    pattern=DATE_PATTERN if p.type == "date" else DATETIME_PATTERN if p.type == "datetime" else None,
+                    pattern={"date": DATE_PATTERN, "datetime": DATETIME_PATTERN, "email": EMAIL_PATTERN}.get(p.type or ""),
                 ),
                 where,
             )

@@ -146,6 +146,11 @@ class FieldDef(_Model):
                 raise ValueError(f"initial state {self.initial!r} is not one of {self.states}")
         if self.min is not None and self.max is not None and self.min > self.max:
             raise ValueError("min is greater than max")
+        if self.gen is not None and self.gen.choice is not None:
+            want = (int, float) if t in NUMERIC_TYPES else (bool,) if t == "bool" else (str,)
+            bad = [v for v in self.gen.choice if not isinstance(v, want) or (isinstance(v, bool) and t != "bool")]
+            if bad:
+                raise ValueError(f"gen.choice values {bad[:3]} do not fit a {t} field (quote them in YAML: '1:1')")
         if (self.min is not None or self.max is not None) and t not in NUMERIC_TYPES:
             raise ValueError(f"min/max only apply to numeric fields, not {t}")
         return self

@@ -142,7 +142,7 @@ class StateBuilder:
                 row[f.name] = self.values.new_id(ent, self.taken_ids[ent.name])
             elif f.type == "ref":
                 targets = self.rows.get(f.ref or "", [])
-                if f.nullable and (not targets or self.rng.random() < max(f.null_rate, 0.1)):
+                if f.nullable and (not targets or self.rng.random() < f.null_rate):
                     row[f.name] = None
                     continue
                 if not targets:

@@ -388,12 +388,19 @@ class Solver:
         else:
             out = self._ordered(op, v, is_int, f)
         if isinstance(out, int | float) and not isinstance(out, bool):
+            if op in (ast.Lt, ast.LtE, ast.Gt, ast.GtE):  # a random margin may overshoot a bound
+                if lo is not None and out < lo:
+                    out = lo
+                if hi is not None and out > hi:
+                    out = hi
             if is_int:
                 if out != int(out):
                     out = int(out) + (1 if op in (ast.Gt, ast.GtE) else 0)
                 out = int(out)
             elif isinstance(out, float):
                 out = round(out, 2)
+            if op in (ast.Lt, ast.LtE, ast.Gt, ast.GtE) and not _cmp(op, out, v):
+                raise Unsolvable(f"no value within bounds is {op.__name__} {v}")
             if (lo is not None and out < lo) or (hi is not None and out > hi):
                 raise Unsolvable(f"{out} is out of bounds")
         return out

@@ -329,7 +329,7 @@ class ToolTester:
             if fx is None:
                 return
             args = fx.call_args()
-            args[b.param] = f"{self.bp.entity(b.entity).prefix}_000000"
+            args[b.param] = self._missing_key(fx, b.entity, b.key)
             self._expect_rejection(case, fx, args, check.id)
             return
         for attempt in range(MAX_ATTEMPTS):
@@ -353,6 +353,19 @@ class ToolTester:
         self.record(case, "negative", REJECTION, "not_constructed", [], {})
         self.verdicts[-1].ok = True
         self.verdicts[-1].detail = "no fixture breaks only this condition (it is implied by the others)"
+
+    def _missing_key(self, fx: Fixture, entity: str, key: str) -> Any:
+        """A well-formed key value that no row of ``entity`` has."""
+        ent = self.bp.entity(entity)
+        taken = {r[key] for r in fx.rows[entity]}
+        if key == ent.id_field:
+            return f"{ent.prefix}_000000"
+        assert fx.builder is not None
+        for _ in range(50):
+            v = fx.builder.values.value(ent.field(key))
+            if v not in taken:
+                return v
+        raise RuntimeError(f"cannot draw an unused {entity}.{key}")
 
     def negative_args(self, case: str, override: dict[str, Any]) -> None:
         fx = self.solved("all")

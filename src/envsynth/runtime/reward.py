@@ -1,0 +1,299 @@
+"""Rule-based reward: the agent's effects on the initial state must equal the oracle's.
+
+Effects are what turns the initial state ``s0`` into a final state: existing rows by primary
+key (``updated`` ``{pk: {field: new_value}}``, ``deleted``) and new rows (``added``), a sorted
+multiset of contents whose own id is dropped and whose references to other *new* rows become
+``<new TABLE #digest>`` (a hash of that row's normalised content), so generated ids never
+matter; references to existing rows keep their ids. Identical new rows are interchangeable.
+Written datetimes come from the episode clock; ``datetimes="now"`` (default) turns those equal
+to the episode's now into ``<now>``, ``"ignore"`` turns all into ``<datetime>``, ``"keep"``
+keeps them. Numbers compare within 0.005. Reads make no effects and call order never matters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+import sqlite3
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from envsynth.blueprint.models import Blueprint
+from envsynth.runtime.state import Rows, diff_rows, open_state, read_rows
+
+TOLERANCE = 0.005
+DatetimeMode = Literal["keep", "now", "ignore"]
+MismatchKind = Literal[
+    "missing_update", "wrong_value", "extra_update", "missing_row", "extra_row",
+    "missing_delete", "extra_delete", "wrong_answer", "missing_answer",
+]  # fmt: skip
+
+
+def _canon(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equality, numbers within the tolerance."""
+    return abs(a - b) <= TOLERANCE + 1e-9 if _num(a) and _num(b) else bool(a == b)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}={_fmt(x)}" for k, x in v.items()) + "}"
+    return repr(v) if isinstance(v, str) else "null" if v is None else str(v)
+
+
+@dataclass(frozen=True)
+class TableEffects:
+    """Effects on one table.
+
+    Attributes:
+        updated: ``{pk: {field: new_value}}`` for existing rows that changed.
+        deleted: primary keys of removed rows, sorted.
+        added: normalised contents of new rows, sorted by canonical JSON (a multiset).
+        previous: ``{pk: {field: old_value}}`` of updated fields; only used in messages,
+            not part of equality or hashing.
+    """
+
+    updated: dict[str, dict[str, Any]] = field(default_factory=dict)
+    deleted: tuple[str, ...] = ()
+    added: tuple[dict[str, Any], ...] = ()
+    previous: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False, repr=False)
+
+    def __bool__(self) -> bool:
+        return bool(self.updated or self.deleted or self.added)
+
+    def __hash__(self) -> int:
+        return hash(_canon(self.content()))
+
+    def content(self) -> dict[str, Any]:  # what equality and hashing see
+        return {"updated": self.updated, "deleted": list(self.deleted), "added": list(self.added)}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.content(), "previous": self.previous}
+
+
+@dataclass(frozen=True)
+class Effects:
+    """Effects per table (tables without effects omitted); hashable by content, JSON via to_dict/from_dict."""
+
+    tables: dict[str, TableEffects] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return any(self.tables.values())
+
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 of the canonical JSON content (without ``previous``)."""
+        return hashlib.sha256(_canon({t: e.content() for t, e in self.tables.items() if e}).encode()).hexdigest()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {t: e.to_dict() for t, e in sorted(self.tables.items()) if e}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Effects:
+        conv: dict[str, Any] = {"deleted": tuple, "added": tuple}
+        return cls({t: TableEffects(**{k: conv.get(k, dict)(v) for k, v in d.items()}) for t, d in data.items()})
+
+
+def _rows(bp: Blueprint, state: Rows | sqlite3.Connection | bytes) -> Rows:
+    if isinstance(state, bytes):
+        with contextlib.closing(open_state(state)) as conn:
+            return read_rows(conn, bp)
+    return read_rows(state, bp) if isinstance(state, sqlite3.Connection) else state
+
+
+def effects_of(
+    bp: Blueprint, before: Rows | sqlite3.Connection | bytes, after: Rows | sqlite3.Connection | bytes, *,
+    now: str | None = None, datetimes: DatetimeMode = "now",
+) -> Effects:  # fmt: skip
+    """The effects that turn ``before`` (the initial state) into ``after``.
+
+    Args:
+        bp: the app's blueprint.
+        before: the initial state, as Rows (:func:`read_rows`), a connection or state bytes.
+        after: the final state, in any of the same forms.
+        now: the episode clock; defaults to the app clock, noon on ``bp.reference_date``.
+        datetimes: normalisation of written datetime values (see the module docstring).
+
+    Returns:
+        The normalised :class:`Effects`.
+    """
+    now = now or f"{bp.reference_date}T12:00:00"
+    diffs = diff_rows(bp, _rows(bp, before), _rows(bp, after))
+    defs = {e.name: {f.name: f for f in e.fields} for e in bp.entities}
+    memo: dict[tuple[str, Any], dict[str, Any]] = {}
+
+    def norm(table: str, name: str, v: Any, visiting: frozenset[tuple[str, Any]] = frozenset()) -> Any:
+        f = defs[table][name]
+        if f.type == "ref" and f.ref in diffs and v in diffs[f.ref].added:
+            target = (f.ref, v)
+            if target in visiting:  # a cycle of new rows: cut it
+                return f"<new {f.ref} (cycle)>"
+            sub = {k: round(x, 2) if isinstance(x, float) else x for k, x in content(target, visiting | {target}).items()}
+            return f"<new {f.ref} #{hashlib.sha256(_canon(sub).encode()).hexdigest()[:10]}>"
+        if f.type != "datetime" or v is None or datetimes == "keep":
+            return v
+        return "<datetime>" if datetimes == "ignore" else "<now>" if v == now else v
+
+    def content(key: tuple[str, Any], visiting: frozenset[tuple[str, Any]]) -> dict[str, Any]:
+        if key not in memo:
+            row = diffs[key[0]].added[key[1]]
+            memo[key] = {f.name: norm(key[0], f.name, row.get(f.name), visiting) for f in bp.entity(key[0]).fields[1:]}
+        return memo[key]
+
+    tables: dict[str, TableEffects] = {}
+    for t, d in diffs.items():
+        real = {str(pk): {c: ch for c, ch in sorted(chs.items()) if not _same(*ch)} for pk, chs in sorted(d.changed.items())}
+        updated = {pk: {c: norm(t, c, new) for c, (_, new) in r.items()} for pk, r in real.items() if r}
+        previous = {pk: {c: old for c, (old, _) in r.items()} for pk, r in real.items() if r}
+        added = sorted((content((t, pk), frozenset({(t, pk)})) for pk in d.added), key=_canon)
+        tables[t] = TableEffects(updated, tuple(sorted(map(str, d.removed))), tuple(added), previous)
+    return Effects({t: te for t, te in tables.items() if te})
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """One difference between the expected and the actual outcome."""
+
+    kind: MismatchKind
+    message: str
+    table: str | None = None
+    key: str | None = None
+    field: str | None = None
+    expected: Any = None
+    actual: Any = None
+
+
+@dataclass(frozen=True)
+class Reward:
+    """The verdict: ``score`` 1.0 when nothing differs, else 0.0, with the reasons."""
+
+    score: float
+    breakdown: tuple[Mismatch, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return self.score == 1.0
+
+    @property
+    def feedback(self) -> str:
+        """The mismatch messages, one per line ('' when passed)."""
+        return "\n".join(m.message for m in self.breakdown)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"score": self.score, "passed": self.passed, "breakdown": [asdict(m) for m in self.breakdown]}
+
+
+def _compare_table(t: str, exp: TableEffects, act: TableEffects) -> list[Mismatch]:
+    out: list[Mismatch] = []
+    for pk in sorted(exp.updated.keys() | act.updated.keys()):
+        e, a = exp.updated.get(pk, {}), act.updated.get(pk, {})
+        for f in sorted(e.keys() | a.keys()):
+            if f not in a:
+                old = exp.previous.get(pk, {}).get(f)
+                was = f"is still {_fmt(old)}" if f in exp.previous.get(pk, {}) else "was not changed"
+                out.append(Mismatch("missing_update", f"{t} {pk}: {f} {was}, expected {_fmt(e[f])}", t, pk, f, e[f], old))
+            elif f not in e:
+                old = act.previous.get(pk, {}).get(f)
+                msg = f"extra write: {t} {pk} {f} changed from {_fmt(old)} to {_fmt(a[f])}"
+                out.append(Mismatch("extra_update", msg, t, pk, f, old, a[f]))
+            elif not _same(e[f], a[f]):
+                out.append(Mismatch("wrong_value", f"{t} {pk}: {f} is {_fmt(a[f])}, expected {_fmt(e[f])}", t, pk, f, e[f], a[f]))
+    out += [Mismatch("missing_delete", f"{t} {pk} should have been deleted", t, pk) for pk in sorted(set(exp.deleted) - set(act.deleted))]
+    out += [Mismatch("extra_delete", f"extra write: {t} {pk} was deleted", t, pk) for pk in sorted(set(act.deleted) - set(exp.deleted))]
+    left = list(act.added)
+    for row in exp.added:
+        hit = next((i for i, r in enumerate(left) if r.keys() == row.keys() and all(_same(row[k], r[k]) for k in row)), None)
+        if hit is None:
+            out.append(Mismatch("missing_row", f"missing new {t} row {_fmt(row)}", t, expected=row))
+        else:
+            left.pop(hit)
+    out += [Mismatch("extra_row", f"extra write: new {t} row {_fmt(r)} was created", t, actual=r) for r in left]
+    return out
+
+
+_CURRENCY = re.compile(r"^[-+]?[$€£¥]?\s*[-+]?(\d{1,3}(,\d{3})+|\d+)?(\.\d+)?\s*(usd|eur|gbp|%)?$")
+_SPLIT = re.compile(r"\s*(?:[;\n]|,(?!\d{3}(?!\d))|\band\b)\s*")
+_EDGE = "\"'`.,;:!?()[]{}<> \t\n"
+
+
+def _scalar(v: Any) -> Any:
+    """A normalised scalar: a float for numbers, else a lower-cased trimmed string."""
+    if _num(v):
+        return float(v)
+    s = re.sub(r"\s+", " ", str(v)).strip().strip(_EDGE).lower()
+    if _CURRENCY.match(s) and re.search(r"\d", s):
+        n = re.sub(r"[$€£¥,%\s]|usd|eur|gbp", "", s)
+        sign = -1.0 if n.count("-") % 2 else 1.0
+        return sign * float(n.replace("-", "").replace("+", ""))
+    return {"yes": "true", "no": "false"}.get(s, s)
+
+
+def _parsed(v: Any) -> Any:
+    if isinstance(v, str) and v.strip()[:1] in ("[", "{"):
+        with contextlib.suppress(json.JSONDecodeError):
+            return json.loads(v)
+    return v
+
+
+def answers_match(expected: Any, answer: Any) -> bool:
+    """Whether ``answer`` equals ``expected`` after normalisation.
+
+    Strings ignore case, surrounding whitespace and punctuation; numbers ignore currency
+    signs, thousands separators and trailing zeros (``'$1,234.50' == 1234.5``) and compare
+    within 0.005. An expected list is a set: the answer may be a list, a JSON list or a
+    string separated by commas, semicolons, new lines or 'and'. Dicts (or JSON objects)
+    compare key by key with normalised keys and values.
+    """
+    expected, answer = _parsed(expected), _parsed(answer)
+    if isinstance(expected, dict):
+        if not isinstance(answer, dict):
+            return False
+        e, a = ({_scalar(k): v for k, v in d.items()} for d in (expected, answer))
+        return e.keys() == a.keys() and all(answers_match(e[k], a[k]) for k in e)
+    if isinstance(expected, list | tuple | set):
+        if isinstance(answer, str):
+            answer = [p for p in _SPLIT.split(answer.strip().strip(_EDGE)) if p.strip(_EDGE)]
+        items = list(answer) if isinstance(answer, list | tuple | set) else [answer]
+        m = [[answers_match(e, a) for a in items] for e in expected]
+        return all(map(any, m)) and all(any(r[j] for r in m) for j in range(len(items)))
+    if isinstance(answer, list | tuple) and len(answer) == 1:
+        answer = answer[0]
+    return not isinstance(answer, dict | list | tuple) and _same(_scalar(expected), _scalar(answer))
+
+
+def compare(expected: Effects, actual: Effects, *, expected_answer: Any = None, answer: Any = None) -> Reward:
+    """Score the actual effects (and answer) against the expected ones.
+
+    Args:
+        expected: the oracle's effects.
+        actual: the agent's effects on the same initial state.
+        expected_answer: the answer an information-seeking task needs (str, number,
+            list or dict); None when no answer is required (then ``answer`` is ignored).
+        answer: the agent's final answer.
+
+    Returns:
+        A :class:`Reward` of 1.0 when effects and answer match, else 0.0 with a breakdown.
+    """
+    out: list[Mismatch] = []
+    for t in sorted(expected.tables.keys() | actual.tables.keys()):
+        out += _compare_table(t, expected.tables.get(t, TableEffects()), actual.tables.get(t, TableEffects()))
+    if expected_answer is not None:
+        want = expected_answer if isinstance(expected_answer, str) else _canon(expected_answer)
+        if answer is None or (isinstance(answer, str) and not answer.strip(_EDGE)):
+            out.append(Mismatch("missing_answer", f"no answer given, expected '{want}'", expected=expected_answer))
+        elif not answers_match(expected_answer, answer):
+            msg = f"answer '{answer if isinstance(answer, str) else _canon(answer)}' does not match expected '{want}'"
+            out.append(Mismatch("wrong_answer", msg, expected=expected_answer, actual=answer))
+    return Reward(0.0 if out else 1.0, tuple(out))
