@@ -44,7 +44,7 @@ def test_app_contract(name: str, built_catalog: dict[str, BuiltApp]) -> None:
                 continue
             assert (s.name, f"violate:{c.id}") in cases, (s.name, c.id)
     # the folder is complete
-    for f in ("app.json", "schema.sql", "tools.py", "state.db", "tests.json"):
+    for f in ("app.json", "schema.sql", "tools.py", "state.db", "tests.json", "graph.json"):
         assert (built.path / f).is_file()
 
 
@@ -52,7 +52,7 @@ def test_app_contract(name: str, built_catalog: dict[str, BuiltApp]) -> None:
 def test_build_is_deterministic(name: str, built_catalog: dict[str, BuiltApp], tmp_path) -> None:  # type: ignore[no-untyped-def]
     first = built_catalog[name].path
     again = build_app(catalog.load(name), tmp_path, seed=0).path
-    for f in ("app.json", "schema.sql", "tools.py", "state.db", "tests.json"):
+    for f in ("app.json", "schema.sql", "tools.py", "state.db", "tests.json", "graph.json"):
         assert (first / f).read_bytes() == (again / f).read_bytes(), f
 
 

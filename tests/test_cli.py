@@ -76,3 +76,19 @@ def test_help_explains_commands() -> None:
     assert res.returncode == 0
     for cmd in ("catalog", "build", "test", "inspect"):
         assert cmd in res.stdout
+
+
+def test_graph_command_writes_dot_and_json(tmp_path: Path, bookshop_blueprint_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run("build", str(out), "--blueprint", str(bookshop_blueprint_path)).returncode == 0
+    app_dir = out / "corner_bookshop"
+    res = run("graph", str(app_dir), "--json", "--format", "dot", "--out", str(tmp_path / "g.dot"))
+    assert res.returncode == 0, res.stderr
+    stats = json.loads(res.stdout)
+    assert stats["nodes"] == 16 and stats["edges_by_kind"]["data"] > 0
+    dot = (tmp_path / "g.dot").read_text()
+    assert dot.startswith('digraph "corner_bookshop"') and '"place_purchase" -> "pay_purchase"' in dot
+    res = run("graph", str(app_dir), "--out", str(tmp_path / "g.json"))
+    assert res.returncode == 0
+    assert json.loads((tmp_path / "g.json").read_text()) == json.loads((app_dir / "graph.json").read_text())
+    assert run("graph", str(app_dir), "--format", "png").returncode == 2

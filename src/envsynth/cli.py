@@ -98,7 +98,7 @@ def build(
     """Compile blueprints into apps and test every tool procedurally.
 
     Each app lands in OUT/<name>/ (app.json, schema.sql, tools.py, state.db,
-    tests.json) only if all of its test cases pass; a failing app leaves nothing behind.
+    tests.json, graph.json) only if all of its test cases pass; a failing app leaves nothing behind.
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -219,6 +219,44 @@ def test_cmd(
             console.print(vt)
     if not report.passed:
         raise typer.Exit(1)
+
+
+@app.command()
+def graph(
+    app_dir: Annotated[Path, typer.Argument(help="An app folder written by `envsynth build`.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="Output format for --out: json or dot.")] = "json",
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the graph here (default: print stats only).")] = None,
+    kind: Annotated[list[str] | None, typer.Option("--kind", "-k", help="Edge kinds to draw in DOT: data, logic, state.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the stats as JSON.")] = False,
+) -> None:
+    """Print the tool dependency graph's stats; write it as JSON or Graphviz DOT.
+
+    Edges: data (an output of A fills a parameter of B), logic (A's effect establishes
+    a pre-condition of B), state (A writes a table that B reads).
+    """
+    from envsynth.graph import EDGE_KINDS, build_graph
+
+    if fmt not in ("json", "dot"):
+        fail("--format takes json or dot")
+    bad = [k for k in kind or [] if k not in EDGE_KINDS]
+    if bad:
+        fail(f"unknown edge kind(s) {bad}; choose from {list(EDGE_KINDS)}")
+    g = build_graph(_load_app(app_dir))
+    stats = g.stats()
+    if out is not None:
+        text = g.to_json() if fmt == "json" else g.to_dot(kinds=kind or None)
+        out.write_text(text, encoding="utf-8")
+    if as_json:
+        print(json.dumps(stats, indent=2, default=str))
+        return
+    t = Table(title=f"{app_dir.name}: tool dependency graph")
+    t.add_column("stat")
+    t.add_column("value")
+    for k, v in stats.items():
+        t.add_row(str(k), json.dumps(v, default=str) if isinstance(v, dict | list) else str(v))
+    console.print(t)
+    if out is not None:
+        console.print(f"wrote {out}")
 
 
 def _app_dirs(out: Path) -> list[Path]:

@@ -50,7 +50,7 @@ def state_pre(tool_spec) -> dict[str, list]:
         e = X.parse(c.check)
         tree = e.tree
         if len(e.fields()) == 1 and type(tree).__name__ == "Compare" and len(tree.ops) == 1:
-            (alias, fname), = e.fields()
+            ((alias, fname),) = e.fields()
             right = tree.comparators[0]
             vals = [x.value for x in getattr(right, "elts", [right]) if hasattr(x, "value")]
             if alias in amap and vals:
@@ -68,7 +68,9 @@ def test_create_order_feeds_pay_order_with_data_and_logic():
     pay = spec(name, "pay_order")
     assert pay.kind == "transition" and pay.entity == "customer_order"
     # data: the new order's id fills pay_order's order_id
-    assert g.has_edge("place_order", "pay_order", "data", param="order_id", entity="customer_order", via="customer_order.order_id", fresh=True)
+    assert g.has_edge(
+        "place_order", "pay_order", "data", param="order_id", entity="customer_order", via="customer_order.order_id", fresh=True
+    )
     # logic: the create establishes the state pay_order's pre-condition requires
     needed = state_pre(pay)["customer_order.status"]
     logic = [d for *_, d in g.edges("logic", "place_order", "pay_order")]
@@ -78,8 +80,12 @@ def test_create_order_feeds_pay_order_with_data_and_logic():
 
 def test_order_state_machine_chain_and_other_logic_edges():
     g = graph("harbor_market")
-    for a, b, value in [("pay_order", "ship_order", "paid"), ("ship_order", "deliver_order", "shipped"),
-                        ("deliver_order", "request_return", "delivered"), ("add_product", "activate_product", "draft")]:
+    for a, b, value in [
+        ("pay_order", "ship_order", "paid"),
+        ("ship_order", "deliver_order", "shipped"),
+        ("deliver_order", "request_return", "delivered"),
+        ("add_product", "activate_product", "draft"),
+    ]:
         assert g.has_edge(a, b, "logic", how="state", value=value), (a, b)
     assert not g.has_edge("place_order", "ship_order", "logic")  # pending is not paid
     assert g.has_edge("add_order_item", "pay_order", "logic", how="exists", entity="order_item")
@@ -135,13 +141,16 @@ def test_bfs_expansion(name):
     tools = expand_subgraph(g, chain, min_size=20, rng=3)
     assert len(tools) >= 20 and tools[: len(chain)] == chain and len(set(tools)) == len(tools)
     assert tools == expand_subgraph(g, chain, min_size=20, rng=random.Random(3))
-    for i, t in enumerate(tools[len(chain):], start=len(chain)):
+    for i, t in enumerate(tools[len(chain) :], start=len(chain)):
         before = set(tools[:i])
         assert any(t in g.neighbours(x) for x in before)
         for p in a.spec_by_name[t].params:
             if p.ref and p.required:  # some earlier tool outputs ids of p.ref via a data edge into t
-                providers = [u for u, _, _, d in g.g.in_edges(t, keys=True, data=True)
-                             if d["kind"] == "data" and d["param"] == p.name and u in before]
+                providers = [
+                    u
+                    for u, _, _, d in g.g.in_edges(t, keys=True, data=True)
+                    if d["kind"] == "data" and d["param"] == p.name and u in before
+                ]
                 assert providers and all(p.ref in g.node(u)["outputs"] for u in providers), (t, p.name)
         assert not missing_inputs(g, t, before)
 

@@ -44,6 +44,9 @@ def build_app(bp: Blueprint, out_root: str | Path, seed: int = 0, *, keep_failed
     report = test_app(app, seed)
     files = app_files(app)
     files["tests.json"] = canonical_json(report.to_json()).encode()
+    from envsynth.graph import build_graph  # the graph stage reads only the tested app
+
+    files["graph.json"] = build_graph(app).to_json().encode()
     final = root / bp.name
     if not report.passed:
         if keep_failed:

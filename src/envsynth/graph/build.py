@@ -79,8 +79,17 @@ def _data_edges(g: nx.MultiDiGraph, specs: Sequence[ToolSpec], schema: Schema) -
                 if not cands:
                     continue
                 o = _pick(cands, i.entity, schema)
-                g.add_edge(a.name, b.name, key=f"data:{i.param}", kind="data", param=i.param, entity=i.entity,
-                           via=o.via, fresh=o.fresh, required=i.required)
+                g.add_edge(
+                    a.name,
+                    b.name,
+                    key=f"data:{i.param}",
+                    kind="data",
+                    param=i.param,
+                    entity=i.entity,
+                    via=o.via,
+                    fresh=o.fresh,
+                    required=i.required,
+                )
 
 
 def _logic_edges(g: nx.MultiDiGraph, specs: Sequence[ToolSpec]) -> None:
@@ -96,12 +105,14 @@ def _logic_edges(g: nx.MultiDiGraph, specs: Sequence[ToolSpec]) -> None:
                     qualified = f"{r.entity}.{field}" if field else None
                     key = f"logic:{how}:{qualified or r.entity}:{value!r}"
                     if not g.has_edge(a.name, b.name, key):
-                        g.add_edge(a.name, b.name, key=key, kind="logic", how=how, entity=r.entity,
-                                   field=qualified, value=value, check=r.check)
+                        g.add_edge(
+                            a.name, b.name, key=key, kind="logic", how=how, entity=r.entity, field=qualified, value=value, check=r.check
+                        )
 
 
-def _enables(r: C.Requirement, est: list[C.Sets], chg: list[C.Change],
-             ins: dict[str, dict[str, set[C.Value] | None]]) -> list[tuple[str, str | None, C.Value]]:
+def _enables(
+    r: C.Requirement, est: list[C.Sets], chg: list[C.Change], ins: dict[str, dict[str, set[C.Value] | None]]
+) -> list[tuple[str, str | None, C.Value]]:
     """``(how, field, value)`` for each way tool A's facts meet requirement ``r`` of B."""
     if r.how == "state":
         wanted = {C.value_key(v) for v in r.values}

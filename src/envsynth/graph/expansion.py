@@ -27,8 +27,7 @@ def missing_inputs(graph: ToolGraph, tool: str, selected: Iterable[str]) -> dict
     return {p: e for p, e in sorted(graph.node(tool).get("requires", {}).items()) if p not in fillable}
 
 
-def expand_subgraph(graph: ToolGraph, chain: list[str], min_size: int = 20,
-                    rng: random.Random | int | None = None) -> list[str]:
+def expand_subgraph(graph: ToolGraph, chain: list[str], min_size: int = 20, rng: random.Random | int | None = None) -> list[str]:
     """Grow a chain's tools into a dependency-closed tool set.
 
     Breadth-first: each round collects the neighbours (both directions, any edge kind)

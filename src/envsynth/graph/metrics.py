@@ -14,8 +14,9 @@ LAMBDA = 0.5
 S_SAT = 50.0
 
 
-def structural_complexity(graph: ToolGraph, nodes: Iterable[str] | None = None, *, lam: float = LAMBDA,
-                          s_sat: float = S_SAT, kinds: Iterable[str] | None = None) -> float:
+def structural_complexity(
+    graph: ToolGraph, nodes: Iterable[str] | None = None, *, lam: float = LAMBDA, s_sat: float = S_SAT, kinds: Iterable[str] | None = None
+) -> float:
     """c(H) = |V| + lam * |E| / s_sat for the sub-graph H induced by ``nodes``.
 
     |E| counts dependency pairs: ordered pairs ``(u, v)``, ``u != v``, joined by at least

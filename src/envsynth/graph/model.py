@@ -135,9 +135,19 @@ class ToolGraph:
         for u, v, k, d in self.edges():
             if d["kind"] not in keep:
                 continue
-            label = d.get("param") or d.get("table") or (f"{d.get('field') or d.get('entity')}={d.get('value')}" if d.get("value") is not None else d.get("field") or d.get("entity"))
+            label = (
+                d.get("param")
+                or d.get("table")
+                or (
+                    f"{d.get('field') or d.get('entity')}={d.get('value')}"
+                    if d.get("value") is not None
+                    else d.get("field") or d.get("entity")
+                )
+            )
             style = "dashed" if d["kind"] == "state" else "solid"
-            lines.append(f"  {_q(u)} -> {_q(v)} [color={_q(colours.get(d['kind'], 'black'))}, style={style}, label={_q(str(label))}, tooltip={_q(k)}];")
+            lines.append(
+                f"  {_q(u)} -> {_q(v)} [color={_q(colours.get(d['kind'], 'black'))}, style={style}, label={_q(str(label))}, tooltip={_q(k)}];"
+            )
         lines.append("}")
         return "\n".join(lines) + "\n"
 
