@@ -63,6 +63,17 @@ def _error(data: dict, mutate) -> BlueprintError:  # type: ignore[no-untyped-def
         (lambda d: d["actions"][0].update(kind="fetch"), "actions[0]", "fetch"),
         (lambda d: d["entities"][0].update(name="class"), "entities[0].name", "reserved"),
         (lambda d: d["actions"][15].update(code="return (("), "actions[15].code", "does not compile"),
+        (
+            lambda d: d["entities"][3]["fields"][1]["gen"].update(bothify=None, faker="gift_code"),
+            "entities[3].fields[1].gen.faker",
+            "no provider",
+        ),
+        (
+            lambda d: d["entities"][1]["fields"][1]["gen"].update(template="The {adj} {colour}"),
+            "entities[1].fields[1].gen.template",
+            "colour",
+        ),
+        (lambda d: d["entities"][1]["fields"][3].update(gen={"choice": [1, 2]}), "entities[1].fields[3]", "do not fit"),
     ],
 )
 def test_errors_point_at_the_field(data: dict, mutate, path: str, words: str) -> None:  # type: ignore[no-untyped-def]

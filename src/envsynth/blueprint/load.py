@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from string import Formatter
 from typing import Any
 
 import yaml
@@ -10,7 +11,7 @@ from pydantic import ValidationError
 
 from envsynth.blueprint.errors import BlueprintError
 from envsynth.blueprint.expand import expand
-from envsynth.blueprint.models import Blueprint
+from envsynth.blueprint.models import Blueprint, Generator
 from envsynth.blueprint.spec import ToolSpec
 
 
@@ -58,9 +59,36 @@ def from_dict(data: Any, source: str | None = None) -> Blueprint:
         raise BlueprintError(_path(first["loc"]), msg + more, source) from None
     try:
         expand(bp)
+        _check_generators(bp)
     except BlueprintError as exc:
         raise exc.located(source) if source else exc from None
     return bp
+
+
+def _check_generators(bp: Blueprint) -> None:
+    """Every Faker provider named exists and every date offset parses."""
+    from envsynth.blueprint.values import _offset_days, faker_provider_exists
+
+    def walk(g: Generator, path: str) -> None:
+        if g.faker is not None and not faker_provider_exists(g.faker):
+            raise BlueprintError(f"{path}.faker", f"Faker has no provider {g.faker!r} (see the Faker docs for provider names)")
+        if g.dates is not None:
+            for k, spec in enumerate(g.dates):
+                try:
+                    _offset_days(spec)
+                except ValueError as exc:
+                    raise BlueprintError(f"{path}.dates[{k}]", str(exc)) from None
+        for name, part in g.parts.items():
+            walk(part, f"{path}.parts.{name}")
+        if g.template is not None:
+            missing = {n for _, n, _, _ in Formatter().parse(g.template) if n} - set(g.parts)
+            if missing:
+                raise BlueprintError(f"{path}.template", f"placeholders {sorted(missing)} have no entry in parts")
+
+    for i, ent in enumerate(bp.entities):
+        for j, f in enumerate(ent.fields):
+            if f.gen is not None:
+                walk(f.gen, f"entities[{i}].fields[{j}].gen")
 
 
 def load_blueprint(path: str | Path) -> Blueprint:
