@@ -74,6 +74,14 @@ def _error(data: dict, mutate) -> BlueprintError:  # type: ignore[no-untyped-def
             "colour",
         ),
         (lambda d: d["entities"][1]["fields"][3].update(gen={"choice": [1, 2]}), "entities[1].fields[3]", "do not fit"),
+        (lambda d: d["entities"][1]["fields"][3].update(gen={"choice": ["cooking"]}), "entities[1].fields[3]", "not among"),
+        (lambda d: d["actions"][6]["pre"].append("old(book.stock) > 0"), "actions[6].pre[2]", "old()"),
+        (lambda d: d["actions"][6]["pre"][0].update(message="{customer.full name}"), "actions[6].pre[0].message", "placeholder"),
+        (
+            lambda d: d["actions"][2]["filters"].append({"field": "author", "param": "where"}),
+            "actions[2].filters[3]",
+            "used by the generated code",
+        ),
     ],
 )
 def test_errors_point_at_the_field(data: dict, mutate, path: str, words: str) -> None:  # type: ignore[no-untyped-def]

@@ -10,6 +10,7 @@ the path of the offending item (``actions[4].to``).
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 from typing import Any
 
@@ -38,11 +39,16 @@ from envsynth.blueprint.spec import Binding, Check, Effect, FilterSpec, ParamSpe
 _STRING_TYPES = {"id", "ref", "string", "text", "name", "email", "phone", "url", "address", "company", "enum", "state", "date", "datetime"}
 DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
 DATETIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$"
+GENERATED_LOCALS = {"where", "args", "clause", "total", "items", "value", "rows", "changes", "assignments", "limit", "offset", "key", "v"}
 EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
 
 
 def human(name: str) -> str:
     return name.replace("_", " ")
+
+
+def article(noun: str) -> str:
+    return "an" if noun[:1].lower() in "aeiou" else "a"
 
 
 def json_type(ftype: str) -> str:
@@ -137,6 +143,11 @@ class _Expander:
         return f"{human(f.name).capitalize()} of the {human(ent.name)}."
 
     def add_param(self, p: ParamSpec, where: str) -> None:
+        own = self.a.kind == "search" and where in ("limit", "offset")  # the paging parameters search adds itself
+        if self.a.kind != "custom" and p.name in GENERATED_LOCALS and not own:
+            raise self.err(
+                where, f"parameter name {p.name!r} is used by the generated code; pick another (reserved: {sorted(GENERATED_LOCALS)})"
+            )
         if any(q.name == p.name for q in self.params):
             raise self.err(where, f"parameter {p.name!r} is defined twice")
         self.params.append(p)
@@ -240,6 +251,13 @@ class _Expander:
             except X.ExprError as exc:
                 raise self.err(f"{kind}[{j}]", str(exc)) from None
             self.check_names(e, f"{kind}[{j}]", post=(kind == "post"))
+            if kind == "pre" and e.uses_old():
+                raise self.err(f"{kind}[{j}]", "old() only makes sense in post-conditions")
+            for placeholder in re.findall(r"\{([^{}]+)\}", c.message or ""):
+                try:
+                    self.check_names(X.parse(placeholder), f"{kind}[{j}].message")
+                except X.ExprError as exc:
+                    raise self.err(f"{kind}[{j}].message", f"placeholder {{{placeholder}}}: {exc}") from None
             out.append(Check(id=f"{kind}[{j}]", check=c.check, message=c.message or f"Condition not met: {c.check}."))
         return out
 
@@ -281,6 +299,8 @@ class _Expander:
         except X.ExprError as exc:
             raise self.err(where, str(exc)) from None
         self.check_names(e, where)
+        if e.uses_old():
+            raise self.err(where, "old() only makes sense in post-conditions; a value is computed from the rows before the call anyway")
 
     def insert_values(self, ent: Entity, given: dict[str, str], where: str) -> dict[str, str]:
         """Values for every column of a new row: given ones, then defaults."""
@@ -311,7 +331,7 @@ class _Expander:
                 Check(
                     id=f"unique:{fname}",
                     check=check,
-                    message=f"A {human(ent.name)} with {human(fname)} '{{{fname}}}' already exists.",
+                    message=f"{article(human(ent.name)).capitalize()} {human(ent.name)} with {human(fname)} '{{{fname}}}' already exists.",
                     origin="implicit",
                 )
             )

@@ -3,7 +3,7 @@
 These pydantic models are the format of a blueprint YAML file; ``docs/blueprints.md``
 documents them for people writing their own domains. Validation that needs the whole
 blueprint (a reference to an unknown entity, a transition the state machine forbids)
-lives in :mod:`envsynth.blueprint.validate`.
+lives in :mod:`envsynth.blueprint.expand`.
 """
 
 from __future__ import annotations
@@ -151,6 +151,9 @@ class FieldDef(_Model):
             bad = [v for v in self.gen.choice if not isinstance(v, want) or (isinstance(v, bool) and t != "bool")]
             if bad:
                 raise ValueError(f"gen.choice values {bad[:3]} do not fit a {t} field (quote them in YAML: '1:1')")
+            outside = [v for v in self.gen.choice if self.choices and v not in self.choices]
+            if outside:
+                raise ValueError(f"gen.choice values {outside[:3]} are not among the allowed values {self.choices}")
         if (self.min is not None or self.max is not None) and t not in NUMERIC_TYPES:
             raise ValueError(f"min/max only apply to numeric fields, not {t}")
         return self

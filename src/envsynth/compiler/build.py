@@ -57,7 +57,7 @@ def build_app(bp: Blueprint, out_root: str | Path, seed: int = 0, *, keep_failed
         first = bad[0]
         raise BuildError(
             f"{bp.name}: {len(bad)} of {len(report.verdicts)} test cases failed; first: {first.tool} [{first.case}] "
-            f"expected {first.expected}, got {first.observed}: {first.detail[:300]}",
+            f"expected {first.expected}, got {first.observed}: {first.detail[-300:]}",
             report,
         )
     tmp = Path(tempfile.mkdtemp(prefix=f".{bp.name}.", dir=root))
