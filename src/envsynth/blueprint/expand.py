@@ -662,13 +662,12 @@ def _transition(x: _Expander, a: TransitionAction) -> ToolSpec:
     x.explicit_params()
     x.extra_bindings()
     listed = ", ".join(repr(s) for s in froms)
+    need = f"one of {listed}" if len(froms) > 1 else listed
     x.pre.append(
         Check(
             id="state",
             check=f"{ent.name}.{f.name} in {froms!r}",
-            message=f"This {human(ent.name)} is '{{{ent.name}.{f.name}}}'; {human(a.name)} needs it to be {listed}.".replace(
-                "'{", "'{"
-            ).replace("needs it to be", "needs it to be one of" if len(froms) > 1 else "needs it to be"),
+            message=f"This {human(ent.name)} is '{{{ent.name}.{f.name}}}'; {human(a.name)} needs it to be {need}.",
             origin="implicit",
         )
     )
