@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from envsynth.blueprint.errors import BlueprintError
 from envsynth.blueprint.expand import expand
-from envsynth.blueprint.models import Blueprint, Generator
+from envsynth.blueprint.models import ARCHETYPES, Blueprint, Generator
 from envsynth.blueprint.spec import ToolSpec
 
 
@@ -20,18 +20,7 @@ def _path(loc: tuple[Any, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in (
-            "get",
-            "search",
-            "create",
-            "update",
-            "delete",
-            "transition",
-            "transfer",
-            "book",
-            "aggregate",
-            "custom",
-        ) and out.endswith("]"):
+        elif part in ARCHETYPES and out.endswith("]"):
             continue  # the discriminator tag pydantic inserts for tagged unions
         elif str(part).startswith(("function-after", "function-before", "tagged-union")):
             continue

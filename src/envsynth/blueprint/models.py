@@ -397,6 +397,9 @@ Action = Annotated[
     Field(discriminator="kind"),
 ]
 
+ARCHETYPES = ("get", "search", "aggregate", "create", "update", "delete", "transition", "transfer", "book", "custom")
+"""The ``kind`` values of actions (the tags of the Action union)."""
+
 CATEGORIES = ("shopping", "music", "productivity", "finance", "fitness", "messaging", "utilities", "social", "other")
 
 
