@@ -18,7 +18,10 @@ def data(bookshop_blueprint_path: Path) -> dict:
 
 
 def test_example_expands_every_archetype(bookshop_blueprint_path: Path) -> None:
+    from envsynth.blueprint.models import ARCHETYPES
+
     specs = expand(load_blueprint(bookshop_blueprint_path))
+    assert {s.kind for s in specs} == set(ARCHETYPES)
     assert {s.kind for s in specs} == {
         "get",
         "search",
