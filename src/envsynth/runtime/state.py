@@ -24,13 +24,22 @@ def empty_db(schema: str) -> sqlite3.Connection:
     return conn
 
 
+_EMPTY: dict[str, bytes] = {}
+
+
 def rows_to_bytes(schema: str, order: list[Entity], rows: Rows) -> bytes:
     """Materialize rows into a fresh database and serialize it.
 
     Raises:
         sqlite3.IntegrityError: when rows break a key or CHECK constraint.
     """
-    conn = empty_db(schema)
+    empty = _EMPTY.get(schema)
+    if empty is None:
+        seed_conn = empty_db(schema)
+        empty = _EMPTY[schema] = seed_conn.serialize()
+        seed_conn.close()
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    conn.deserialize(empty)
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("BEGIN")
     for ent in order:

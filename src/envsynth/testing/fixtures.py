@@ -89,13 +89,40 @@ class Solver:
         """A random fixture: small state, arguments drawn, aliases bound (conditions not yet solved)."""
         builder = StateBuilder(self.bp, self.seed * 1009 + attempt, self.order)
         builder.fill({e.name: max(self.rows_per_entity, 2) for e in self.bp.entities})
+        return self._arguments(builder, mode, {})
+
+    def on_rows(self, rows: Rows, fixed: dict[str, Any], mode: str, attempt: int = 0) -> Fixture:
+        """A fixture over a copy of given rows, with some arguments fixed in advance.
+
+        ``mode`` is ``all`` (every optional parameter given), ``required`` (none) or
+        ``some`` (a random subset; an update gets at least one field).
+        """
+        builder = StateBuilder(self.bp, self.seed * 1009 + attempt, self.order)
+        builder.rows = {k: [dict(r) for r in v] for k, v in rows.items()}
+        for ent in self.bp.entities:
+            builder.rows.setdefault(ent.name, [])
+            builder.taken_ids[ent.name] = {r[ent.id_field] for r in builder.rows[ent.name]}
+        return self._arguments(builder, mode, fixed)
+
+    def _arguments(self, builder: StateBuilder, mode: str, fixed: dict[str, Any]) -> Fixture:
         fx = Fixture(rows=builder.rows, args={}, builder=builder)
         rng = builder.rng
         used: dict[str, set[str]] = {}
         target = self._query_target(fx, rng)
+        optional = [p.name for p in self.spec.params if not p.required and p.name not in ("limit", "offset")]
+        chosen = set(optional)
+        if mode == "some":
+            chosen = {n for n in optional if rng.random() < 0.5}
+            if self.spec.kind == "update" and not chosen and optional:
+                chosen = {rng.choice(optional)}
         for p in self.spec.params:
             b = next((b for b in self.spec.bindings if b.param == p.name), None)
-            if not p.required and mode == "required":
+            if p.name in fixed:
+                fx.args[p.name] = fixed[p.name]
+                if b is not None:
+                    used.setdefault(b.entity, set()).add(fixed[p.name])
+                continue
+            if not p.required and (mode == "required" or (mode == "some" and p.name not in chosen)):
                 fx.args[p.name] = None
                 continue
             if b is not None:

@@ -1,0 +1,20 @@
+"""Task synthesis: seed chains, initial states with distractors, instructions, admission."""
+
+from envsynth.tasks.episode import TaskEpisode
+from envsynth.tasks.model import Call, Coordinates, Ref, Rejection, Task, TaskState, UserProfile
+from envsynth.tasks.state import state_bytes
+from envsynth.tasks.synth import admit, synthesize
+
+__all__ = [
+    "Call",
+    "Coordinates",
+    "Ref",
+    "Rejection",
+    "Task",
+    "TaskEpisode",
+    "TaskState",
+    "UserProfile",
+    "admit",
+    "state_bytes",
+    "synthesize",
+]

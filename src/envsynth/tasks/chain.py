@@ -1,0 +1,115 @@
+"""Seed tool chains: sequences of tools where earlier calls feed later ones (ScaleEnv's C).
+
+A chain is planned on the dependency graph: after the first write, each next tool is a
+``data`` successor fed by a row an earlier step created (its new id becomes a
+:class:`Ref`), or a ``logic`` successor acting on a row an earlier step touched (the same
+row is pinned). Information tasks end with a read (get, aggregate or search) whose
+result holds the answer.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from envsynth.blueprint.spec import ToolSpec
+from envsynth.graph.model import ToolGraph
+from envsynth.runtime.app import App
+from envsynth.tasks.model import Ref, TaskKind
+
+LENGTHS = (1, 1, 2, 2, 2, 3, 3, 4, 5, 6, 8)
+
+
+@dataclass
+class Step:
+    """A planned call: its tool, arguments fed by earlier results, rows pinned to earlier steps."""
+
+    spec: ToolSpec
+    refs: dict[str, Ref] = field(default_factory=dict)
+    pins: dict[str, tuple[int, str]] = field(default_factory=dict)  # param -> (step, alias of that step)
+    answer_field: str | None = None
+
+
+def _alias_of(spec: ToolSpec, entity: str) -> str | None:
+    for b in spec.bindings:
+        if b.entity == entity and b.param is not None:
+            return b.alias
+    return None
+
+
+def _param_for(spec: ToolSpec, entity: str) -> str | None:
+    for b in spec.bindings:
+        if b.entity == entity and b.param is not None and spec.param(b.param).required:
+            return b.param
+    return None
+
+
+def _created(spec: ToolSpec, entity: str) -> bool:
+    return any(ef.op == "insert" and ef.entity == entity for ef in spec.effects) and spec.returns == "new"
+
+
+def _continuations(app: App, graph: ToolGraph, steps: list[Step]) -> list[Step]:
+    used = {s.spec.name for s in steps}
+    out: list[Step] = []
+    for j, st in enumerate(steps):
+        for _, tgt, _, a in graph.edges("data", source=st.spec.name):
+            spec = app.spec_by_name[tgt]
+            if tgt in used or spec.mode != "write" or spec.code is not None or not a.get("fresh") or not a.get("required", True):
+                continue
+            out.append(Step(spec, refs={a["param"]: Ref(step=j, field=a["via"].split(".", 1)[1])}))
+        for _, tgt, _, a in graph.edges("logic", source=st.spec.name):
+            spec = app.spec_by_name[tgt]
+            if tgt in used or spec.mode != "write" or spec.code is not None:
+                continue
+            ent = a.get("entity")
+            param = _param_for(spec, ent) if ent else None
+            if param is None:
+                continue
+            if _created(st.spec, ent):
+                out.append(Step(spec, refs={param: Ref(step=j, field=app.blueprint.entity(ent).id_field)}))
+            else:
+                alias = _alias_of(st.spec, ent)
+                if alias is not None:
+                    out.append(Step(spec, pins={param: (j, alias)}))
+    return out
+
+
+def _reader(app: App, rng: random.Random, steps: list[Step]) -> Step | None:
+    """A read step for the answer: about a row the chain touched, else about any row."""
+    gets = [s for s in app.specs if s.kind == "get"]
+    options: list[Step] = []
+    for j, st in enumerate(steps):
+        for g in gets:
+            b = g.bindings[0]
+            if b.key != app.blueprint.entity(b.entity).id_field:
+                continue
+            if _created(st.spec, b.entity):
+                options.append(Step(g, refs={b.param or "": Ref(step=j, field=b.key)}))
+            else:
+                alias = _alias_of(st.spec, b.entity)
+                if alias is not None:
+                    options.append(Step(g, pins={b.param or "": (j, alias)}))
+    if steps:
+        return rng.choice(options) if options else None
+    reads = [s for s in app.specs if s.kind in ("get", "search") or (s.kind == "aggregate" and s.query and not s.query.group_by)]
+    return Step(rng.choice(reads)) if reads else None
+
+
+def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind) -> list[Step] | None:
+    """Plan the steps of one task; None when the graph offers no chain of this kind here."""
+    steps: list[Step] = []
+    if kind in ("action", "mixed"):
+        writes = [s for s in app.specs if s.mode == "write"]
+        steps.append(Step(rng.choice(writes)))
+        length = rng.choice(LENGTHS)
+        while len(steps) < length:
+            options = _continuations(app, graph, steps)
+            if not options:
+                break
+            steps.append(rng.choice(options))
+    if kind in ("info", "mixed"):
+        reader = _reader(app, rng, steps)
+        if reader is None:
+            return None
+        steps.append(reader)
+    return steps

@@ -1,0 +1,76 @@
+"""Distractor rows by depth D (SynthAPI): rows ever closer to the task's targets.
+
+- depth 1: other rows of the same tables as the targets (same type, random values);
+- depth 2: rows that share the target's name or title (its label) but differ elsewhere;
+- depth 3: near-duplicates: a copy of a target with exactly one identifying value changed;
+- depth 4: decoys in related tables: rows of tables that refer to a target (other orders
+  of the same customer, other bookings of the same class).
+
+Depth D adds the levels 1..D. The instruction is written after the distractors are in,
+naming each target by facts that no distractor shares, so it stays unambiguous; the
+ground truth is computed on the final state.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from envsynth.blueprint.models import Blueprint
+from envsynth.runtime.state import Rows, StateBuilder
+
+PER_LEVEL = 2
+
+
+def _builder(bp: Blueprint, order: list[Any], rows: Rows, seed: int) -> StateBuilder:
+    b = StateBuilder(bp, seed, order)
+    b.rows = {k: [dict(r) for r in v] for k, v in rows.items()}
+    for ent in bp.entities:
+        b.rows.setdefault(ent.name, [])
+        b.taken_ids[ent.name] = {r[ent.id_field] for r in b.rows[ent.name]}
+    return b
+
+
+def add_distractors(
+    bp: Blueprint, order: list[Any], core: Rows, targets: list[tuple[str, Any]], depth: int, seed: int
+) -> tuple[Rows, dict[str, int]]:
+    """Distractor rows for ``targets`` ((table, key) of rows the task names), by level.
+
+    Returns:
+        (the new rows by table, rows added per level as ``{"d1": n, ...}``).
+    """
+    if depth <= 0 or not targets:
+        return {}, {}
+    rng = random.Random(seed)
+    b = _builder(bp, order, core, seed)
+    before = {k: len(v) for k, v in b.rows.items()}
+    counts: dict[str, int] = {}
+    index = {(e.name, r[e.id_field]): r for e in bp.entities for r in b.rows[e.name]}
+    rows = [(t, index[(t, k)]) for t, k in targets if (t, k) in index]
+    for level in range(1, min(depth, 4) + 1):
+        n0 = sum(len(v) for v in b.rows.values())
+        for table, target in rows:
+            ent = bp.entity(table)
+            for _ in range(PER_LEVEL):
+                if level == 1:
+                    b.add(ent)
+                elif level == 2 and ent.label:
+                    b.add(ent, _fixed(ent, target, keep={ent.label}))
+                elif level == 3:
+                    facts = [f.name for f in ent.fields[1:] if f.type not in ("ref", "text") and not f.unique]
+                    if facts:
+                        change = rng.choice(facts)
+                        b.add(ent, _fixed(ent, target, keep=set(facts) - {change} | {f.name for f in ent.fields if f.type == "ref"}))
+                elif level == 4:
+                    children = [(o, f) for o in bp.entities for f in o.fields if f.type == "ref" and f.ref == table]
+                    if children:
+                        child, f = rng.choice(children)
+                        b.add(child, {f.name: target[ent.id_field]})
+        counts[f"d{level}"] = sum(len(v) for v in b.rows.values()) - n0
+    added = {k: v[before.get(k, 0) :] for k, v in b.rows.items() if len(v) > before.get(k, 0)}
+    return added, counts
+
+
+def _fixed(ent: Any, target: dict[str, Any], keep: set[str]) -> dict[str, Any]:
+    """Field values a distractor copies from its target (unique fields are never copied)."""
+    return {f.name: target[f.name] for f in ent.fields[1:] if f.name in keep and not f.unique and target.get(f.name) is not None}

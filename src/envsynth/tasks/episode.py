@@ -1,0 +1,93 @@
+"""The agent-facing episode of a task: visible tools only, reward at the end.
+
+The agent gets tool schemas, calls and a final ``finish``; nothing here exposes the
+oracle, the expected effects or the verifier.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envsynth.runtime.app import App
+from envsynth.runtime.episode import REJECTION, CallResult, Episode
+from envsynth.runtime.reward import Effects, Reward, compare, effects_of
+from envsynth.runtime.state import Rows
+from envsynth.tasks.model import Task
+
+COMPLETE_TASK = {
+    "type": "function",
+    "function": {
+        "name": "complete_task",
+        "description": "Call this when the request is done. If the user asked a question, pass the answer.",
+        "parameters": {
+            "type": "object",
+            "properties": {"answer": {"type": "string", "description": "The answer to the user's question, if any."}},
+            "required": [],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+class TaskEpisode:
+    """One attempt at one task.
+
+    Attributes:
+        tools: OpenAI function schemas of the task's visible tools, plus ``complete_task``.
+        instruction: the user's request.
+    """
+
+    __slots__ = (
+        "_app",
+        "_episode",
+        "_expected",
+        "_expected_answer",
+        "_s0",
+        "_task",
+        "_visible",
+        "answer",
+        "finished",
+        "instruction",
+        "tools",
+    )
+
+    def __init__(self, app: App, task: Task, state: bytes, seed: int = 0, initial_rows: Rows | None = None) -> None:
+        """Start on ``state`` (s0 bytes); ``initial_rows`` (s0 as rows) saves re-reading s0 at the end."""
+        self._app = app
+        self._task = task
+        self._s0: Rows | bytes = initial_rows if initial_rows is not None else state
+        self._episode = Episode.start(app, state, seed)
+        self._expected = Effects.from_dict(task.expected_effects)
+        self._expected_answer = task.expected_answer
+        self._visible = set(task.visible_tools)
+        self.tools = [*app.tool_schemas(task.visible_tools), COMPLETE_TASK]
+        self.instruction = task.instruction
+        self.finished = False
+        self.answer: Any = None
+
+    @property
+    def task_id(self) -> str:
+        return self._task.id
+
+    def call(self, name: str, arguments: dict[str, Any] | str | None = None) -> CallResult:
+        """Call a visible tool; tools outside the task's set are unknown to the agent."""
+        if name not in self._visible:
+            return CallResult(REJECTION, f"Unknown tool {name!r}.", code="unknown_tool")
+        return self._episode.call(name, arguments)
+
+    def effects(self) -> Effects:
+        """What the agent changed so far."""
+        return effects_of(self._app.blueprint, self._s0, self._episode.db, now=self._app.now)
+
+    def finish(self, answer: Any = None) -> Reward:
+        """End the episode and score it against the task's ground truth."""
+        self.finished = True
+        self.answer = answer
+        reward = compare(self._expected, self.effects(), expected_answer=self._expected_answer, answer=answer)
+        self._episode.close()
+        return reward
+
+    @property
+    def tainted(self) -> bool:
+        """Whether a call hit an environment bug (Unexpected Failure)."""
+        return self._episode.tainted

@@ -1,0 +1,153 @@
+"""Instantiate a planned chain: arguments and an initial state s0 that make it succeed.
+
+Steps are solved one by one. For step i the calls before it are executed on the current
+s0; the fixture solver (the same one the procedural tester uses) then repairs the
+resulting state until step i's pre-conditions hold, and every repair is carried back
+into s0, provided it touches nothing the earlier calls changed. Finally the whole chain
+is executed on s0 (ScaleEnv's execution verification); only a chain that runs with
+every call a Success is kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from envsynth.runtime.app import App
+from envsynth.runtime.episode import SUCCESS
+from envsynth.runtime.state import Rows, read_rows
+from envsynth.tasks.chain import Step
+from envsynth.tasks.model import Call
+from envsynth.tasks.state import copy_rows, rows_bytes
+from envsynth.testing.fixtures import Solver
+
+
+class ChainFailed(Exception):
+    """The chain could not be instantiated; the message is the rejection reason."""
+
+
+@dataclass
+class Run:
+    """An executed chain: each call's result, and the rows each step bound (table, key)."""
+
+    results: list[Any]
+    final: Rows
+
+
+def execute(app: App, state: bytes, calls: list[Call]) -> Run:
+    """Execute calls on a fresh episode of ``state``; raise ChainFailed on any non-Success."""
+    ep = app.episode(state, seed=0)
+    results: list[Any] = []
+    for i, c in enumerate(calls):
+        args = dict(c.args)
+        for p, ref in c.refs.items():
+            src = results[ref.step]
+            if not isinstance(src, dict) or ref.field not in src:
+                raise ChainFailed(f"step {i}: result of step {ref.step} has no {ref.field!r}")
+            args[p] = src[ref.field]
+        res = ep.call(c.tool, args)
+        if res.outcome != SUCCESS:
+            ep.close()
+            raise ChainFailed(f"step {i} ({c.tool}): {res.outcome}: {res.content[:160]}")
+        results.append(res.data)
+    final = read_rows(ep.db, app.blueprint)
+    ep.close()
+    return Run(results, final)
+
+
+def _carry_back(app: App, s0: Rows, before: Rows, after: Rows) -> None:
+    """Apply the solver's repairs (``before`` -> ``after``) to s0, or raise ChainFailed."""
+    s0_index = {(e.name, r[e.id_field]): r for e in app.blueprint.entities for r in s0.get(e.name, [])}
+    for ent in app.blueprint.entities:
+        key = ent.id_field
+        b = {r[key]: r for r in before.get(ent.name, [])}
+        a = {r[key]: r for r in after.get(ent.name, [])}
+        for k, row in a.items():
+            if k not in b:
+                for f in ent.fields:
+                    if f.type == "ref" and row.get(f.name) is not None and (f.ref, row[f.name]) not in s0_index:
+                        raise ChainFailed(f"a needed {ent.name} row refers to a row the chain creates")
+                new = dict(row)
+                s0.setdefault(ent.name, []).append(new)
+                s0_index[(ent.name, k)] = new
+                continue
+            old = b[k]
+            changed = {c for c in row if row[c] != old.get(c)}
+            if not changed:
+                continue
+            target = s0_index.get((ent.name, k))
+            if target is None:
+                raise ChainFailed(f"the chain's own {ent.name} row would need other values")
+            for c in changed:
+                if target.get(c) != old.get(c):
+                    raise ChainFailed(f"{ent.name}.{c} must differ before and after an earlier step")
+                target[c] = row[c]
+        for k in b.keys() - a.keys():
+            row = s0_index.pop((ent.name, k), None)
+            if row is None:
+                raise ChainFailed(f"a {ent.name} row the chain creates would have to go")
+            s0[ent.name] = [r for r in s0[ent.name] if r is not row]
+
+
+def instantiate(app: App, steps: list[Step], world: Rows, seed: int, attempts: int = 4) -> tuple[Rows, list[Call], list[dict[str, Any]]]:
+    """Arguments and s0 for ``steps``.
+
+    Returns:
+        (s0 rows, oracle calls, per step the bound aliases -> (table, key) of pre-existing rows).
+
+    Raises:
+        ChainFailed: no instantiation found; the message says why.
+    """
+    s0 = copy_rows(world)
+    calls: list[Call] = []
+    bound: list[dict[str, Any]] = []
+    for i, step in enumerate(steps):
+        last_error = "no attempt"
+        for attempt in range(attempts):
+            run = execute(app, rows_bytes(app, s0), calls)
+            current = run.final
+            fixed: dict[str, Any] = {}
+            for p, ref in step.refs.items():
+                fixed[p] = run.results[ref.step][ref.field]
+            for p, (j, alias) in step.pins.items():
+                table, key = bound[j].get(alias, (None, None))
+                if key is None:
+                    raise ChainFailed(f"step {i}: step {j} bound no {alias}")
+                fixed[p] = key
+            if step.spec.query is not None and step.spec.query.op in ("search", "aggregate"):
+                for flt in step.spec.query.filters:  # people filter by names and values, not by ids
+                    f = app.blueprint.entity(step.spec.query.entity).field(flt.field)
+                    if f.type in ("id", "ref"):
+                        fixed[flt.param] = None
+            solver = Solver(app.blueprint, step.spec, app.order, app.now, seed * 131 + i * 17 + attempt)
+            mode = "some" if step.spec.mode == "write" else "all"
+            fx = solver.on_rows(current, fixed, mode, attempt)
+            if not solver.satisfy(fx, step.spec.pre) or any(fx.args.get(k) != v for k, v in fixed.items()):
+                last_error = f"step {i} ({step.spec.name}): pre-conditions not satisfiable here"
+                continue
+            trial = copy_rows(s0)
+            try:
+                _carry_back(app, trial, current, fx.rows)
+            except ChainFailed as exc:
+                last_error = f"step {i} ({step.spec.name}): {exc}"
+                continue
+            literal = {k: v for k, v in fx.call_args().items() if k not in step.refs}
+            call = Call(tool=step.spec.name, args=literal, refs=step.refs)
+            try:
+                execute(app, rows_bytes(app, trial), [*calls, call])
+            except (ChainFailed, Exception) as exc:  # noqa: BLE001 - an invalid trial state is a failed attempt
+                last_error = f"step {i} ({step.spec.name}): {exc}"
+                continue
+            s0 = trial
+            calls.append(call)
+            bound.append(
+                {
+                    b.alias: (b.entity, row[app.blueprint.entity(b.entity).id_field])
+                    for b in step.spec.bindings
+                    if (row := fx.aliases.get(b.alias)) is not None
+                }
+            )
+            break
+        else:
+            raise ChainFailed(last_error)
+    return s0, calls, bound

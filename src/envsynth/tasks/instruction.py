@@ -1,0 +1,174 @@
+"""Instructions and user profiles rendered from a verified chain, with varied phrasing.
+
+Rows the agent must find are named by their descriptions (see :mod:`describe`), values
+the user supplies are written out, rows created earlier in the same request are "that
+order" / "the new order". Ids never appear.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+from envsynth.blueprint.models import Blueprint
+from envsynth.blueprint.spec import ToolSpec
+from envsynth.tasks.describe import Description, fmt_value, human, quoted, render
+from envsynth.tasks.model import Call, UserProfile
+
+ID_PATTERN = re.compile(r"\b[a-z]{2,5}_\d{6}\b")
+_OPEN = ("Please {x}.", "Could you {x}?", "I need you to {x}.", "Can you {x}?", "I'd like you to {x}.")
+_THEN = ("Then {x}.", "After that, {x}.", "Next, {x}.", "Once that's done, {x}.")
+_LAST = ("Finally, {x}.", "And lastly, {x}.", "To finish, {x}.")
+_ASK = ("{q}", "Also, {q_lower}", "One more thing: {q_lower}")
+
+
+def _article(noun: str) -> str:
+    return "an" if noun[:1] in "aeiou" else "a"
+
+
+def _verb(spec: ToolSpec) -> str:
+    """The action words of a tool name without its entity noun: cancel_order -> cancel."""
+    words = spec.name.split("_")
+    noun = set(spec.entity.split("_"))
+    kept = [w for w in words if w not in noun] or words[:1]
+    return " ".join(kept)
+
+
+def _param_value(spec: ToolSpec, bp: Blueprint, name: str, value: Any) -> str:
+    p = spec.param(name)
+    f = None
+    if p.field:
+        ent, fname = p.field.split(".")
+        f = bp.entity(ent).field(fname)
+    if isinstance(value, list):
+        return " or ".join(fmt_value(f, v) for v in value)
+    return quoted(f, value) if f is not None else str(value)
+
+
+class Phraser:
+    """Turns each oracle call into a request sentence."""
+
+    def __init__(self, bp: Blueprint, specs: dict[str, ToolSpec], rng: random.Random) -> None:
+        self.bp = bp
+        self.specs = specs
+        self.rng = rng
+
+    def row_text(self, spec: ToolSpec, call: Call, param: str, descs: dict[str, Description], calls: list[Call]) -> str:
+        if param in call.refs:
+            ref = call.refs[param]
+            made = self.specs[calls[ref.step].tool]
+            ent = next((b.entity for b in spec.bindings if b.param == param), made.entity)
+            return self.rng.choice(("that ", "the new ", "the same ")) + human(ent)
+        d = descs.get(param)
+        return render(self.bp, d) if d is not None else "it"
+
+    def clause(self, idx: int, calls: list[Call], descs: dict[str, Description]) -> str:
+        call = calls[idx]
+        spec = self.specs[call.tool]
+        bp = self.bp
+        row_params = [b.param for b in spec.bindings if b.param is not None and (b.param in call.args or b.param in call.refs)]
+        values = {k: v for k, v in call.args.items() if k not in row_params and k not in ("limit", "offset")}
+        main = next((b.param for b in spec.bindings if b.entity == spec.entity and b.param in row_params), None)
+        others = [p for p in row_params if p != main]
+        verb = _verb(spec)
+        if spec.kind == "transfer":
+            amount = spec.param([p.name for p in spec.params if p.name not in row_params][0])
+            src, dst = row_params[0], row_params[1]
+            text = f"move {_param_value(spec, bp, amount.name, call.args[amount.name])} from {self.row_text(spec, call, src, descs, calls)} to {self.row_text(spec, call, dst, descs, calls)}"
+            values.pop(amount.name, None)
+        elif spec.kind == "update":
+            target = self.row_text(spec, call, main, descs, calls) if main else human(spec.entity)
+            changes = [f"its {human(k)} to {_param_value(spec, bp, k, v)}" for k, v in values.items()]
+            values = {}
+            text = f"update {target}: set " + ", ".join(changes[:-1]) + (" and " if len(changes) > 1 else "") + changes[-1]
+        elif spec.kind in ("create", "book"):
+            words = spec.name.split("_")
+            rest = human("_".join(words[1:])) or human(spec.entity)
+            prepositional = rest.split(" ")[0] in ("for", "to", "from", "on", "in", "at", "with", "into")
+            text = f"{words[0]} {_article(rest)} {rest}" if spec.kind == "create" and not prepositional else f"{words[0]} {rest}"
+        elif spec.kind == "delete":
+            text = f"delete {self.row_text(spec, call, main, descs, calls) if main else human(spec.entity)}"
+        else:
+            target = self.row_text(spec, call, main, descs, calls) if main else human(spec.entity)
+            text = f"{verb} {target}" if " " not in verb else f"{human(spec.name)} for {target}"
+        if others:
+            linked = [self.row_text(spec, call, p, descs, calls) for p in others]
+            text += " for " + linked[0] + "".join(f", using {t}" for t in linked[1:])
+        if values:
+            parts = [f"{human(k)} {_param_value(spec, bp, k, v)}" for k, v in values.items()]
+            joined = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+            text += f" with {joined}" if spec.kind in ("create", "book") else f", setting {joined}"
+        return text
+
+    def question(self, call: Call, field: str | None, descs: dict[str, Description], calls: list[Call]) -> str:
+        spec = self.specs[call.tool]
+        q = spec.query
+        noun = human(spec.entity)
+        if spec.kind == "get":
+            target = self.row_text(spec, call, spec.bindings[0].param or "", descs, calls)
+            return self.rng.choice((f"What is the {human(field or '')} of {target}?", f"Tell me the {human(field or '')} of {target}."))
+        conds = self._filters(spec, call)
+        where = (" " + " and ".join(conds)) if conds else ""
+        if q is not None and q.op == "aggregate" and q.agg != "count":
+            word = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest"}[q.agg or "sum"]
+            return f"What is the {word} {human(q.field or '')} of the {noun} records{where}?"
+        return self.rng.choice((f"How many {noun} records are there{where}?", f"Count the {noun} records{where} and tell me the number."))
+
+    def _filters(self, spec: ToolSpec, call: Call) -> list[str]:
+        q = spec.query
+        out = []
+        for flt in q.filters if q else []:
+            v = call.args.get(flt.param)
+            if v is None:
+                continue
+            val = _param_value(spec, self.bp, flt.param, v)
+            out.append(
+                {
+                    "eq": f"whose {human(flt.field)} is {val}",
+                    "contains": f"whose {human(flt.field)} contains {val}",
+                    "gte": f"with {human(flt.field)} at least {val}",
+                    "lte": f"with {human(flt.field)} at most {val}",
+                    "in": f"whose {human(flt.field)} is {val}",
+                }[flt.op]
+            )
+        return out
+
+
+def compose(clauses: list[str], question: str | None, rng: random.Random, greeting: str) -> str:
+    sentences = [greeting] if greeting else []
+    for i, c in enumerate(clauses):
+        pool = _OPEN if i == 0 else _LAST if i == len(clauses) - 1 and i > 1 else _THEN
+        sentences.append(rng.choice(pool).format(x=c))
+    if question:
+        if clauses:
+            pick = rng.choice(_ASK)
+            sentences.append(pick.format(q=question, q_lower=question[0].lower() + question[1:]))
+        else:
+            sentences.append(question)
+    text = " ".join(s[0].upper() + s[1:] if s else s for s in sentences)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def profile(
+    bp: Blueprint, rows: dict[str, list[dict[str, Any]]], targets: list[tuple[str, Any]], rng: random.Random, fake_name: str
+) -> UserProfile:
+    """The user: a person the task names (a customer, a member), else a staff member."""
+    for table, key in targets:
+        ent = bp.entity(table)
+        label = bp.entity(table).field(ent.label) if ent.label else None
+        if label is None or label.type != "name":
+            continue
+        row = next((r for r in rows.get(table, []) if r[ent.id_field] == key), None)
+        if row is None:
+            continue
+        email = next((row[f.name] for f in ent.fields if f.type == "email"), None)
+        phone = next((row[f.name] for f in ent.fields if f.type == "phone"), None)
+        prefs = {f.name: row[f.name] for f in ent.fields if f.type in ("enum", "bool") and row.get(f.name) is not None}
+        return UserProfile(name=row[ent.label], role=human(table), email=email, phone=phone, preferences=prefs)  # type: ignore[index]
+    return UserProfile(name=fake_name, role=f"{bp.title} staff member", preferences={})
+
+
+def leaks_id(text: str) -> bool:
+    """Whether an instruction contains something shaped like an internal id."""
+    return bool(ID_PATTERN.search(text))

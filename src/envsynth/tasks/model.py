@@ -1,0 +1,103 @@
+"""Task records: frozen, hashed data (behaviour lives in the synthesis and corpus modules).
+
+A task is one instruction over one initial state s0 of one app, with its oracle
+solution (a tool-call program), the ground truth it produces (expected effects on s0 and
+the expected answer) and the tools visible to the agent (the expanded sub-graph H).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TaskKind = Literal["action", "info", "mixed"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Ref(_Frozen):
+    """An argument taken from the result of an earlier oracle call: ``result[step][field]``."""
+
+    step: int
+    field: str
+
+
+class Call(_Frozen):
+    """One oracle tool call. Argument values are literals or :class:`Ref` to earlier results."""
+
+    tool: str
+    args: dict[str, Any]
+    refs: dict[str, Ref] = Field(default_factory=dict)
+
+
+class UserProfile(_Frozen):
+    """Who asks: a person of the app's world (a customer, a member) or a staff member."""
+
+    name: str
+    role: str
+    email: str | None = None
+    phone: str | None = None
+    preferences: dict[str, Any] = Field(default_factory=dict)
+    knows: list[str] = Field(default_factory=list)
+
+
+class Coordinates(_Frozen):
+    """Where the task sits in the corpus composition (SynthAPI's A, T, S, D)."""
+
+    app: int
+    task: int
+    state: int
+    distractors: int
+
+
+class TaskState(_Frozen):
+    """The initial state s0 as rows: the core rows the chain needs, then distractors by depth."""
+
+    core: dict[str, list[dict[str, Any]]]
+    distractors: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    distractor_depth: dict[str, int] = Field(default_factory=dict, description="table -> rows added per depth level, as 'd1', 'd2'...")
+
+
+class Task(_Frozen):
+    """One verified task (admitted: the oracle scores 1, doing nothing scores 0)."""
+
+    id: str
+    app: str
+    kind: TaskKind
+    instruction: str
+    user: UserProfile
+    state: TaskState
+    oracle: list[Call]
+    oracle_program: str
+    answer_step: int | None = None
+    answer_field: str | None = None
+    expected_answer: Any = None
+    expected_effects: dict[str, Any]
+    visible_tools: list[str]
+    coordinates: Coordinates
+    seed: int
+    stats: dict[str, Any] = Field(default_factory=dict)
+    hash: str = ""
+
+    def content_hash(self) -> str:
+        """SHA-256 of everything but the hash itself."""
+        data = self.model_dump(mode="json", exclude={"hash"})
+        return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+    def sealed(self) -> Task:
+        """A copy carrying its content hash."""
+        return self.model_copy(update={"hash": self.content_hash()})
+
+
+class Rejection(_Frozen):
+    """A candidate task that was not admitted, and why."""
+
+    app: str
+    coordinates: Coordinates
+    reason: str
+    detail: str = ""

@@ -1,0 +1,24 @@
+"""The oracle solver as a readable program (the chain C of ScaleEnv, as code)."""
+
+from __future__ import annotations
+
+import json
+
+from envsynth.tasks.model import Call
+
+
+def oracle_program(calls: list[Call], answer_step: int | None, answer_field: str | None) -> str:
+    """Python source of ``solve(env)``: the oracle's calls, results feeding later arguments.
+
+    ``env.call(name, arguments)`` returns the tool's result as Python data.
+    """
+    lines = ["def solve(env):"]
+    for i, c in enumerate(calls):
+        parts = [f"{k!r}: {json.dumps(v, ensure_ascii=False)}" for k, v in c.args.items()]
+        parts += [f"{k!r}: r{ref.step}[{ref.field!r}]" for k, ref in c.refs.items()]
+        lines.append(f"    r{i} = env.call({c.tool!r}, {{{', '.join(parts)}}})")
+    if answer_step is not None and answer_field is not None:
+        lines.append(f"    return r{answer_step}[{answer_field!r}]")
+    else:
+        lines.append("    return None")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,44 @@
+"""Task states: rows of s0 (core + distractors) and their SQLite bytes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envsynth.runtime.app import App
+from envsynth.runtime.state import Rows, rows_to_bytes
+from envsynth.tasks.model import Task
+
+
+def merged(core: Rows, extra: Rows) -> Rows:
+    """Core rows then extra rows, table by table."""
+    out: Rows = {k: list(v) for k, v in core.items()}
+    for k, v in extra.items():
+        out.setdefault(k, []).extend(v)
+    return out
+
+
+def rows_bytes(app: App, rows: Rows) -> bytes:
+    """SQLite bytes of rows of ``app`` (tables missing from ``rows`` stay empty)."""
+    return rows_to_bytes(app.schema, app.order, rows)
+
+
+def state_bytes(app: App, task: Task) -> bytes:
+    """The SQLite bytes of a task's initial state s0."""
+    return rows_bytes(app, merged(task.state.core, task.state.distractors))
+
+
+def count_rows(rows: Rows) -> int:
+    return sum(len(v) for v in rows.values())
+
+
+def copy_rows(rows: Rows) -> Rows:
+    return {k: [dict(r) for r in v] for k, v in rows.items()}
+
+
+def key_index(app: App, rows: Rows) -> dict[tuple[str, Any], dict[str, Any]]:
+    """(table, primary key) -> row."""
+    out = {}
+    for ent in app.blueprint.entities:
+        for r in rows.get(ent.name, []):
+            out[(ent.name, r[ent.id_field])] = r
+    return out

@@ -1,0 +1,318 @@
+"""Task synthesis: plan a chain, build s0, add distractors, write the instruction, admit.
+
+``synthesize`` is pure and deterministic in its arguments: one task index of one app
+gives either S admitted tasks (one per initial state, same instruction) or a Rejection
+with the reason.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from envsynth.blueprint.values import ValueMaker
+from envsynth.graph import expand_subgraph, missing_inputs
+from envsynth.graph.model import ToolGraph
+from envsynth.runtime.app import App
+from envsynth.runtime.reward import Effects, compare, effects_of
+from envsynth.runtime.state import Rows, StateBuilder
+from envsynth.tasks.chain import Step, plan_chain
+from envsynth.tasks.describe import Description, describe
+from envsynth.tasks.distractors import add_distractors
+from envsynth.tasks.instantiate import ChainFailed, execute, instantiate
+from envsynth.tasks.instruction import Phraser, compose, leaks_id, profile
+from envsynth.tasks.model import Call, Coordinates, Rejection, Task, TaskKind, TaskState
+from envsynth.tasks.oracle import oracle_program
+from envsynth.tasks.state import copy_rows, count_rows, merged, rows_bytes
+
+KINDS: tuple[tuple[TaskKind, float], ...] = (("action", 0.55), ("info", 0.2), ("mixed", 0.25))
+WORLD_ROWS = 3
+MIN_VISIBLE = 20
+ANSWER_TYPES = ("money", "quantity", "int", "float", "enum", "state", "date", "string", "name", "email", "company")
+
+
+def task_seed(seed: int, app_index: int, task_index: int) -> int:
+    return (seed * 1_000_003 + app_index) * 1_000_033 + task_index
+
+
+def synthesize(
+    app: App, graph: ToolGraph, *, app_index: int, task_index: int, states: int = 1, depth: int = 0, seed: int = 0
+) -> list[Task] | Rejection:
+    """Synthesize the S states of task ``task_index`` of an app.
+
+    Returns:
+        S admitted tasks (``coordinates.state`` = 0..S-1, one instruction), or a Rejection.
+    """
+    base = task_seed(seed, app_index, task_index)
+    rng = random.Random(base)
+    coords = Coordinates(app=app_index, task=task_index, state=0, distractors=depth)
+
+    def reject(reason: str, detail: str = "") -> Rejection:
+        return Rejection(app=app.name, coordinates=coords, reason=reason, detail=detail[:300])
+
+    kind: TaskKind = rng.choices([k for k, _ in KINDS], weights=[w for _, w in KINDS])[0]
+    steps = plan_chain(app, graph, rng, kind)
+    if not steps:
+        return reject("no_chain", f"no {kind} chain")
+    world = StateBuilder(app.blueprint, base, app.order).fill({e.name: WORLD_ROWS for e in app.blueprint.entities})
+    try:
+        s0, calls, bound = instantiate(app, steps, world, base)
+    except ChainFailed as exc:
+        return reject("not_instantiable", str(exc))
+    core = _prune(app, s0, steps, bound, calls)
+    targets = _targets(app, steps, calls, bound, core)
+    answer_step, answer_field = _answer_spec(app, steps, calls, rng, core)
+    visible = _visible(graph, [c.tool for c in calls], rng)
+    if len(steps) and any(c.tool not in visible for c in calls):
+        return reject("tool_not_visible")
+    tasks: list[Task] = []
+    descs: dict[tuple[str, Any], Description] = {}
+    instruction = ""
+    user = None
+    for s in range(states):
+        srng = random.Random(base * 31 + s)
+        state_core, mapping = (core, {}) if s == 0 else _remap_ids(app, core, srng)
+        state_calls = [_remap_call(app, c, mapping) for c in calls]
+        state_targets = [(t, mapping.get((t, k), k)) for t, k in targets]
+        made = None
+        for attempt in range(3):
+            extra, per_level = add_distractors(app.blueprint, app.order, state_core, state_targets, depth, base * 7 + s * 101 + attempt)
+            full = merged(state_core, extra)
+            try:
+                run = execute(app, rows_bytes(app, full), state_calls)
+            except ChainFailed:
+                continue
+            if s == 0:
+                descs = {}
+                for t, k in state_targets:
+                    row = next(r for r in full[t] if r[app.blueprint.entity(t).id_field] == k)
+                    d = describe(app.blueprint, full, t, row, srng)
+                    if d is None:
+                        break
+                    descs[(t, k)] = d
+                else:
+                    made = (extra, per_level, full, run)
+                    break
+                continue
+            if all(
+                descs[(t, k0)].count(app.blueprint, full) == 1 and _only(app, descs[(t, k0)], full, t, k)
+                for (t, k0), (_, k) in zip(targets, state_targets)
+            ):
+                made = (extra, per_level, full, run)
+                break
+        if made is None:
+            return reject("ambiguous_or_broken_by_distractors")
+        extra, per_level, full, run = made
+        expected = effects_of(app.blueprint, full, run.final, now=app.now)
+        answer = _extract(run.results, answer_step, answer_field)
+        if answer_step is not None and answer is None:
+            return reject("empty_answer")
+        if not expected and answer_step is None:
+            return reject("no_effect")
+        if s == 0:
+            param_descs = _param_descriptions(app, calls, descs)
+            phraser = Phraser(app.blueprint, app.spec_by_name, srng)
+            n_writes = len(calls) - (1 if answer_step is not None else 0)
+            clauses = [phraser.clause(i, calls, param_descs[i]) for i in range(n_writes)]
+            question = (
+                phraser.question(calls[answer_step], answer_field, param_descs[answer_step], calls) if answer_step is not None else None
+            )
+            fake = ValueMaker(app.blueprint, base).fake("name")
+            user = profile(app.blueprint, full, targets, srng, fake)
+            greeting = (
+                srng.choice((f"Hi, this is {user.name}.", f"Hello, I'm {user.name}.", ""))
+                if user.role != f"{app.blueprint.title} staff member"
+                else ""
+            )
+            instruction = compose(clauses, question, srng, greeting)
+            if leaks_id(instruction):
+                return reject("id_in_instruction", instruction)
+            user = user.model_copy(update={"knows": [instruction]})
+        assert user is not None
+        task = Task(
+            id=f"{app.name}-t{task_index:05d}-s{s}",
+            app=app.name,
+            kind=kind,
+            instruction=instruction,
+            user=user,
+            state=TaskState(core=_nonempty(state_core), distractors=_nonempty(extra), distractor_depth=per_level),
+            oracle=state_calls,
+            oracle_program=oracle_program(state_calls, answer_step, answer_field),
+            answer_step=answer_step,
+            answer_field=answer_field,
+            expected_answer=answer,
+            expected_effects=expected.to_dict(),
+            visible_tools=visible,
+            coordinates=coords.model_copy(update={"state": s}),
+            seed=base,
+            stats={
+                "chain_length": len(calls),
+                "writes": sum(app.spec_by_name[c.tool].mode == "write" for c in calls),
+                "core_rows": count_rows(state_core),
+                "distractor_rows": count_rows(extra),
+                "visible_tools": len(visible),
+            },
+        ).sealed()
+        problem = admit(app, task, full, run.final)
+        if problem:
+            return reject(problem)
+        tasks.append(task)
+    return tasks
+
+
+def admit(app: App, task: Task, s0: Rows, final: Rows) -> str | None:
+    """The admission rule; None when admitted, else the reason."""
+    from envsynth.tasks.episode import TaskEpisode
+
+    expected = Effects.from_dict(task.expected_effects)
+    if compare(expected, Effects({}), expected_answer=task.expected_answer, answer=None).score != 0.0:
+        return "verifier_passes_on_s0"
+    if not set(c.tool for c in task.oracle) <= set(task.visible_tools):
+        return "tool_not_visible"
+    ep = TaskEpisode(app, task, rows_bytes(app, s0), seed=0, initial_rows=s0)
+    results: list[Any] = []
+    for c in task.oracle:
+        args = dict(c.args)
+        for p, ref in c.refs.items():
+            args[p] = results[ref.step][ref.field]
+        res = ep.call(c.tool, args)
+        if not res.ok:
+            return "oracle_fails"
+        results.append(res.data)
+    if ep.finish(_extract(results, task.answer_step, task.answer_field)).score != 1.0:
+        return "oracle_not_rewarded"
+    return None
+
+
+def _nonempty(rows: Rows) -> Rows:
+    return {k: v for k, v in rows.items() if v}
+
+
+def _only(app: App, d: Description, full: Rows, table: str, key: Any) -> bool:
+    ent = app.blueprint.entity(table)
+    return all(r[ent.id_field] == key for r in full[table] if d.matches(app.blueprint, full, r))
+
+
+def _prune(app: App, s0: Rows, steps: list[Step], bound: list[dict[str, Any]], calls: list[Call]) -> Rows:
+    """The minimal core: rows the chain binds, rows its reads range over, and their parents."""
+    bp = app.blueprint
+    keep: set[tuple[str, Any]] = {tk for b in bound for tk in b.values()}
+    for st in steps:
+        if st.spec.query is not None and st.spec.query.op in ("search", "aggregate"):
+            ent = bp.entity(st.spec.query.entity)
+            keep |= {(ent.name, r[ent.id_field]) for r in s0.get(ent.name, [])}
+    index = {(e.name, r[e.id_field]): r for e in bp.entities for r in s0.get(e.name, [])}
+    keep &= index.keys()
+    todo = list(keep)
+    while todo:
+        t, k = todo.pop()
+        for f in bp.entity(t).fields:
+            v = index[(t, k)].get(f.name)
+            if f.type == "ref" and v is not None and (f.ref, v) not in keep and (f.ref, v) in index:
+                keep.add((f.ref, v))  # type: ignore[arg-type]
+                todo.append((f.ref, v))  # type: ignore[arg-type]
+    core = {e.name: [r for r in s0.get(e.name, []) if (e.name, r[e.id_field]) in keep] for e in bp.entities}
+    try:
+        execute(app, rows_bytes(app, core), calls)
+    except Exception:  # noqa: BLE001 - a chain that needs more than its bound rows keeps the whole s0
+        return copy_rows(s0)
+    return core
+
+
+def _targets(app: App, steps: list[Step], calls: list[Call], bound: list[dict[str, Any]], core: Rows) -> list[tuple[str, Any]]:
+    """Pre-existing rows the instruction must name (bound through literal id arguments)."""
+    present = {(e.name, r[e.id_field]) for e in app.blueprint.entities for r in core.get(e.name, [])}
+    out: list[tuple[str, Any]] = []
+    for st, call, b in zip(steps, calls, bound):
+        for binding in st.spec.bindings:
+            if binding.param and binding.param in call.args and binding.param not in call.refs and binding.alias in b:
+                tk = b[binding.alias]
+                if tk in present and tk not in out:
+                    out.append(tk)
+    return out
+
+
+def _param_descriptions(app: App, calls: list[Call], descs: dict[tuple[str, Any], Description]) -> list[dict[str, Description]]:
+    out = []
+    for c in calls:
+        spec = app.spec_by_name[c.tool]
+        d = {}
+        for b in spec.bindings:
+            if b.param and b.param in c.args and (b.entity, c.args[b.param]) in descs:
+                d[b.param] = descs[(b.entity, c.args[b.param])]
+        out.append(d)
+    return out
+
+
+def _answer_spec(app: App, steps: list[Step], calls: list[Call], rng: random.Random, core: Rows) -> tuple[int | None, str | None]:
+    last = steps[-1].spec
+    if last.mode == "write" or last.query is None:
+        return None, None
+    i = len(steps) - 1
+    if last.query.op == "get":
+        ent = app.blueprint.entity(last.entity)
+        changed = {f for st in steps[:-1] for ef in st.spec.effects if ef.entity == ent.name for f in ef.values}
+        fields = [f.name for f in ent.fields if f.type in ANSWER_TYPES]
+        preferred = [f for f in fields if f in changed] or fields
+        return i, rng.choice(preferred) if preferred else None
+    if last.query.op == "aggregate":
+        return i, "value"
+    return i, "total"
+
+
+def _extract(results: list[Any], step: int | None, field: str | None) -> Any:
+    if step is None or field is None:
+        return None
+    res = results[step]
+    return res.get(field) if isinstance(res, dict) else None
+
+
+def _visible(graph: ToolGraph, chain: list[str], rng: random.Random) -> list[str]:
+    """H: the chain, tools that supply its ids, then dependency-aware BFS to >= 20 tools."""
+    seed_tools = list(dict.fromkeys(chain))
+    for tool in list(seed_tools):
+        for param in missing_inputs(graph, tool, seed_tools):
+            suppliers = sorted({u for u, _, _, a in graph.edges("data", target=tool) if a.get("param") == param})
+            reads = [u for u in suppliers if graph.node(u).get("mode") == "read"] or suppliers
+            if reads:
+                seed_tools.append(reads[0])
+    return expand_subgraph(graph, seed_tools, min_size=MIN_VISIBLE, rng=rng)
+
+
+def _remap_ids(app: App, core: Rows, rng: random.Random) -> tuple[Rows, dict[tuple[str, Any], Any]]:
+    """A copy of the core rows under fresh ids (references follow)."""
+    bp = app.blueprint
+    mapping: dict[tuple[str, Any], Any] = {}
+    for ent in bp.entities:
+        taken: set[str] = set()
+        for r in core.get(ent.name, []):
+            while True:
+                new = f"{ent.prefix}_{rng.randrange(100000, 1000000)}"
+                if new not in taken:
+                    taken.add(new)
+                    break
+            mapping[(ent.name, r[ent.id_field])] = new
+    out: Rows = {}
+    for ent in bp.entities:
+        rows = []
+        for r in core.get(ent.name, []):
+            n = dict(r)
+            n[ent.id_field] = mapping[(ent.name, r[ent.id_field])]
+            for f in ent.fields:
+                if f.type == "ref" and n.get(f.name) is not None:
+                    n[f.name] = mapping.get((f.ref, n[f.name]), n[f.name])
+            rows.append(n)
+        if rows:
+            out[ent.name] = rows
+    return out, mapping
+
+
+def _remap_call(app: App, call: Call, mapping: dict[tuple[str, Any], Any]) -> Call:
+    if not mapping:
+        return call
+    spec = app.spec_by_name[call.tool]
+    args = dict(call.args)
+    for p in spec.params:
+        if p.name in args and p.ref:
+            args[p.name] = mapping.get((p.ref, args[p.name]), args[p.name])
+    return call.model_copy(update={"args": args})
