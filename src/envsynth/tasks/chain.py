@@ -18,6 +18,7 @@ from envsynth.runtime.app import App
 from envsynth.tasks.model import Ref, TaskKind
 
 LENGTHS = (1, 1, 2, 2, 2, 3, 3, 4, 5, 6, 8)
+INDEPENDENT = 0.2  # chance that the next step is a separate request rather than a follow-up
 
 
 @dataclass
@@ -104,6 +105,11 @@ def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind) -
         length = rng.choice(LENGTHS)
         while len(steps) < length:
             options = _continuations(app, graph, steps)
+            used = {s.spec.name for s in steps}
+            unrelated = [s for s in writes if s.name not in used and s.code is None]
+            if unrelated and (not options or rng.random() < INDEPENDENT):
+                steps.append(Step(rng.choice(unrelated)))  # a second, independent request
+                continue
             if not options:
                 break
             steps.append(rng.choice(options))

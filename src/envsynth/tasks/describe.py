@@ -165,6 +165,6 @@ def render(bp: Blueprint, d: Description, possessive: str = "the") -> str:
     if parts:
         text += " with " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
     if d.parent is not None:
-        ref, pd = d.parent
+        _ref, pd = d.parent
         text += f" (the one for {render(bp, pd)})" if parts else f" of {render(bp, pd)}"
     return text

@@ -17,7 +17,7 @@ from envsynth.runtime.app import App
 from envsynth.runtime.episode import SUCCESS
 from envsynth.runtime.state import Rows, read_rows
 from envsynth.tasks.chain import Step
-from envsynth.tasks.model import Call
+from envsynth.tasks.model import Call, Ref
 from envsynth.tasks.state import copy_rows, rows_bytes
 from envsynth.testing.fixtures import Solver
 
@@ -89,6 +89,20 @@ def _carry_back(app: App, s0: Rows, before: Rows, after: Rows) -> None:
             s0[ent.name] = [r for r in s0[ent.name] if r is not row]
 
 
+def _created_rows(app: App, steps: list[Step], results: list[Any]) -> dict[tuple[str, Any], Ref]:
+    """(table, key) -> Ref for rows that earlier steps created and returned."""
+    out: dict[tuple[str, Any], Ref] = {}
+    for j, st in enumerate(steps):
+        if st.spec.returns != "new" or not isinstance(results[j], dict):
+            continue
+        for ef in st.spec.effects:
+            if ef.op == "insert":
+                idf = app.blueprint.entity(ef.entity).id_field
+                if idf in results[j]:
+                    out[(ef.entity, results[j][idf])] = Ref(step=j, field=idf)
+    return out
+
+
 def instantiate(app: App, steps: list[Step], world: Rows, seed: int, attempts: int = 4) -> tuple[Rows, list[Call], list[dict[str, Any]]]:
     """Arguments and s0 for ``steps``.
 
@@ -109,11 +123,15 @@ def instantiate(app: App, steps: list[Step], world: Rows, seed: int, attempts: i
             fixed: dict[str, Any] = {}
             for p, ref in step.refs.items():
                 fixed[p] = run.results[ref.step][ref.field]
+            refs = dict(step.refs)
+            created = _created_rows(app, steps[:i], run.results)
             for p, (j, alias) in step.pins.items():
                 table, key = bound[j].get(alias, (None, None))
                 if key is None:
                     raise ChainFailed(f"step {i}: step {j} bound no {alias}")
                 fixed[p] = key
+                if (table, key) in created:  # a row this chain made: its id is only known at run time
+                    refs[p] = created[(table, key)]
             if step.spec.query is not None and step.spec.query.op in ("search", "aggregate"):
                 for flt in step.spec.query.filters:  # people filter by names and values, not by ids
                     f = app.blueprint.entity(step.spec.query.entity).field(flt.field)
@@ -131,11 +149,11 @@ def instantiate(app: App, steps: list[Step], world: Rows, seed: int, attempts: i
             except ChainFailed as exc:
                 last_error = f"step {i} ({step.spec.name}): {exc}"
                 continue
-            literal = {k: v for k, v in fx.call_args().items() if k not in step.refs}
-            call = Call(tool=step.spec.name, args=literal, refs=step.refs)
+            literal = {k: v for k, v in fx.call_args().items() if k not in refs}
+            call = Call(tool=step.spec.name, args=literal, refs=refs)
             try:
                 execute(app, rows_bytes(app, trial), [*calls, call])
-            except (ChainFailed, Exception) as exc:  # noqa: BLE001 - an invalid trial state is a failed attempt
+            except (ChainFailed, Exception) as exc:
                 last_error = f"step {i} ({step.spec.name}): {exc}"
                 continue
             s0 = trial

@@ -73,7 +73,7 @@ class Phraser:
         others = [p for p in row_params if p != main]
         verb = _verb(spec)
         if spec.kind == "transfer":
-            amount = spec.param([p.name for p in spec.params if p.name not in row_params][0])
+            amount = spec.param(next(p.name for p in spec.params if p.name not in row_params))
             src, dst = row_params[0], row_params[1]
             text = f"move {_param_value(spec, bp, amount.name, call.args[amount.name])} from {self.row_text(spec, call, src, descs, calls)} to {self.row_text(spec, call, dst, descs, calls)}"
             values.pop(amount.name, None)

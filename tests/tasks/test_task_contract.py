@@ -1,0 +1,153 @@
+"""The task contract over every catalogue app: admitted tasks are solvable and graded by state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from envsynth import catalog
+from envsynth.compiler.build import BuiltApp
+from envsynth.graph import build_graph
+from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synthesize
+from envsynth.tasks.instruction import leaks_id
+
+PER_APP = 3
+STATES = 2
+DEPTH = 2
+
+
+def _tasks_for(built: BuiltApp, seed: int = 0) -> list[list[Task]]:
+    graph = build_graph(built.app)
+    out: list[list[Task]] = []
+    for t in range(40):
+        res = synthesize(built.app, graph, app_index=0, task_index=t, states=STATES, depth=DEPTH, seed=seed)
+        if not isinstance(res, Rejection):
+            out.append(res)
+        if len(out) == PER_APP:
+            break
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus(built_catalog: dict[str, BuiltApp]) -> dict[str, list[list[Task]]]:
+    return {name: _tasks_for(b) for name, b in built_catalog.items()}
+
+
+def run_oracle(ep: TaskEpisode, task: Task, extra_reads: bool = False) -> Any:
+    results: list[Any] = []
+    for c in task.oracle:
+        args = dict(c.args)
+        for p, ref in c.refs.items():
+            args[p] = results[ref.step][ref.field]
+        res = ep.call(c.tool, args)
+        assert res.ok, (task.id, c.tool, res.content)
+        results.append(res.data)
+        if extra_reads:  # harmless reads never change the reward
+            for tool in task.visible_tools:
+                spec = ep._app.spec_by_name[tool]
+                if spec.kind == "search":
+                    ep.call(tool, {"limit": 3})
+                    break
+    return results[task.answer_step][task.answer_field] if task.answer_step is not None else None
+
+
+@pytest.mark.parametrize("name", catalog.names())
+def test_every_task_is_admitted_honestly(name: str, built_catalog: dict[str, BuiltApp], corpus: dict[str, list[list[Task]]]) -> None:
+    app = built_catalog[name].app
+    groups = corpus[name]
+    assert len(groups) == PER_APP, f"{name}: too few admitted tasks"
+    for states in groups:
+        assert len(states) == STATES
+        assert len({t.instruction for t in states}) == 1, "one instruction over the S states"
+        assert len({t.expected_effects.__repr__() + repr(t.expected_answer) for t in states}) >= 1
+        for task in states:
+            assert task.hash == task.content_hash()
+            assert not leaks_id(task.instruction), task.instruction
+            assert "{" not in task.instruction and "None" not in task.instruction and "  " not in task.instruction
+            assert {c.tool for c in task.oracle} <= set(task.visible_tools)
+            assert len(task.visible_tools) >= min(20, len(app.specs))
+            s0 = state_bytes(app, task)
+            # the oracle scores 1.0
+            ep = TaskEpisode(app, task, s0, seed=3)
+            answer = run_oracle(ep, task)
+            reward = ep.finish(answer)
+            assert reward.score == 1.0, (task.id, reward.feedback)
+            # a do-nothing agent scores 0.0
+            assert TaskEpisode(app, task, s0).finish(None).score == 0.0
+            # the agent never sees anything beyond the visible tools
+            names = {t["function"]["name"] for t in TaskEpisode(app, task, s0).tools}
+            assert names == set(task.visible_tools) | {"complete_task"}
+
+
+def test_same_seed_same_hashes(built_catalog: dict[str, BuiltApp], corpus: dict[str, list[list[Task]]]) -> None:
+    name = catalog.names()[0]
+    again = _tasks_for(built_catalog[name])
+    assert [[t.hash for t in g] for g in again] == [[t.hash for t in g] for g in corpus[name]]
+    other = _tasks_for(built_catalog[name], seed=1)
+    assert [[t.hash for t in g] for g in other] != [[t.hash for t in g] for g in corpus[name]]
+
+
+def _all_tasks(corpus: dict[str, list[list[Task]]]) -> list[tuple[str, Task]]:
+    return [(name, t) for name, groups in corpus.items() for g in groups for t in g]
+
+
+def test_extra_reads_do_not_change_the_reward(built_catalog: dict[str, BuiltApp], corpus: dict[str, list[list[Task]]]) -> None:
+    for name, task in _all_tasks(corpus):
+        app = built_catalog[name].app
+        ep = TaskEpisode(app, task, state_bytes(app, task))
+        assert ep.finish(run_oracle(ep, task, extra_reads=True)).score == 1.0
+
+
+def test_extra_harmful_write_scores_zero_and_is_named(built_catalog: dict[str, BuiltApp], corpus: dict[str, list[list[Task]]]) -> None:
+    checked = 0
+    for name, task in _all_tasks(corpus):
+        first = task.oracle[0]
+        if first.refs or built_catalog[name].app.spec_by_name[first.tool].kind != "create":
+            continue
+        app = built_catalog[name].app
+        ep = TaskEpisode(app, task, state_bytes(app, task))
+        answer = run_oracle(ep, task)
+        if not ep.call(first.tool, first.args).ok:  # the same create once more: one row too many
+            continue
+        reward = ep.finish(answer)
+        assert reward.score == 0.0
+        assert any(m.kind == "extra_row" and m.table == app.spec_by_name[first.tool].entity for m in reward.breakdown), reward.feedback
+        checked += 1
+    assert checked >= 1
+
+
+def test_wrong_answer_scores_zero(built_catalog: dict[str, BuiltApp], corpus: dict[str, list[list[Task]]]) -> None:
+    checked = 0
+    for name, task in _all_tasks(corpus):
+        if task.answer_step is None:
+            continue
+        app = built_catalog[name].app
+        ep = TaskEpisode(app, task, state_bytes(app, task))
+        run_oracle(ep, task)
+        reward = ep.finish("certainly not the answer")
+        assert reward.score == 0.0
+        assert any(m.kind == "wrong_answer" for m in reward.breakdown)
+        checked += 1
+    assert checked >= 3
+
+
+def test_another_valid_order_scores_one(built_catalog: dict[str, BuiltApp]) -> None:
+    """Steps that do not depend on each other, done in reverse order, still score 1.0."""
+    checked = 0
+    for name, built in built_catalog.items():
+        app, graph = built.app, build_graph(built.app)
+        for t in range(60):
+            res = synthesize(app, graph, app_index=0, task_index=t, states=1, depth=1, seed=0)
+            if isinstance(res, Rejection):
+                continue
+            task = res[0]
+            if len(task.oracle) < 2 or any(c.refs for c in task.oracle) or task.answer_step is not None:
+                continue
+            ep = TaskEpisode(app, task, state_bytes(app, task))
+            if not all(ep.call(c.tool, c.args).ok for c in reversed(task.oracle)):
+                continue  # this order is not valid for this chain (a step needs an earlier one)
+            assert ep.finish(None).score == 1.0, task.id
+            checked += 1
+            break
+    assert checked >= 1
