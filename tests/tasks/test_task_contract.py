@@ -135,7 +135,7 @@ def test_wrong_answer_scores_zero(built_catalog: dict[str, BuiltApp], corpus: di
 def test_another_valid_order_scores_one(built_catalog: dict[str, BuiltApp]) -> None:
     """Steps that do not depend on each other, done in reverse order, still score 1.0."""
     checked = 0
-    for name, built in built_catalog.items():
+    for built in built_catalog.values():
         app, graph = built.app, build_graph(built.app)
         for t in range(60):
             res = synthesize(app, graph, app_index=0, task_index=t, states=1, depth=1, seed=0)

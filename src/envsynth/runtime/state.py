@@ -8,6 +8,7 @@ single memory copy.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,38 @@ def empty_db(schema: str) -> sqlite3.Connection:
 
 
 _EMPTY: dict[str, bytes] = {}
+_SCRATCH = threading.local()
+
+
+def _scratch(schema: str) -> tuple[sqlite3.Connection, bytes]:
+    """A reusable connection and the bytes of an empty database for ``schema`` (per thread).
+
+    Reusing one connection keeps SQLite's parsed schema and the prepared INSERT
+    statements warm; resetting it is a ``deserialize`` of the empty database.
+    """
+    cache = getattr(_SCRATCH, "conns", None)
+    if cache is None:
+        cache = _SCRATCH.conns = {}
+    empty = _EMPTY.get(schema)
+    if empty is None:
+        seed_conn = empty_db(schema)
+        empty = _EMPTY[schema] = seed_conn.serialize()
+        seed_conn.close()
+    conn = cache.get(schema)
+    if conn is None:
+        conn = cache[schema] = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    return conn, empty
+
+
+def insert_rows(conn: sqlite3.Connection, order: list[Entity], rows: Rows) -> None:
+    """Insert rows table by table in creation order (inside the caller's transaction)."""
+    for ent in order:
+        table = rows.get(ent.name)
+        if not table:
+            continue
+        cols = [f.name for f in ent.fields]
+        sql = f'INSERT INTO "{ent.name}" ({", ".join(chr(34) + c + chr(34) for c in cols)}) VALUES ({", ".join("?" for _ in cols)})'
+        conn.executemany(sql, [tuple(r.get(c) for c in cols) for r in table])
 
 
 def rows_to_bytes(schema: str, order: list[Entity], rows: Rows) -> bytes:
@@ -33,29 +66,20 @@ def rows_to_bytes(schema: str, order: list[Entity], rows: Rows) -> bytes:
     Raises:
         sqlite3.IntegrityError: when rows break a key or CHECK constraint.
     """
-    empty = _EMPTY.get(schema)
-    if empty is None:
-        seed_conn = empty_db(schema)
-        empty = _EMPTY[schema] = seed_conn.serialize()
-        seed_conn.close()
-    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    conn, empty = _scratch(schema)
     conn.deserialize(empty)
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("BEGIN")
-    for ent in order:
-        table = rows.get(ent.name) or []
-        if not table:
-            continue
-        cols = [f.name for f in ent.fields]
-        sql = f'INSERT INTO "{ent.name}" ({", ".join(chr(34) + c + chr(34) for c in cols)}) VALUES ({", ".join("?" for _ in cols)})'
-        conn.executemany(sql, [tuple(r.get(c) for c in cols) for r in table])
+    try:
+        insert_rows(conn, order, rows)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
     conn.execute("COMMIT")
     problems = conn.execute("PRAGMA foreign_key_check").fetchall()
     if problems:
         raise sqlite3.IntegrityError(f"foreign key violations: {problems[:3]}")
-    data = conn.serialize()
-    conn.close()
-    return data
+    return conn.serialize()
 
 
 def open_state(data: bytes) -> sqlite3.Connection:
@@ -131,6 +155,16 @@ class StateBuilder:
         self.taken_ids: dict[str, set[str]] = {e.name: set() for e in bp.entities}
         self.unique_seen: dict[tuple[str, str], set[Any]] = {}
         self._invariants = _capacity_invariants(bp)
+        self.pool: Rows | None = None
+
+    def use_pool(self, pool: Rows) -> StateBuilder:
+        """Draw plain values from ``pool`` rows (pre-drawn, e.g. an app's sample state) instead of Faker.
+
+        Ids and references are still drawn fresh; a unique value already taken is drawn anew.
+        Much faster when many small states are made (task synthesis).
+        """
+        self.pool = pool
+        return self
 
     def fill(self, counts: dict[str, int] | None = None) -> Rows:
         """Add ``counts[entity]`` rows (default: the entity's ``rows``) to every table."""
@@ -144,6 +178,7 @@ class StateBuilder:
         """Draw one row of ``ent`` (fields in ``fixed`` are taken as given); None if a ref has no target."""
         row: dict[str, Any] = {}
         fixed = fixed or {}
+        source = self.rng.choice(self.pool[ent.name]) if self.pool and self.pool.get(ent.name) else None
         for f in ent.fields:
             if f.name in fixed:
                 row[f.name] = fixed[f.name]
@@ -160,6 +195,8 @@ class StateBuilder:
                 row[f.name] = self.rng.choice(targets)[target_ent.id_field]
             elif f.nullable and f.null_rate and self.rng.random() < f.null_rate:
                 row[f.name] = None
+            elif source is not None and not f.unique:
+                row[f.name] = source[f.name]
             else:
                 row[f.name] = self._unique(ent, f, row) if f.unique else self.values.value(f, row)
         if ent.fields[0].name in fixed:

@@ -22,8 +22,10 @@ from envsynth.runtime.state import Rows, StateBuilder
 PER_LEVEL = 2
 
 
-def _builder(bp: Blueprint, order: list[Any], rows: Rows, seed: int) -> StateBuilder:
+def _builder(bp: Blueprint, order: list[Any], rows: Rows, seed: int, pool: Rows | None) -> StateBuilder:
     b = StateBuilder(bp, seed, order)
+    if pool is not None:
+        b.use_pool(pool)
     b.rows = {k: [dict(r) for r in v] for k, v in rows.items()}
     for ent in bp.entities:
         b.rows.setdefault(ent.name, [])
@@ -32,7 +34,7 @@ def _builder(bp: Blueprint, order: list[Any], rows: Rows, seed: int) -> StateBui
 
 
 def add_distractors(
-    bp: Blueprint, order: list[Any], core: Rows, targets: list[tuple[str, Any]], depth: int, seed: int
+    bp: Blueprint, order: list[Any], core: Rows, targets: list[tuple[str, Any]], depth: int, seed: int, pool: Rows | None = None
 ) -> tuple[Rows, dict[str, int]]:
     """Distractor rows for ``targets`` ((table, key) of rows the task names), by level.
 
@@ -42,7 +44,7 @@ def add_distractors(
     if depth <= 0 or not targets:
         return {}, {}
     rng = random.Random(seed)
-    b = _builder(bp, order, core, seed)
+    b = _builder(bp, order, core, seed, pool)
     before = {k: len(v) for k, v in b.rows.items()}
     counts: dict[str, int] = {}
     index = {(e.name, r[e.id_field]): r for e in bp.entities for r in b.rows[e.name]}

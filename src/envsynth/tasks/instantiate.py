@@ -10,16 +10,21 @@ every call a Success is kept.
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 from envsynth.runtime.app import App
-from envsynth.runtime.episode import SUCCESS
-from envsynth.runtime.state import Rows, read_rows
+from envsynth.runtime.episode import SUCCESS, Episode
+from envsynth.runtime.state import Rows, empty_db, insert_rows, read_rows
+from envsynth.runtime.toolkit import Context
 from envsynth.tasks.chain import Step
 from envsynth.tasks.model import Call, Ref
-from envsynth.tasks.state import copy_rows, rows_bytes
+from envsynth.tasks.state import copy_rows
 from envsynth.testing.fixtures import Solver
+
+_LOCAL = threading.local()
 
 
 class ChainFailed(Exception):
@@ -34,24 +39,47 @@ class Run:
     final: Rows
 
 
-def execute(app: App, state: bytes, calls: list[Call]) -> Run:
-    """Execute calls on a fresh episode of ``state``; raise ChainFailed on any non-Success."""
-    ep = app.episode(state, seed=0)
-    results: list[Any] = []
-    for i, c in enumerate(calls):
-        args = dict(c.args)
-        for p, ref in c.refs.items():
-            src = results[ref.step]
-            if not isinstance(src, dict) or ref.field not in src:
-                raise ChainFailed(f"step {i}: result of step {ref.step} has no {ref.field!r}")
-            args[p] = src[ref.field]
-        res = ep.call(c.tool, args)
-        if res.outcome != SUCCESS:
-            ep.close()
-            raise ChainFailed(f"step {i} ({c.tool}): {res.outcome}: {res.content[:160]}")
-        results.append(res.data)
-    final = read_rows(ep.db, app.blueprint)
-    ep.close()
+def _scratch(app: App) -> sqlite3.Connection:
+    """An empty working database for ``app``, reused (per thread) so SQL stays prepared."""
+    cache = getattr(_LOCAL, "conns", None)
+    if cache is None:
+        cache = _LOCAL.conns = {}
+    conn = cache.get(app.schema)
+    if conn is None:
+        conn = cache[app.schema] = empty_db(app.schema)
+        conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def execute(app: App, rows: Rows, calls: list[Call]) -> Run:
+    """Execute calls on ``rows``; raise ChainFailed on any non-Success.
+
+    The rows are inserted in one transaction on a reused working database, the calls
+    run inside it, and everything is rolled back at the end.
+    """
+    conn = _scratch(app)
+    conn.execute("BEGIN")
+    try:
+        try:
+            insert_rows(conn, app.order, rows)
+        except sqlite3.Error as exc:
+            raise ChainFailed(f"invalid state: {exc}") from None
+        ep = Episode(app=app, db=conn, ctx=Context(conn, app.now, 0, app.bool_columns))
+        results: list[Any] = []
+        for i, c in enumerate(calls):
+            args = dict(c.args)
+            for p, ref in c.refs.items():
+                src = results[ref.step]
+                if not isinstance(src, dict) or ref.field not in src:
+                    raise ChainFailed(f"step {i}: result of step {ref.step} has no {ref.field!r}")
+                args[p] = src[ref.field]
+            res = ep.call(c.tool, args)
+            if res.outcome != SUCCESS:
+                raise ChainFailed(f"step {i} ({c.tool}): {res.outcome}: {res.content[:160]}")
+            results.append(res.data)
+        final = read_rows(conn, app.blueprint)
+    finally:
+        conn.execute("ROLLBACK")
     return Run(results, final)
 
 
@@ -113,12 +141,13 @@ def instantiate(app: App, steps: list[Step], world: Rows, seed: int, attempts: i
         ChainFailed: no instantiation found; the message says why.
     """
     s0 = copy_rows(world)
+    last_run: Run | None = None  # the accepted trial run of the steps so far (saves a replay)
     calls: list[Call] = []
     bound: list[dict[str, Any]] = []
     for i, step in enumerate(steps):
         last_error = "no attempt"
         for attempt in range(attempts):
-            run = execute(app, rows_bytes(app, s0), calls)
+            run = last_run if last_run is not None else execute(app, s0, calls)
             current = run.final
             fixed: dict[str, Any] = {}
             for p, ref in step.refs.items():
@@ -152,12 +181,13 @@ def instantiate(app: App, steps: list[Step], world: Rows, seed: int, attempts: i
             literal = {k: v for k, v in fx.call_args().items() if k not in refs}
             call = Call(tool=step.spec.name, args=literal, refs=refs)
             try:
-                execute(app, rows_bytes(app, trial), [*calls, call])
+                trial_run = execute(app, trial, [*calls, call])
             except (ChainFailed, Exception) as exc:
                 last_error = f"step {i} ({step.spec.name}): {exc}"
                 continue
             s0 = trial
             calls.append(call)
+            last_run = trial_run
             bound.append(
                 {
                     b.alias: (b.entity, row[app.blueprint.entity(b.entity).id_field])

@@ -26,9 +26,21 @@ from envsynth.tasks.oracle import oracle_program
 from envsynth.tasks.state import copy_rows, count_rows, merged, rows_bytes
 
 KINDS: tuple[tuple[TaskKind, float], ...] = (("action", 0.55), ("info", 0.2), ("mixed", 0.25))
-WORLD_ROWS = 3
+WORLD_ROWS = 2
 MIN_VISIBLE = 20
 ANSWER_TYPES = ("money", "quantity", "int", "float", "enum", "state", "date", "string", "name", "email", "company")
+
+
+_POOLS: dict[str, Rows] = {}
+
+
+def value_pool(app: App) -> Rows:
+    """Pre-drawn rows whose plain values seed task worlds (drawn once per app and process)."""
+    key = app.manifest.get("provenance", {}).get("content_hash") or app.name
+    pool = _POOLS.get(key)
+    if pool is None:
+        pool = _POOLS[key] = StateBuilder(app.blueprint, 7919, app.order).fill({e.name: 24 for e in app.blueprint.entities})
+    return pool
 
 
 def task_seed(seed: int, app_index: int, task_index: int) -> int:
@@ -54,7 +66,9 @@ def synthesize(
     steps = plan_chain(app, graph, rng, kind)
     if not steps:
         return reject("no_chain", f"no {kind} chain")
-    world = StateBuilder(app.blueprint, base, app.order).fill({e.name: WORLD_ROWS for e in app.blueprint.entities})
+    world = (
+        StateBuilder(app.blueprint, base, app.order).use_pool(value_pool(app)).fill({e.name: WORLD_ROWS for e in app.blueprint.entities})
+    )
     try:
         s0, calls, bound = instantiate(app, steps, world, base)
     except ChainFailed as exc:
@@ -76,10 +90,12 @@ def synthesize(
         state_targets = [(t, mapping.get((t, k), k)) for t, k in targets]
         made = None
         for attempt in range(3):
-            extra, per_level = add_distractors(app.blueprint, app.order, state_core, state_targets, depth, base * 7 + s * 101 + attempt)
+            extra, per_level = add_distractors(
+                app.blueprint, app.order, state_core, state_targets, depth, base * 7 + s * 101 + attempt, value_pool(app)
+            )
             full = merged(state_core, extra)
             try:
-                run = execute(app, rows_bytes(app, full), state_calls)
+                run = execute(app, full, state_calls)
             except ChainFailed:
                 continue
             if s == 0:
@@ -215,7 +231,7 @@ def _prune(app: App, s0: Rows, steps: list[Step], bound: list[dict[str, Any]], c
                 todo.append((f.ref, v))  # type: ignore[arg-type]
     core = {e.name: [r for r in s0.get(e.name, []) if (e.name, r[e.id_field]) in keep] for e in bp.entities}
     try:
-        execute(app, rows_bytes(app, core), calls)
+        execute(app, core, calls)
     except Exception:
         return copy_rows(s0)
     return core

@@ -38,6 +38,17 @@ _NEGATE = {
 _MIRROR = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
 
 
+_CODE: dict[int, tuple[ast.expr, Any]] = {}
+
+
+def _code(node: ast.expr) -> Any:
+    """Compiled code of a (sub-)expression; parse() caches trees, so ids are stable."""
+    hit = _CODE.get(id(node))
+    if hit is None or hit[0] is not node:
+        hit = _CODE[id(node)] = (node, compile(X.render(node, X.plain), "<condition>", "eval"))
+    return hit[1]
+
+
 class Unsolvable(Exception):
     """No assignment found for a condition."""
 
@@ -127,6 +138,9 @@ class Solver:
                 continue
             if b is not None:
                 table = fx.rows[b.entity]
+                if not table:  # nothing to bind: the exists check will fail and the caller tries again
+                    fx.args[p.name] = None
+                    continue
                 taken = used.setdefault(b.entity, set())
                 free = [r for r in table if r[b.key] not in taken] or table
                 row = rng.choice(free)
@@ -216,12 +230,12 @@ class Solver:
     def holds(self, fx: Fixture, check: Check | ast.expr) -> bool:
         node = X.parse(check.check).tree if isinstance(check, Check) else check
         try:
-            return bool(X.evaluate(compile(X.render(node, X.plain), "<c>", "eval"), _eval_ns(fx, self.now)))
+            return bool(X.evaluate(_code(node), _eval_ns(fx, self.now)))
         except Exception:
             return False
 
     def value(self, fx: Fixture, node: ast.expr) -> Any:
-        return X.evaluate(compile(X.render(node, X.plain), "<v>", "eval"), _eval_ns(fx, self.now))
+        return X.evaluate(_code(node), _eval_ns(fx, self.now))
 
     # -- solving -----------------------------------------------------------------
     def satisfy(self, fx: Fixture, checks: list[Check], rounds: int = 12) -> bool:
