@@ -25,28 +25,24 @@ def empty_db(schema: str) -> sqlite3.Connection:
     return conn
 
 
-_EMPTY: dict[str, bytes] = {}
 _SCRATCH = threading.local()
 
 
-def _scratch(schema: str) -> tuple[sqlite3.Connection, bytes]:
-    """A reusable connection and the bytes of an empty database for ``schema`` (per thread).
+def _scratch(schema: str) -> sqlite3.Connection:
+    """A reusable, empty-at-rest connection for ``schema`` (per thread).
 
     Reusing one connection keeps SQLite's parsed schema and the prepared INSERT
-    statements warm; resetting it is a ``deserialize`` of the empty database.
+    statements warm. It is emptied with DELETEs, never by ``deserialize``: replacing
+    the database under cached prepared statements is not safe.
     """
     cache = getattr(_SCRATCH, "conns", None)
     if cache is None:
         cache = _SCRATCH.conns = {}
-    empty = _EMPTY.get(schema)
-    if empty is None:
-        seed_conn = empty_db(schema)
-        empty = _EMPTY[schema] = seed_conn.serialize()
-        seed_conn.close()
     conn = cache.get(schema)
     if conn is None:
-        conn = cache[schema] = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-    return conn, empty
+        conn = cache[schema] = empty_db(schema)
+        conn.execute("PRAGMA foreign_keys = ON")
+    return conn
 
 
 def insert_rows(conn: sqlite3.Connection, order: list[Entity], rows: Rows) -> None:
@@ -61,25 +57,50 @@ def insert_rows(conn: sqlite3.Connection, order: list[Entity], rows: Rows) -> No
 
 
 def rows_to_bytes(schema: str, order: list[Entity], rows: Rows) -> bytes:
-    """Materialize rows into a fresh database and serialize it.
+    """Materialize rows into a fresh database and serialize it: the same rows, the same bytes.
 
     Raises:
         sqlite3.IntegrityError: when rows break a key or CHECK constraint.
     """
-    conn, empty = _scratch(schema)
-    conn.deserialize(empty)
+    conn = empty_db(schema)
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("BEGIN")
-    try:
-        insert_rows(conn, order, rows)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+    insert_rows(conn, order, rows)
     conn.execute("COMMIT")
     problems = conn.execute("PRAGMA foreign_key_check").fetchall()
     if problems:
         raise sqlite3.IntegrityError(f"foreign key violations: {problems[:3]}")
-    return conn.serialize()
+    data = conn.serialize()
+    conn.close()
+    return data
+
+
+def rows_to_bytes_fast(schema: str, order: list[Entity], rows: Rows) -> bytes:
+    """Like :func:`rows_to_bytes` on a reused connection: several times faster, but the
+    bytes (page layout, change counter) depend on what the connection did before, so
+    use it for transient states only (episodes, fixtures), never for stored artifacts.
+
+    Raises:
+        sqlite3.IntegrityError: when rows break a key or CHECK constraint.
+    """
+    conn = _scratch(schema)
+    conn.execute("BEGIN")
+    try:
+        insert_rows(conn, order, rows)
+        problems = conn.execute("PRAGMA foreign_key_check").fetchall()
+        if problems:
+            raise sqlite3.IntegrityError(f"foreign key violations: {problems[:3]}")
+        conn.execute("COMMIT")
+        data = conn.serialize()
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("BEGIN")
+    for ent in reversed(order):
+        conn.execute(f'DELETE FROM "{ent.name}"')
+    conn.execute("COMMIT")
+    return data
 
 
 def open_state(data: bytes) -> sqlite3.Connection:

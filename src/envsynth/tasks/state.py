@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from envsynth.runtime.app import App
-from envsynth.runtime.state import Rows, rows_to_bytes
+from envsynth.runtime.state import Rows, rows_to_bytes_fast
 from envsynth.tasks.model import Task
 
 
@@ -18,8 +18,8 @@ def merged(core: Rows, extra: Rows) -> Rows:
 
 
 def rows_bytes(app: App, rows: Rows) -> bytes:
-    """SQLite bytes of rows of ``app`` (tables missing from ``rows`` stay empty)."""
-    return rows_to_bytes(app.schema, app.order, rows)
+    """SQLite bytes of rows of ``app`` (tables missing from ``rows`` stay empty); transient use."""
+    return rows_to_bytes_fast(app.schema, app.order, rows)
 
 
 def state_bytes(app: App, task: Task) -> bytes:

@@ -26,7 +26,7 @@ from envsynth.blueprint import expr as X
 from envsynth.blueprint.spec import Check, ParamSpec, ToolSpec
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import FAILURE, REJECTION, SUCCESS
-from envsynth.runtime.state import Rows, diff_rows, read_rows, rows_to_bytes
+from envsynth.runtime.state import Rows, diff_rows, read_rows, rows_to_bytes_fast
 from envsynth.testing.fixtures import Fixture, Solver
 
 MAX_ATTEMPTS = 8
@@ -142,7 +142,7 @@ class ToolTester:
 
     def _materializes(self, fx: Fixture) -> bool:
         try:
-            fx.__dict__["state"] = rows_to_bytes(self.app.schema, self.app.order, fx.rows)
+            fx.__dict__["state"] = rows_to_bytes_fast(self.app.schema, self.app.order, fx.rows)
         except (sqlite3.IntegrityError, ValueError, OverflowError):
             return False
         return True

@@ -1,0 +1,101 @@
+"""Task synthesis and episode evaluation throughput (issue 3 targets).
+
+- admitted tasks per second per core, at distractor depth D=0 and D=4;
+- evaluated episodes per second per core: TaskEpisode start + oracle replay + reward.
+
+Single process (one core). Usage:
+    .venv/bin/python benchmarks/bench_tasks.py [--app harbor_market] [--tasks 200] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from envsynth import catalog
+from envsynth.compiler.compile import compile_app
+from envsynth.graph import build_graph
+from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synthesize
+from envsynth.tasks.state import merged
+
+
+def synth_rate(app: Any, graph: Any, n_indexes: int, depth: int) -> tuple[float, int, int, list[Task]]:
+    admitted: list[Task] = []
+    t = time.perf_counter()
+    for i in range(n_indexes):
+        res = synthesize(app, graph, app_index=0, task_index=i, states=1, depth=depth, seed=0)
+        if not isinstance(res, Rejection):
+            admitted += res
+    dt = time.perf_counter() - t
+    return len(admitted) / dt, len(admitted), n_indexes, admitted
+
+
+def replay(ep: TaskEpisode, task: Task) -> Any:
+    results: list[Any] = []
+    for c in task.oracle:
+        args = dict(c.args)
+        for p, ref in c.refs.items():
+            args[p] = results[ref.step][ref.field]
+        results.append(ep.call(c.tool, args).data)
+    return results[task.answer_step][task.answer_field] if task.answer_step is not None else None
+
+
+def eval_rate(app: Any, tasks: list[Task], rounds: int) -> tuple[float, float]:
+    prepared = [(t, state_bytes(app, t), merged(t.state.core, t.state.distractors)) for t in tasks]
+    from envsynth.runtime.state import open_state, read_rows
+
+    ready = [(t, b, read_rows(open_state(b), app.blueprint)) for t, b, _ in prepared]
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for task, data, rows in ready:
+            ep = TaskEpisode(app, task, data, seed=1, initial_rows=rows)
+            reward = ep.finish(replay(ep, task))
+            assert reward.score == 1.0, task.id
+        times.append(time.perf_counter() - t0)
+    best = min(times)
+    return len(ready) / best, statistics.median(len(ready) / x for x in times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--app", default="harbor_market")
+    ap.add_argument("--tasks", type=int, default=200, help="task indexes to attempt per depth")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    app = compile_app(catalog.load(args.app), 0)
+    graph = build_graph(app)
+    synthesize(app, graph, app_index=0, task_index=10**6, states=1, depth=0, seed=0)  # warm caches
+    out: dict[str, Any] = {"app": args.app, "python": platform.python_version(), "machine": platform.machine()}
+    for depth in (0, 4):
+        rate, n, tried, tasks = synth_rate(app, graph, args.tasks, depth)
+        out[f"synthesis_D{depth}"] = {
+            "admitted_per_s": round(rate, 1),
+            "admitted": n,
+            "attempted": tried,
+            "admission_rate": round(n / tried, 3),
+        }
+        print(f"synthesis D={depth}: {rate:.1f} admitted tasks/s ({n}/{tried} admitted)")
+        if depth == 0:
+            best, med = eval_rate(app, tasks, args.rounds)
+            rows = statistics.mean(sum(len(v) for v in t.state.core.values()) for t in tasks)
+            out["evaluation"] = {
+                "episodes_per_s_best": round(best, 1),
+                "episodes_per_s_median": round(med, 1),
+                "tasks": len(tasks),
+                "mean_core_rows": round(rows, 1),
+            }
+            print(f"evaluation: {best:.0f} episodes/s (best round), {med:.0f} median; {len(tasks)} tasks")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
