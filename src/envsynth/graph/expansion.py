@@ -23,7 +23,7 @@ def missing_inputs(graph: ToolGraph, tool: str, selected: Iterable[str]) -> dict
         param -> entity for each unfillable required id parameter (empty: all satisfied).
     """
     chosen = set(selected) - {tool}
-    fillable = {d["param"] for u, _, d in graph.g.in_edges(tool, data=True) if d["kind"] == "data" and u in chosen}
+    fillable = {d["param"] for u, _, _, d in graph.edges("data", target=tool) if u in chosen}
     return {p: e for p, e in sorted(graph.node(tool).get("requires", {}).items()) if p not in fillable}
 
 

@@ -48,10 +48,24 @@ class ToolGraph:
         return self.g.nodes[name]
 
     def edges(self, kind: str | None = None, source: str | None = None, target: str | None = None) -> list[Edge]:
-        """``(source, target, key, attrs)`` edges, optionally filtered, sorted."""
-        it = self.g.out_edges(source, keys=True, data=True) if source is not None else self.g.edges(keys=True, data=True)
+        """``(source, target, key, attrs)`` edges, optionally filtered, sorted.
+
+        Results are memoised: a ToolGraph is not changed after it is built.
+        """
+        memo = self.__dict__.setdefault("_edge_memo", {})
+        hit = memo.get((kind, source, target))
+        if hit is not None:
+            return hit
+        if source is not None:
+            it = self.g.out_edges(source, keys=True, data=True)
+        elif target is not None:
+            it = self.g.in_edges(target, keys=True, data=True)
+        else:
+            it = self.g.edges(keys=True, data=True)
         out = [(u, v, k, d) for u, v, k, d in it if (kind is None or d["kind"] == kind) and (target is None or v == target)]
-        return sorted(out, key=lambda e: (e[0], e[1], e[2]))
+        out.sort(key=lambda e: (e[0], e[1], e[2]))
+        memo[(kind, source, target)] = out
+        return out
 
     def has_edge(self, source: str, target: str, kind: str | None = None, **attrs: Any) -> bool:
         """Whether an edge ``source -> target`` of ``kind`` with all of ``attrs`` exists."""
@@ -71,8 +85,12 @@ class ToolGraph:
         return sorted({u for u, _, _, d in self.g.in_edges(node, keys=True, data=True) if kind is None or d["kind"] == kind})
 
     def neighbours(self, node: str, kind: str | None = None) -> list[str]:
-        """Successors and predecessors (both directions), sorted."""
-        return sorted(set(self.successors(node, kind)) | set(self.predecessors(node, kind)))
+        """Successors and predecessors (both directions), sorted (memoised)."""
+        memo = self.__dict__.setdefault("_neighbour_memo", {})
+        hit = memo.get((node, kind))
+        if hit is None:
+            hit = memo[(node, kind)] = sorted(set(self.successors(node, kind)) | set(self.predecessors(node, kind)))
+        return hit
 
     def projection(self, kinds: Iterable[str] | None = None) -> nx.DiGraph:
         """Simple DiGraph with an edge ``u -> v`` when some edge of ``kinds`` joins them."""

@@ -129,8 +129,12 @@ class App:
 
     def tool_schemas(self, names: list[str] | None = None) -> list[dict[str, Any]]:
         """OpenAI function schemas of all tools, or of ``names`` in that order."""
-        chosen = [self.spec_by_name[n] for n in names] if names is not None else self.specs
-        return [s.openai_schema() for s in chosen]
+        schemas = self._schemas  # built once; callers get their own top-level dicts
+        return [dict(schemas[n]) for n in (names if names is not None else [s.name for s in self.specs])]
+
+    @cached_property
+    def _schemas(self) -> dict[str, dict[str, Any]]:
+        return {s.name: s.openai_schema() for s in self.specs}
 
     def episode(self, state: bytes | None = None, seed: int = 0) -> Episode:
         """Start an episode on its own in-memory copy of ``state`` (default: the sample state)."""

@@ -111,10 +111,13 @@ def open_state(data: bytes) -> sqlite3.Connection:
     return conn
 
 
-def read_rows(conn: sqlite3.Connection, bp: Blueprint) -> Rows:
-    """Every row of every table as dicts (bools as bools), ordered by primary key."""
+def read_rows(conn: sqlite3.Connection, bp: Blueprint, tables: Iterable[str] | None = None) -> Rows:
+    """Every row of every table (or of ``tables``) as dicts (bools as bools), ordered by primary key."""
     out: Rows = {}
+    wanted = None if tables is None else set(tables)
     for ent in bp.entities:
+        if wanted is not None and ent.name not in wanted:
+            continue
         bools = [f.name for f in ent.fields if f.type == "bool"]
         cur = conn.execute(f'SELECT * FROM "{ent.name}" ORDER BY "{ent.id_field}"')
         cols = [c[0] for c in cur.description]

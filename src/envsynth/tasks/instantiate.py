@@ -51,36 +51,98 @@ def _scratch(app: App) -> sqlite3.Connection:
     return conn
 
 
-def execute(app: App, rows: Rows, calls: list[Call]) -> Run:
-    """Execute calls on ``rows``; raise ChainFailed on any non-Success.
+class Workspace:
+    """A state loaded once into the working database; chains run in savepoints and roll back.
 
-    The rows are inserted in one transaction on a reused working database, the calls
-    run inside it, and everything is rolled back at the end.
+    Use as a context manager; everything is rolled back when it closes.
     """
-    conn = _scratch(app)
-    conn.execute("BEGIN")
-    try:
+
+    def __init__(self, app: App, rows: Rows) -> None:
+        self.app = app
+        self.conn = _scratch(app)
+        self.conn.execute("BEGIN")
         try:
-            insert_rows(conn, app.order, rows)
+            insert_rows(self.conn, app.order, rows)
         except sqlite3.Error as exc:
+            self.conn.execute("ROLLBACK")
             raise ChainFailed(f"invalid state: {exc}") from None
-        ep = Episode(app=app, db=conn, ctx=Context(conn, app.now, 0, app.bool_columns))
-        results: list[Any] = []
-        for i, c in enumerate(calls):
-            args = dict(c.args)
-            for p, ref in c.refs.items():
-                src = results[ref.step]
-                if not isinstance(src, dict) or ref.field not in src:
-                    raise ChainFailed(f"step {i}: result of step {ref.step} has no {ref.field!r}")
-                args[p] = src[ref.field]
-            res = ep.call(c.tool, args)
-            if res.outcome != SUCCESS:
-                raise ChainFailed(f"step {i} ({c.tool}): {res.outcome}: {res.content[:160]}")
-            results.append(res.data)
-        final = read_rows(conn, app.blueprint)
-    finally:
-        conn.execute("ROLLBACK")
-    return Run(results, final)
+        self.rows = rows
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.conn.execute("ROLLBACK")
+
+    def run(self, calls: list[Call], seed: int = 0) -> Run:
+        """Execute calls on the current state and undo them; ChainFailed on any non-Success."""
+        conn = self.conn
+        conn.execute("SAVEPOINT chain_run")
+        try:
+            ep = Episode(app=self.app, db=conn, ctx=Context(conn, self.app.now, seed, self.app.bool_columns))
+            results: list[Any] = []
+            for i, c in enumerate(calls):
+                args = dict(c.args)
+                for p, ref in c.refs.items():
+                    src = results[ref.step]
+                    if not isinstance(src, dict) or ref.field not in src:
+                        raise ChainFailed(f"step {i}: result of step {ref.step} has no {ref.field!r}")
+                    args[p] = src[ref.field]
+                res = ep.call(c.tool, args)
+                if res.outcome != SUCCESS:
+                    raise ChainFailed(f"step {i} ({c.tool}): {res.outcome}: {res.content[:160]}")
+                results.append(res.data)
+            final = read_rows(conn, self.app.blueprint)
+        finally:
+            conn.execute("ROLLBACK TO chain_run")
+            conn.execute("RELEASE chain_run")
+        return Run(results, final)
+
+    def try_rows(self, rows: Rows, calls: list[Call]) -> Run:
+        """Switch to ``rows`` and run ``calls``; on failure the previous state is restored."""
+        conn = self.conn
+        conn.execute("SAVEPOINT trial")
+        try:
+            _apply_delta(conn, self.app, self.rows, rows)
+            run = self.run(calls)
+        except BaseException as exc:
+            conn.execute("ROLLBACK TO trial")
+            conn.execute("RELEASE trial")
+            if isinstance(exc, sqlite3.Error):
+                raise ChainFailed(f"invalid state: {exc}") from None
+            raise
+        conn.execute("RELEASE trial")
+        self.rows = rows
+        return run
+
+
+def _apply_delta(conn: sqlite3.Connection, app: App, old: Rows, new: Rows) -> None:
+    """Turn the loaded ``old`` rows into ``new`` with INSERT, UPDATE and DELETE statements."""
+    changed: list[tuple[Any, list[dict[str, Any]]]] = []
+    removed: list[tuple[Any, list[Any]]] = []
+    for ent in app.order:
+        key = ent.id_field
+        a = {r[key]: r for r in old.get(ent.name, [])}
+        b = {r[key]: r for r in new.get(ent.name, [])}
+        added = [r for k, r in b.items() if k not in a]
+        if added:
+            insert_rows(conn, [ent], {ent.name: added})
+        changed.append((ent, [r for k, r in b.items() if k in a and a[k] != r]))
+        removed.append((ent, [k for k in a if k not in b]))
+    for ent, rows in changed:
+        cols = [f.name for f in ent.fields[1:]]
+        sets = ", ".join(f'"{c}" = ?' for c in cols)
+        for r in rows:
+            conn.execute(f'UPDATE "{ent.name}" SET {sets} WHERE "{ent.id_field}" = ?', (*(r.get(c) for c in cols), r[ent.id_field]))
+    for ent, keys in reversed(removed):
+        for k in keys:
+            conn.execute(f'DELETE FROM "{ent.name}" WHERE "{ent.id_field}" = ?', (k,))
+
+
+def execute(app: App, rows: Rows, calls: list[Call], seed: int = 0) -> Run:
+    """Execute calls on ``rows`` once (see :class:`Workspace`); ChainFailed on any non-Success."""
+    with Workspace(app, rows) as ws:
+        return ws.run(calls, seed)
 
 
 def _carry_back(app: App, s0: Rows, before: Rows, after: Rows) -> None:
@@ -140,14 +202,19 @@ def instantiate(app: App, steps: list[Step], world: Rows, seed: int, attempts: i
     Raises:
         ChainFailed: no instantiation found; the message says why.
     """
-    s0 = copy_rows(world)
+    with Workspace(app, copy_rows(world)) as ws:
+        return _instantiate(app, ws, steps, seed, attempts)
+
+
+def _instantiate(app: App, ws: Workspace, steps: list[Step], seed: int, attempts: int) -> tuple[Rows, list[Call], list[dict[str, Any]]]:
+    s0 = ws.rows
     last_run: Run | None = None  # the accepted trial run of the steps so far (saves a replay)
     calls: list[Call] = []
     bound: list[dict[str, Any]] = []
     for i, step in enumerate(steps):
         last_error = "no attempt"
         for attempt in range(attempts):
-            run = last_run if last_run is not None else execute(app, s0, calls)
+            run = last_run if last_run is not None else ws.run(calls)
             current = run.final
             fixed: dict[str, Any] = {}
             for p, ref in step.refs.items():
@@ -181,7 +248,7 @@ def instantiate(app: App, steps: list[Step], world: Rows, seed: int, attempts: i
             literal = {k: v for k, v in fx.call_args().items() if k not in refs}
             call = Call(tool=step.spec.name, args=literal, refs=refs)
             try:
-                trial_run = execute(app, trial, [*calls, call])
+                trial_run = ws.try_rows(trial, [*calls, call])
             except (ChainFailed, Exception) as exc:
                 last_error = f"step {i} ({step.spec.name}): {exc}"
                 continue

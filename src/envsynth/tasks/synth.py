@@ -23,7 +23,7 @@ from envsynth.tasks.instantiate import ChainFailed, execute, instantiate
 from envsynth.tasks.instruction import Phraser, compose, leaks_id, profile
 from envsynth.tasks.model import Call, Coordinates, Rejection, Task, TaskKind, TaskState
 from envsynth.tasks.oracle import oracle_program
-from envsynth.tasks.state import copy_rows, count_rows, merged, rows_bytes
+from envsynth.tasks.state import copy_rows, count_rows, merged
 
 KINDS: tuple[tuple[TaskKind, float], ...] = (("action", 0.55), ("info", 0.2), ("mixed", 0.25))
 WORLD_ROWS = 2
@@ -169,35 +169,33 @@ def synthesize(
                 "visible_tools": len(visible),
             },
         ).sealed()
-        problem = admit(app, task, full, run.final)
+        problem = admit(app, task, full)
         if problem:
             return reject(problem)
         tasks.append(task)
     return tasks
 
 
-def admit(app: App, task: Task, s0: Rows, final: Rows) -> str | None:
-    """The admission rule; None when admitted, else the reason."""
-    from envsynth.tasks.episode import TaskEpisode
+def admit(app: App, task: Task, s0: Rows) -> str | None:
+    """The admission rule; None when admitted, else the reason.
 
+    The verifier must fail on s0 (a do-nothing agent scores 0), every oracle tool must be
+    visible, and the oracle, replayed with another episode seed than the one the chain
+    was built with (so generated ids differ, and an oracle that hard-codes an id the
+    chain itself created fails), must score 1.0.
+    """
     expected = Effects.from_dict(task.expected_effects)
     if compare(expected, Effects({}), expected_answer=task.expected_answer, answer=None).score != 0.0:
         return "verifier_passes_on_s0"
-    if not set(c.tool for c in task.oracle) <= set(task.visible_tools):
+    if not {c.tool for c in task.oracle} <= set(task.visible_tools):
         return "tool_not_visible"
-    # another episode seed than the one the chain was built with: generated ids differ,
-    # so an oracle that hard-codes an id the chain itself created fails here
-    ep = TaskEpisode(app, task, rows_bytes(app, s0), seed=1, initial_rows=s0)
-    results: list[Any] = []
-    for c in task.oracle:
-        args = dict(c.args)
-        for p, ref in c.refs.items():
-            args[p] = results[ref.step][ref.field]
-        res = ep.call(c.tool, args)
-        if not res.ok:
-            return "oracle_fails"
-        results.append(res.data)
-    if ep.finish(_extract(results, task.answer_step, task.answer_field)).score != 1.0:
+    try:
+        run = execute(app, s0, list(task.oracle), seed=1)
+    except ChainFailed:
+        return "oracle_fails"
+    actual = effects_of(app.blueprint, s0, run.final, now=app.now)
+    answer = _extract(run.results, task.answer_step, task.answer_field)
+    if compare(expected, actual, expected_answer=task.expected_answer, answer=answer).score != 1.0:
         return "oracle_not_rewarded"
     return None
 
