@@ -62,7 +62,7 @@ def fmt_value(f: FieldDef | None, v: Any) -> str:
 
 def quoted(f: FieldDef | None, v: Any) -> str:
     text = fmt_value(f, v)
-    if f is not None and f.type in ("string", "company") and not text.startswith('"'):
+    if f is not None and f.type in ("string", "company", "text") and not text.startswith('"'):
         return f'"{text}"'
     return text
 

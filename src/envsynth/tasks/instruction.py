@@ -43,24 +43,31 @@ def _param_value(spec: ToolSpec, bp: Blueprint, name: str, value: Any) -> str:
         f = bp.entity(ent).field(fname)
     if isinstance(value, list):
         return " or ".join(fmt_value(f, v) for v in value)
-    return quoted(f, value) if f is not None else str(value)
+    if f is not None:
+        return quoted(f, value)
+    if isinstance(value, str) and not p.enum and p.semantic in ("string", "text"):
+        return f'"{value}"'
+    return fmt_value(None, value)
 
 
 class Phraser:
     """Turns each oracle call into a request sentence."""
 
-    def __init__(self, bp: Blueprint, specs: dict[str, ToolSpec], rng: random.Random) -> None:
+    def __init__(self, bp: Blueprint, specs: dict[str, ToolSpec], rng: random.Random, me: Description | None = None) -> None:
         self.bp = bp
         self.specs = specs
         self.rng = rng
+        self.me = me  # the user's own row, named in the first person
 
-    def row_text(self, spec: ToolSpec, call: Call, param: str, descs: dict[str, Description], calls: list[Call]) -> str:
+    def row_text(self, spec: ToolSpec, call: Call, param: str, descs: dict[str, Description], calls: list[Call], role: str = "main") -> str:
         if param in call.refs:
             ref = call.refs[param]
             made = self.specs[calls[ref.step].tool]
             ent = next((b.entity for b in spec.bindings if b.param == param), made.entity)
             return self.rng.choice(("that ", "the new ", "the same ")) + human(ent)
         d = descs.get(param)
+        if d is not None and d is self.me:
+            return "me" if role == "other" else f"my {human(d.entity)} account"
         return render(self.bp, d) if d is not None else "it"
 
     def clause(self, idx: int, calls: list[Call], descs: dict[str, Description]) -> str:
@@ -93,13 +100,29 @@ class Phraser:
             target = self.row_text(spec, call, main, descs, calls) if main else human(spec.entity)
             text = f"{verb} {target}" if " " not in verb else f"{human(spec.name)} for {target}"
         if others:
-            linked = [self.row_text(spec, call, p, descs, calls) for p in others]
+            linked = [self.row_text(spec, call, p, descs, calls, role="other") for p in others]
             text += " for " + linked[0] + "".join(f", using {t}" for t in linked[1:])
         if values:
             parts = [f"{human(k)} {_param_value(spec, bp, k, v)}" for k, v in values.items()]
             joined = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
-            text += f" with {joined}" if spec.kind in ("create", "book") else f", setting {joined}"
+            lead = "," if others else ""
+            text += f"{lead} with {joined}" if spec.kind in ("create", "book") else f", setting {joined}"
         return text
+
+    def _range(self, spec: ToolSpec, field: str, param: str, b: dict[str, Any]) -> str:
+        name, dated = _range_words(spec, self.bp, field)
+        q = spec.query
+        ent = self.bp.entity(q.entity) if q else None
+        f = ent.field(field) if ent is not None else None
+        lo, hi = b.get("gte"), b.get("lte")
+        fmt = lambda v: quoted(f, v) if not dated else fmt_value(f, v)  # noqa: E731
+        if lo is not None and hi is not None:
+            if lo == hi:
+                return f"{name} {'on ' if dated else ''}{fmt(lo)}" if dated else f"whose {name} is {fmt(lo)}"
+            return f"{name} between {fmt(lo)} and {fmt(hi)}" if dated else f"whose {name} is between {fmt(lo)} and {fmt(hi)}"
+        if lo is not None:
+            return f"{name} on or after {fmt(lo)}" if dated else f"with {name} at least {fmt(lo)}"
+        return f"{name} on or before {fmt(hi)}" if dated else f"with {name} at most {fmt(hi)}"
 
     def question(self, call: Call, field: str | None, descs: dict[str, Description], calls: list[Call]) -> str:
         spec = self.specs[call.tool]
@@ -118,11 +141,25 @@ class Phraser:
     def _filters(self, spec: ToolSpec, call: Call) -> list[str]:
         q = spec.query
         out = []
-        for flt in q.filters if q else []:
+        filters = list(q.filters) if q else []
+        bounds: dict[str, dict[str, Any]] = {}
+        for flt in filters:
+            if flt.op in ("gte", "lte") and call.args.get(flt.param) is not None:
+                bounds.setdefault(flt.field, {})[flt.op] = call.args[flt.param]
+        done: set[str] = set()
+        for flt in filters:
             v = call.args.get(flt.param)
             if v is None:
                 continue
             val = _param_value(spec, self.bp, flt.param, v)
+            if flt.op in ("gte", "lte"):
+                if flt.field in done:
+                    continue
+                done.add(flt.field)
+                out.append(self._range(spec, flt.field, flt.param, bounds[flt.field]))
+                continue
+            if flt.op == "contains":
+                val = f'"{v}"'
             out.append(
                 {
                     "eq": f"whose {human(flt.field)} is {val}",
@@ -133,6 +170,16 @@ class Phraser:
                 }[flt.op]
             )
         return out
+
+
+def _range_words(spec: ToolSpec, bp: Blueprint, field: str) -> tuple[str, bool]:
+    ent = bp.entity(spec.query.entity) if spec.query else None
+    f = ent.field(field) if ent is not None and ent.has(field) else None
+    dated = f is not None and f.type in ("date", "datetime")
+    name = human(field)
+    if dated:
+        name = name.removesuffix(" at").removesuffix(" on").removesuffix(" date")
+    return name, dated
 
 
 def compose(clauses: list[str], question: str | None, rng: random.Random, greeting: str) -> str:

@@ -127,14 +127,23 @@ def synthesize(
             return reject("no_effect")
         if s == 0:
             param_descs = _param_descriptions(app, calls, descs)
-            phraser = Phraser(app.blueprint, app.spec_by_name, srng)
+            fake = ValueMaker(app.blueprint, base).fake("name")
+            user, me = profile(app.blueprint, full, targets, srng, fake), None
+            if user.role != f"{app.blueprint.title} staff member":
+                me = next(
+                    (
+                        d
+                        for (t, _k), d in descs.items()
+                        if t.replace("_", " ") == user.role and d.facts.get(app.blueprint.entity(t).label or "") == user.name
+                    ),
+                    None,
+                )
+            phraser = Phraser(app.blueprint, app.spec_by_name, srng, me)
             n_writes = len(calls) - (1 if answer_step is not None else 0)
             clauses = [phraser.clause(i, calls, param_descs[i]) for i in range(n_writes)]
             question = (
                 phraser.question(calls[answer_step], answer_field, param_descs[answer_step], calls) if answer_step is not None else None
             )
-            fake = ValueMaker(app.blueprint, base).fake("name")
-            user = profile(app.blueprint, full, targets, srng, fake)
             greeting = (
                 srng.choice((f"Hi, this is {user.name}.", f"Hello, I'm {user.name}.", ""))
                 if user.role != f"{app.blueprint.title} staff member"
