@@ -12,9 +12,10 @@ $(BIN)/envsynth: pyproject.toml
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $(BIN)/envsynth
 
-# Build every shipped domain offline into $(OUT)/ and print the summary.
+# Build every shipped domain offline into a corpus in $(OUT)/ (apps, 10 verified tasks per
+# app in 2 initial states each, distractor depth 2) and print its summary.
 demo: $(BIN)/envsynth
-	$(BIN)/envsynth build $(OUT)
+	$(BIN)/envsynth build $(OUT) --tasks-per-app 10 --states 2 --distractors 2
 	$(BIN)/envsynth inspect $(OUT)
 
 test: $(BIN)/envsynth

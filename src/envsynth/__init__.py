@@ -29,6 +29,7 @@ _EXPORTS = {
     "BuildError": "envsynth.compiler.build",
     "compile_app": "envsynth.compiler.compile",
     "test_app": "envsynth.testing.procedural",
+    "load_corpus": "envsynth.corpus.load",
 }
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "compile_app",
     "load_app",
     "load_blueprint",
+    "load_corpus",
     "test_app",
 ]
 
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
     from envsynth.blueprint.models import Blueprint
     from envsynth.compiler.build import BuildError, build_app
     from envsynth.compiler.compile import compile_app
+    from envsynth.corpus.load import load_corpus
     from envsynth.runtime.app import App, AppLoadError
     from envsynth.runtime.episode import CallResult, Episode
     from envsynth.runtime.toolkit import ToolError

@@ -94,19 +94,61 @@ def build(
     seed: Annotated[int, typer.Option(help="Seed for sample data, fixtures and ids.")] = 0,
     keep_failed: Annotated[bool, typer.Option(help="Keep <app>.failed/ folders of apps whose tests fail, for inspection.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    apps: Annotated[int | None, typer.Option("--apps", "-A", help="Build only the first A domains (default: all).")] = None,
+    tasks_per_app: Annotated[int, typer.Option("--tasks-per-app", "-T", help="T: tasks per app; 0 builds apps only.")] = 0,
+    states: Annotated[int, typer.Option("--states", "-S", help="S: initial states per task.")] = 1,
+    distractors: Annotated[int, typer.Option("--distractors", "-D", help="D: distractor depth, 0 to 4.")] = 0,
+    workers: Annotated[int, typer.Option("--workers", "-w", help="Processes building apps in parallel (0: one per CPU).")] = 1,
 ) -> None:
-    """Compile blueprints into apps and test every tool procedurally.
+    """Compile blueprints into apps and test every tool procedurally; with -T, build a corpus of tasks.
 
     Each app lands in OUT/<name>/ (app.json, schema.sql, tools.py, state.db,
     tests.json, graph.json) only if all of its test cases pass; a failing app leaves nothing behind.
+
+    With --tasks-per-app T > 0, OUT becomes a corpus: apps in OUT/apps/, T admitted tasks per
+    app (each in S initial states, distractor depth D) in sharded JSONL under OUT/tasks/, and
+    OUT/corpus.json. An interrupted corpus build resumes where it stopped when run again.
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from envsynth.compiler.build import BuildError, build_app
 
-    bps = _blueprints(domain, blueprint)
+    if apps is not None and apps < 1:
+        fail(f"--apps must be at least 1, got {apps}")
+    if tasks_per_app < 0:
+        fail(f"--tasks-per-app must be 0 (apps only) or more, got {tasks_per_app}")
+    bps = _blueprints(domain, blueprint)[:apps]
     if out.exists() and not out.is_dir():
         fail(f"{out} exists and is not a folder")
+    if tasks_per_app > 0:
+        from envsynth.corpus import CorpusError, build_corpus
+        from envsynth.corpus.console import TaskBar, summary_data, summary_tables
+
+        try:
+            with TaskBar(err, len(bps), tasks_per_app, transient=as_json, disable=not err.is_terminal and as_json) as bar:
+                summary = build_corpus(
+                    out,
+                    blueprints=bps,
+                    tasks_per_app=tasks_per_app,
+                    states=states,
+                    distractors=distractors,
+                    seed=seed,
+                    workers=workers,
+                    progress=bar.update,
+                )
+        except (CorpusError, ValueError) as exc:
+            fail(str(exc))
+        if as_json:
+            print(json.dumps(summary_data(summary), indent=2))
+        else:
+            for table in summary_tables(summary):
+                console.print(table)
+        for a in summary.manifest.apps:
+            if a.error:
+                err.print(f"[red]failed:[/] {a.error}", highlight=False, soft_wrap=True)
+        if summary.failed:
+            raise typer.Exit(1)
+        return
     results: list[dict[str, Any]] = []
     failed: list[str] = []
     with Progress(
@@ -271,15 +313,24 @@ def inspect(
     out: Annotated[Path, typer.Argument(help="A build folder (or one app folder).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Summarise built apps: tables, tools, reads/writes, test cases by verdict."""
+    """Summarise built apps: tables, tools, reads/writes, test cases by verdict; and a corpus's tasks."""
     if not out.is_dir():
         fail(f"no such folder: {out}")
     dirs = _app_dirs(out)
     if not dirs:
         fail(f"no apps in {out} (run `envsynth build {out}` first)")
     summary = [_inspect_app(d) for d in dirs]
+    corpus_stats: dict[str, Any] | None = None
+    if (out / "corpus.json").is_file():
+        from envsynth.corpus import CorpusError, load_corpus
+        from envsynth.corpus import corpus_stats as stats_of
+
+        try:
+            corpus_stats = stats_of(load_corpus(out))
+        except CorpusError as exc:
+            fail(str(exc))
     if as_json:
-        print(json.dumps({"apps": summary}, indent=2))
+        print(json.dumps({"apps": summary} if corpus_stats is None else {"apps": summary, "corpus": corpus_stats}, indent=2))
         return
     t = Table(title=f"apps in {out}")
     for col in ("app", "category", "tables", "tools", "reads", "writes", "cases", "success", "rejection", "unexpected"):
@@ -299,6 +350,11 @@ def inspect(
             str(v.get("unexpected_failure", 0)),
         )
     console.print(t)
+    if corpus_stats is not None:
+        from envsynth.corpus.console import stats_tables
+
+        for table in stats_tables(corpus_stats):
+            console.print(table)
 
 
 def _inspect_app(d: Path) -> dict[str, Any]:

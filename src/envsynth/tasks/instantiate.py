@@ -218,7 +218,10 @@ def _instantiate(app: App, ws: Workspace, steps: list[Step], seed: int, attempts
             current = run.final
             fixed: dict[str, Any] = {}
             for p, ref in step.refs.items():
-                fixed[p] = run.results[ref.step][ref.field]
+                src = run.results[ref.step]
+                if not isinstance(src, dict) or ref.field not in src:
+                    raise ChainFailed(f"step {i}: the result of step {ref.step} has no {ref.field!r} to pass on")
+                fixed[p] = src[ref.field]
             refs = dict(step.refs)
             created = _created_rows(app, steps[:i], run.results)
             for p, (j, alias) in step.pins.items():

@@ -79,7 +79,7 @@ class Phraser:
         main = next((b.param for b in spec.bindings if b.entity == spec.entity and b.param in row_params), None)
         others = [p for p in row_params if p != main]
         verb = _verb(spec)
-        if spec.kind == "transfer":
+        if spec.kind == "transfer" and len(row_params) >= 2:
             amount = spec.param(next(p.name for p in spec.params if p.name not in row_params))
             src, dst = row_params[0], row_params[1]
             text = f"move {_param_value(spec, bp, amount.name, call.args[amount.name])} from {self.row_text(spec, call, src, descs, calls)} to {self.row_text(spec, call, dst, descs, calls)}"
@@ -87,7 +87,8 @@ class Phraser:
         elif spec.kind == "update":
             target = self.row_text(spec, call, main, descs, calls) if main else human(spec.entity)
             changes = [f"its {human(k)} to {_param_value(spec, bp, k, v)}" for k, v in values.items()]
-            values = {}
+            changes += [f"its {human(p).removesuffix(' id')} to {self.row_text(spec, call, p, descs, calls, role='other')}" for p in others]
+            values, others = {}, []
             text = f"update {target}: set " + ", ".join(changes[:-1]) + (" and " if len(changes) > 1 else "") + changes[-1]
         elif spec.kind in ("create", "book"):
             words = spec.name.split("_")

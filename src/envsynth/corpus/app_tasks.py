@@ -1,0 +1,201 @@
+"""One app's share of a corpus: build (or reuse) the app, then attempt task indexes until T are admitted.
+
+This is the unit of work of the process pool: it depends only on its :class:`AppJob`, so
+apps run in any order, in any process, and give the same files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from envsynth import __version__
+from envsynth.blueprint.models import Blueprint
+from envsynth.corpus.errors import CorpusError
+from envsynth.corpus.layout import APPS_DIR, SHARD_SIZE, STATE_FILE, TASKS_DIR, attempt_budget, write_atomic
+from envsynth.corpus.tasklog import Attempt, TaskLog
+from envsynth.runtime.app import App
+from envsynth.tasks.model import Coordinates, Rejection
+
+SYNTHESIS_ERROR = "synthesis_error"
+"""The rejection reason of a task index whose synthesis raised an exception (a bug in synthesis)."""
+
+Phase = Literal["build", "tasks", "done"]
+
+
+@dataclass(frozen=True)
+class AppJob:
+    """Everything one app's tasks depend on (picklable: it crosses into pool workers)."""
+
+    blueprint: Blueprint
+    index: int
+    out: Path
+    tasks_per_app: int
+    states: int
+    distractors: int
+    seed: int
+    shard_size: int = SHARD_SIZE
+
+    @property
+    def name(self) -> str:
+        return self.blueprint.name
+
+    @property
+    def budget(self) -> int:
+        return attempt_budget(self.tasks_per_app)
+
+    @property
+    def app_dir(self) -> Path:
+        return self.out / APPS_DIR / self.name
+
+    @property
+    def tasks_dir(self) -> Path:
+        return self.out / TASKS_DIR / self.name
+
+    def blueprint_hash(self) -> str:
+        """The hash an app built from this blueprint carries in its provenance."""
+        from envsynth.compiler.compile import blueprint_data, canonical_json, sha256
+
+        return sha256(canonical_json(blueprint_data(self.blueprint)))
+
+
+@dataclass(frozen=True)
+class AppProgress:
+    """A progress report of one app: sent when its build starts and after every attempt.
+
+    Attributes:
+        app: the app's name.
+        phase: ``build`` (compiling and testing the app), ``tasks`` or ``done``.
+        admitted: task indexes admitted so far (each gives ``states`` tasks).
+        attempts: task indexes attempted so far.
+        target: the tasks per app asked for.
+        rejected: the reason of the last attempt, when it was rejected.
+    """
+
+    app: str
+    phase: Phase
+    admitted: int = 0
+    attempts: int = 0
+    target: int = 0
+    rejected: str | None = None
+
+
+ProgressFn = Callable[[AppProgress], None]
+
+
+@dataclass
+class AppOutcome:
+    """What one app's job produced: its attempts, or the error that stopped its build."""
+
+    name: str
+    index: int
+    attempts: list[Attempt] = field(default_factory=list)
+    records: int = 0
+    error: str | None = None
+    synthesized: int = 0
+
+
+def _ignore(_: AppProgress) -> None:
+    return None
+
+
+def run_app_job(job: AppJob, progress: ProgressFn | None = None) -> AppOutcome:
+    """Build or reuse ``job``'s app, then attempt task indexes where the last run stopped.
+
+    A task index whose synthesis raises an exception is recorded as a rejection with
+    reason ``synthesis_error`` (type, message and place in the detail) and the job moves on.
+
+    Raises:
+        CorpusError: the app's task folder was built with another composition or blueprint.
+    """
+    from envsynth.compiler.build import BuildError
+    from envsynth.graph import read_graph
+    from envsynth.tasks import synth  # looked up at call time, so it can be patched in tests
+
+    report = progress or _ignore
+    _check_state(job)
+    report(AppProgress(job.name, "build", target=job.tasks_per_app))
+    try:
+        app = _ensure_app(job)
+    except BuildError as exc:
+        report(AppProgress(job.name, "done", target=job.tasks_per_app))
+        return AppOutcome(job.name, job.index, error=str(exc))
+    graph = read_graph(job.app_dir)
+    with TaskLog.open(job.tasks_dir, job.shard_size) as log:
+        before = log.records
+        report(AppProgress(job.name, "tasks", log.admitted, len(log.attempts), job.tasks_per_app))
+        while log.admitted < job.tasks_per_app and len(log.attempts) < job.budget:
+            t = len(log.attempts)
+            try:
+                result = synth.synthesize(
+                    app, graph, app_index=job.index, task_index=t, states=job.states, depth=job.distractors, seed=job.seed
+                )
+            except MemoryError:
+                raise
+            except Exception as exc:  # a synthesis bug is recorded as data, never a crash of the batch
+                result = _error_rejection(job, t, exc)
+            if isinstance(result, list):
+                log.admit(t, [task if task.hash else task.sealed() for task in result])
+            else:
+                log.reject(t, result)
+            reason = None if isinstance(result, list) else result.reason
+            report(AppProgress(job.name, "tasks", log.admitted, len(log.attempts), job.tasks_per_app, reason))
+        report(AppProgress(job.name, "done", log.admitted, len(log.attempts), job.tasks_per_app))
+        return AppOutcome(job.name, job.index, list(log.attempts), log.records, synthesized=log.records - before)
+
+
+def _error_rejection(job: AppJob, task_index: int, exc: Exception) -> Rejection:
+    """A rejection recording an exception raised by synthesis: type, message and where it was raised."""
+    where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    at = f" (at {Path(where.filename).name}:{where.lineno} in {where.name})" if where else ""
+    message = re.sub(r"0x[0-9a-fA-F]{6,}", "0x...", str(exc))[:300]  # no memory addresses: the same bytes on every run
+    coords = Coordinates(app=job.index, task=task_index, state=0, distractors=job.distractors)
+    return Rejection(app=job.name, coordinates=coords, reason=SYNTHESIS_ERROR, detail=f"{type(exc).__name__}: {message}{at}")
+
+
+def _ensure_app(job: AppJob) -> App:
+    """The job's app folder: reused when it was built from the same blueprint, seed and version."""
+    from envsynth.compiler.build import build_app
+
+    manifest = job.app_dir / "app.json"
+    if manifest.is_file() and all((job.app_dir / f).is_file() for f in ("tests.json", "graph.json")):
+        prov = json.loads(manifest.read_text(encoding="utf-8")).get("provenance", {})
+        wanted = {"envsynth_version": __version__, "seed": job.seed, "blueprint_hash": job.blueprint_hash()}
+        if all(prov.get(k) == v for k, v in wanted.items()):
+            return App.load(job.app_dir)
+    build_app(job.blueprint, job.out / APPS_DIR, job.seed)
+    return App.load(job.app_dir)
+
+
+def _check_state(job: AppJob) -> None:
+    """Record what the app's tasks are built from; refuse to continue tasks built from anything else.
+
+    Runs before the app is (re)built, so a refused build leaves the corpus as it was.
+    """
+    state: dict[str, Any] = {
+        "app": job.name,
+        "app_index": job.index,
+        "blueprint_hash": job.blueprint_hash(),
+        "envsynth_version": __version__,
+        "seed": job.seed,
+        "tasks_per_app": job.tasks_per_app,
+        "states": job.states,
+        "distractors": job.distractors,
+        "shard_size": job.shard_size,
+    }
+    path = job.tasks_dir / STATE_FILE
+    if path.is_file():
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            old = {}
+        diff = sorted(k for k in state if old.get(k) != state[k])
+        if diff:
+            was = ", ".join(f"{k}={old.get(k)!r}" for k in diff)
+            raise CorpusError(f"{path}: these tasks were built with {was}; build into a new folder or repeat the same options")
+    write_atomic(path, (json.dumps(state, indent=2, sort_keys=True) + "\n").encode())

@@ -1,0 +1,123 @@
+"""Terminal views of corpus builds for the CLI: a progress bar over tasks, summary and inspect tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from envsynth.corpus.app_tasks import AppProgress
+from envsynth.corpus.build import CorpusSummary
+
+
+class TaskBar:
+    """A rich progress bar over the corpus's tasks (T per app), fed by :class:`AppProgress` reports.
+
+    Use as a context manager and pass :meth:`update` as the ``progress`` callback.
+    """
+
+    def __init__(self, console: Console, apps: int, tasks_per_app: int, *, transient: bool = False, disable: bool = False) -> None:
+        self._target = tasks_per_app
+        self._state: dict[str, AppProgress] = {}
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=transient,
+            disable=disable,
+        )
+        self._task = self._progress.add_task("tasks", total=apps * tasks_per_app)
+
+    def __enter__(self) -> TaskBar:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._state:
+            self._progress.stop()
+
+    def update(self, event: AppProgress) -> None:
+        """Take one app's report: the bar counts admitted tasks (an app that is done counts in full).
+
+        The bar appears with the first report, so a build refused before it starts prints no bar.
+        """
+        if not self._state:
+            self._progress.start()
+        self._state[event.app] = event
+        done = sum(self._target if e.phase == "done" else min(e.admitted, self._target) for e in self._state.values())
+        attempts = sum(e.attempts for e in self._state.values())
+        admitted = sum(e.admitted for e in self._state.values())
+        verb = "building" if event.phase == "build" else "tasks of"
+        self._progress.update(
+            self._task,
+            completed=done,
+            description=f"{verb} {event.app} ({admitted} admitted, {attempts - admitted} rejected)",
+        )
+
+
+def summary_data(summary: CorpusSummary) -> dict[str, Any]:
+    """The build summary as plain data (``envsynth build --json``)."""
+    m = summary.manifest
+    return {
+        "path": str(summary.path),
+        "composition": m.composition.model_dump(),
+        "seed": m.seed,
+        "apps": [a.model_dump(include={"name", "admitted", "records", "attempts", "exhausted", "rejections", "error"}) for a in m.apps],
+        "tasks": m.records,
+        "admission": m.admission.model_dump(),
+        "synthesized": summary.synthesized,
+        "seconds": round(summary.seconds, 3),
+    }
+
+
+def summary_tables(summary: CorpusSummary) -> list[Table]:
+    """One row per app (admitted task indexes, task records, attempts, rate, status), then rejections by reason."""
+    m = summary.manifest
+    c = m.composition
+    t = Table(
+        title=f"corpus in {summary.path}: A={c.apps} T={c.tasks_per_app} S={c.states} D={c.distractors} seed={m.seed}",
+        caption=f"{m.records} tasks, admission rate {m.admission.rate:.0%}; {summary.synthesized} new in {summary.seconds:.1f}s",
+    )
+    t.add_column("app", no_wrap=True)
+    for col in ("admitted", "tasks", "attempts", "rate", "status"):
+        t.add_column(col)
+    for a in m.apps:
+        status = "[red]failed[/]" if a.error else "[yellow]budget exhausted[/]" if a.exhausted else "[green]ok[/]"
+        rate = f"{a.admitted / a.attempts:.0%}" if a.attempts else "-"
+        t.add_row(a.name, str(a.admitted), str(a.records), str(a.attempts), rate, status)
+    return [t, _rejections(m.admission.rejections)]
+
+
+def _rejections(reasons: dict[str, int]) -> Table:
+    t = Table(title="rejections")
+    t.add_column("reason", no_wrap=True)
+    t.add_column("attempts")
+    for reason, n in reasons.items():
+        t.add_row(reason, str(n))
+    return t
+
+
+def stats_tables(stats: dict[str, Any]) -> list[Table]:
+    """Tables of :func:`envsynth.corpus.corpus_stats`: per app, distributions, rejections by reason."""
+    apps = Table(title=f"corpus tasks ({stats['tasks']}; admission rate {stats['admission']['rate']:.0%})")
+    apps.add_column("app", no_wrap=True)
+    for col in ("tasks", "admitted", "attempts", "graph nodes", "graph edges"):
+        apps.add_column(col)
+    for a in stats["apps"]:
+        g = a["graph"] or {}
+        apps.add_row(a["name"], str(a["tasks"]), str(a["admitted"]), str(a["attempts"]), str(g.get("nodes", "-")), str(g.get("edges", "-")))
+    dist = Table(title="task distributions")
+    dist.add_column("statistic")
+    dist.add_column("values")
+    dist.add_row("tasks by kind", _pairs(stats["tasks_by_kind"]))
+    dist.add_row("chain length", _pairs(stats["chain_length"]))
+    dist.add_row("distractor rows by depth", _pairs(stats["distractor_rows"]["total"]))
+    return [apps, dist, _rejections(stats["admission"]["rejections"])]
+
+
+def _pairs(d: dict[str, Any]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in d.items()) or "-"

@@ -1,0 +1,168 @@
+"""Reading a corpus back: its tasks, its apps (loaded on first use) and episodes on its tasks."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from envsynth.corpus.errors import CorpusError
+from envsynth.corpus.layout import APPS_DIR, MANIFEST
+from envsynth.corpus.manifest import CorpusManifest, digest
+from envsynth.corpus.tasklog import read_tasks
+from envsynth.runtime.app import App, AppLoadError
+from envsynth.tasks.model import Task
+
+if TYPE_CHECKING:
+    from envsynth.tasks.episode import TaskEpisode
+
+
+class LazyApps(Mapping[str, App]):
+    """App name -> :class:`App`, each loaded from the corpus folder on first access."""
+
+    def __init__(self, root: Path, names: list[str]) -> None:
+        self._root = root
+        self._names = names
+        self._loaded: dict[str, App] = {}
+
+    def __getitem__(self, name: str) -> App:
+        if name not in self._names:
+            raise KeyError(name)
+        if name not in self._loaded:
+            try:
+                self._loaded[name] = App.load(self._root / APPS_DIR / name)
+            except AppLoadError as exc:
+                raise CorpusError(str(exc)) from None
+        return self._loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    @property
+    def loaded(self) -> list[str]:
+        """Names of the apps loaded so far."""
+        return list(self._loaded)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+class Corpus:
+    """A corpus folder written by :func:`envsynth.corpus.build_corpus`.
+
+    Attributes:
+        path: the folder.
+        manifest: its ``corpus.json``.
+        tasks: every task, by app (manifest order), then shard order (task index, then state).
+        apps: app name -> :class:`App`, loaded on first access.
+    """
+
+    def __init__(self, path: Path, manifest: CorpusManifest, tasks: list[Task], state_cache: int = 1024) -> None:
+        self.path = path
+        self.manifest = manifest
+        self.tasks = tasks
+        self.apps = LazyApps(path, [a.name for a in manifest.apps if a.error is None])
+        self._by_id = {t.id: t for t in tasks}
+        self._states: OrderedDict[str, bytes] = OrderedDict()
+        self._rows: OrderedDict[str, dict[str, list[dict[str, Any]]]] = OrderedDict()
+        self._state_cache = state_cache
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def __iter__(self) -> Iterator[Task]:
+        return iter(self.tasks)
+
+    def task(self, task_id: str) -> Task:
+        """The task with id ``task_id``.
+
+        Raises:
+            KeyError: no such task in this corpus.
+        """
+        try:
+            return self._by_id[task_id]
+        except KeyError:
+            raise KeyError(f"no task {task_id!r} in the corpus at {self.path}") from None
+
+    def state_bytes(self, task: Task | str) -> bytes:
+        """The SQLite bytes of the task's initial state s0 (cached: the last ``state_cache`` tasks)."""
+        from envsynth.tasks.state import state_bytes
+
+        t = self.task(task) if isinstance(task, str) else task
+        key = t.hash or t.id
+        data = self._states.get(key)
+        if data is None:
+            data = state_bytes(self.apps[t.app], t)
+            self._states[key] = data
+            while len(self._states) > self._state_cache:
+                self._states.popitem(last=False)
+        else:
+            self._states.move_to_end(key)
+        return data
+
+    def start(self, task: Task | str, seed: int = 0) -> TaskEpisode:
+        """A fresh episode on ``task`` (a Task or its id): its own copy of s0, the task's visible tools."""
+        from envsynth.runtime.state import open_state, read_rows
+        from envsynth.tasks.episode import TaskEpisode
+
+        t = self.task(task) if isinstance(task, str) else task
+        data = self.state_bytes(t)
+        key = t.hash or t.id
+        rows = self._rows.get(key)
+        if rows is None:  # s0 as rows, so finish() reads back only what the agent could change
+            conn = open_state(data)
+            rows = self._rows[key] = read_rows(conn, self.apps[t.app].blueprint)
+            conn.close()
+            while len(self._rows) > self._state_cache:
+                self._rows.popitem(last=False)
+        return TaskEpisode(self.apps[t.app], t, data, seed=seed, initial_rows=rows)
+
+    def verify(self) -> None:
+        """Check every task's hash against its content and the corpus digest against the manifest.
+
+        Raises:
+            CorpusError: the first mismatch found.
+        """
+        for t in self.tasks:
+            if t.hash != t.content_hash():
+                raise CorpusError(f"{self.path}: task {t.id} does not match its hash (edited after the build?)")
+        if digest(t.hash for t in self.tasks) != self.manifest.digest:
+            raise CorpusError(f"{self.path / MANIFEST}: the tasks do not match the manifest's digest")
+
+
+def load_corpus(path: str | Path, *, state_cache: int = 1024) -> Corpus:
+    """Load the corpus in ``path``: manifest and tasks now, apps on first use.
+
+    Args:
+        path: a corpus folder (``envsynth build OUT --tasks-per-app T``).
+        state_cache: how many tasks' initial states to keep in memory for :meth:`Corpus.start`.
+
+    Raises:
+        CorpusError: a missing folder or manifest, an invalid manifest or task, or shards
+            that do not hold what the manifest says (an interrupted build: rerun it).
+    """
+    root = Path(path)
+    if not root.is_dir():
+        raise CorpusError(f"no corpus folder at {root}")
+    mpath = root / MANIFEST
+    if not mpath.is_file():
+        hint = " (it holds apps only: add tasks with `envsynth build OUT --tasks-per-app T`)" if (root / APPS_DIR).is_dir() else ""
+        raise CorpusError(f"{root} is not a corpus: no {MANIFEST}{hint}")
+    try:
+        manifest = CorpusManifest.model_validate_json(mpath.read_bytes())
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        where = ".".join(str(x) for x in e["loc"]) or "(top)"
+        raise CorpusError(f"{mpath}: {where}: {e['msg']}") from None
+    tasks: list[Task] = []
+    for a in manifest.apps:
+        got = list(read_tasks(root / a.tasks_path))
+        if len(got) != a.records:
+            raise CorpusError(
+                f"{root / a.tasks_path}: holds {len(got)} tasks, the manifest says {a.records} (rerun the build to finish it)"
+            )
+        tasks += got
+    return Corpus(root, manifest, tasks, state_cache)

@@ -1,0 +1,68 @@
+"""Numbers about a corpus for ``envsynth inspect``: tasks by kind, chain lengths, distractors, admission, graphs."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from envsynth.corpus.layout import APPS_DIR
+from envsynth.corpus.load import Corpus
+
+
+def _histogram(counter: Counter[int]) -> dict[str, int]:
+    return {str(k): counter[k] for k in sorted(counter)}
+
+
+def corpus_stats(corpus: Corpus) -> dict[str, Any]:
+    """Plain-data statistics of a loaded corpus.
+
+    Returns:
+        ``composition``, ``seed``, ``tasks`` (records), ``tasks_by_kind``, ``chain_length``
+        (a histogram: length -> tasks; ``stats['chain_length']`` or the oracle's length),
+        ``distractor_rows`` (rows added per depth level, summed over tasks, and their mean),
+        ``admission`` (attempts, admitted, rate, rejections by reason...) and ``apps``
+        (per app: tasks, admission, graph nodes and edges from its ``graph.json``).
+    """
+    m = corpus.manifest
+    kinds = Counter(t.kind for t in corpus.tasks)
+    chains = Counter(int(t.stats.get("chain_length", len(t.oracle))) for t in corpus.tasks)
+    depth: Counter[str] = Counter()
+    for t in corpus.tasks:
+        depth.update(t.state.distractor_depth)
+    n = len(corpus.tasks)
+    return {
+        "path": str(corpus.path),
+        "envsynth_version": m.envsynth_version,
+        "seed": m.seed,
+        "composition": m.composition.model_dump(),
+        "tasks": n,
+        "tasks_by_kind": dict(sorted(kinds.items())),
+        "chain_length": _histogram(chains),
+        "distractor_rows": {
+            "total": dict(sorted(depth.items())),
+            "mean_per_task": {k: round(v / n, 3) for k, v in sorted(depth.items())} if n else {},
+        },
+        "admission": m.admission.model_dump(),
+        "apps": [
+            {
+                "name": a.name,
+                "tasks": a.records,
+                "admitted": a.admitted,
+                "attempts": a.attempts,
+                "exhausted": a.exhausted,
+                "rejections": a.rejections,
+                "error": a.error,
+                "graph": _graph_counts(corpus, a.name) if a.error is None else None,
+            }
+            for a in m.apps
+        ],
+    }
+
+
+def _graph_counts(corpus: Corpus, app: str) -> dict[str, Any] | None:
+    path = corpus.path / APPS_DIR / app / "graph.json"
+    if not path.is_file():
+        return None
+    g = json.loads(path.read_text(encoding="utf-8"))
+    return {"nodes": len(g.get("nodes", [])), "edges": len(g.get("edges", [])), "edge_counts": g.get("edge_counts", {})}

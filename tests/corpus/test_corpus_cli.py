@@ -1,0 +1,67 @@
+"""`envsynth build OUT -T ...` and `envsynth inspect OUT --json` on a corpus."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from corpus_helpers import DATA, snapshot
+
+from envsynth.corpus import load_corpus
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "envsynth.cli", *args], capture_output=True, text=True, timeout=600)
+
+
+def test_build_corpus_and_inspect(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    args = ("build", str(out), "-b", str(DATA / "bookshop.yaml"), "-T", "2", "-S", "2", "-D", "1", "--seed", "3", "--json")
+    res = run(*args)
+    assert res.returncode == 0, res.stderr
+    summary = json.loads(res.stdout)
+    assert summary["composition"] == {"apps": 1, "tasks_per_app": 2, "states": 2, "distractors": 1} and summary["seed"] == 3
+    assert summary["tasks"] == 4 and summary["synthesized"] == 4
+    assert summary["admission"]["admitted"] == 2 and 0 < summary["admission"]["rate"] <= 1
+    assert (out / "apps" / "corner_bookshop" / "graph.json").is_file() and (out / "corpus.json").is_file()
+    before = snapshot(out)
+    res = run(*args)  # a rerun does nothing
+    assert res.returncode == 0 and json.loads(res.stdout)["synthesized"] == 0
+    assert snapshot(out) == before
+
+    res = run("inspect", str(out), "--json")
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    [app] = data["apps"]
+    assert app["name"] == "corner_bookshop" and app["tools"] == 16
+    c = data["corpus"]
+    corpus = load_corpus(out)
+    assert c["tasks"] == 4 and sum(c["tasks_by_kind"].values()) == 4
+    assert c["tasks_by_kind"] == {k: sum(t.kind == k for t in corpus.tasks) for k in c["tasks_by_kind"]}
+    assert sum(c["chain_length"].values()) == 4 and all(int(k) >= 1 for k in c["chain_length"])
+    assert set(c["distractor_rows"]["total"]) <= {"d1"}
+    assert c["admission"]["admitted"] == 2 and isinstance(c["admission"]["rejections"], dict)
+    [capp] = c["apps"]
+    graph = json.loads((out / "apps" / "corner_bookshop" / "graph.json").read_text())
+    assert capp["graph"]["nodes"] == len(graph["nodes"]) == 16 and capp["graph"]["edges"] == len(graph["edges"]) > 0
+
+    res = run("inspect", str(out))
+    assert res.returncode == 0 and "chain length" in res.stdout and "corner_bookshop" in res.stdout
+
+
+def test_bad_corpus_options_are_one_line(tmp_path: Path) -> None:
+    for extra in (("-T", "-1"), ("-T", "1", "-D", "9"), ("--apps", "0")):
+        res = run("build", str(tmp_path / "c"), "-b", str(DATA / "bookshop.yaml"), *extra)
+        assert res.returncode == 2, extra
+        lines = [x for x in res.stderr.splitlines() if x.strip()]
+        assert len(lines) == 1 and "error:" in lines[0] and "Traceback" not in res.stderr, res.stderr
+
+
+def test_inspect_of_a_broken_corpus_is_one_line(with_apps: Callable[[str], Path]) -> None:
+    out = with_apps("c")
+    (out / "corpus.json").write_text("[]")
+    res = run("inspect", str(out), "--json")
+    assert res.returncode == 2 and "corpus.json" in res.stderr and "Traceback" not in res.stderr
