@@ -21,6 +21,7 @@ from envsynth import catalog
 from envsynth.compiler.compile import compile_app
 from envsynth.graph import build_graph
 from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synthesize
+from envsynth.tasks.episode import EpisodePool
 from envsynth.tasks.state import merged
 
 
@@ -50,11 +51,12 @@ def eval_rate(app: Any, tasks: list[Task], rounds: int) -> tuple[float, float]:
     from envsynth.runtime.state import open_state, read_rows
 
     ready = [(t, b, read_rows(open_state(b), app.blueprint)) for t, b, _ in prepared]
+    pool = EpisodePool()  # what Corpus.start uses: one warm connection per task state
     times = []
     for _ in range(rounds):
         t0 = time.perf_counter()
         for task, data, rows in ready:
-            ep = TaskEpisode(app, task, data, seed=1, initial_rows=rows)
+            ep = pool.start(app, task, data, seed=1, initial_rows=rows)
             reward = ep.finish(replay(ep, task))
             assert reward.score == 1.0, task.id
         times.append(time.perf_counter() - t0)

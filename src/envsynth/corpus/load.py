@@ -14,6 +14,7 @@ from envsynth.corpus.layout import APPS_DIR, MANIFEST
 from envsynth.corpus.manifest import CorpusManifest, digest
 from envsynth.corpus.tasklog import read_tasks
 from envsynth.runtime.app import App, AppLoadError
+from envsynth.tasks.episode import EpisodePool
 from envsynth.tasks.model import Task
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ class Corpus:
         self._states: OrderedDict[str, bytes] = OrderedDict()
         self._rows: OrderedDict[str, dict[str, list[dict[str, Any]]]] = OrderedDict()
         self._state_cache = state_cache
+        self._pool = EpisodePool(size=min(state_cache, 256))
 
     def __len__(self) -> int:
         return len(self.tasks)
@@ -106,7 +108,6 @@ class Corpus:
     def start(self, task: Task | str, seed: int = 0) -> TaskEpisode:
         """A fresh episode on ``task`` (a Task or its id): its own copy of s0, the task's visible tools."""
         from envsynth.runtime.state import open_state, read_rows
-        from envsynth.tasks.episode import TaskEpisode
 
         t = self.task(task) if isinstance(task, str) else task
         data = self.state_bytes(t)
@@ -118,7 +119,7 @@ class Corpus:
             conn.close()
             while len(self._rows) > self._state_cache:
                 self._rows.popitem(last=False)
-        return TaskEpisode(self.apps[t.app], t, data, seed=seed, initial_rows=rows)
+        return self._pool.start(self.apps[t.app], t, data, seed=seed, initial_rows=rows)
 
     def verify(self) -> None:
         """Check every task's hash against its content and the corpus digest against the manifest.

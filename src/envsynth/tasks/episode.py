@@ -6,12 +6,17 @@ oracle, the expected effects or the verifier.
 
 from __future__ import annotations
 
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import REJECTION, CallResult, Episode
 from envsynth.runtime.reward import Effects, Reward, compare, effects_of
-from envsynth.runtime.state import Rows, read_rows
+from envsynth.runtime.state import Rows, open_state, read_rows
+from envsynth.runtime.toolkit import Context
 from envsynth.tasks.model import Task
 
 COMPLETE_TASK = {
@@ -56,6 +61,7 @@ class TaskEpisode:
         "_episode",
         "_expected",
         "_expected_answer",
+        "_release",
         "_s0",
         "_task",
         "_visible",
@@ -65,12 +71,29 @@ class TaskEpisode:
         "tools",
     )
 
-    def __init__(self, app: App, task: Task, state: bytes, seed: int = 0, initial_rows: Rows | None = None) -> None:
-        """Start on ``state`` (s0 bytes); ``initial_rows`` (s0 as rows) saves re-reading s0 at the end."""
+    def __init__(
+        self,
+        app: App,
+        task: Task,
+        state: bytes,
+        seed: int = 0,
+        initial_rows: Rows | None = None,
+        connection: sqlite3.Connection | None = None,
+        release: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> None:
+        """Start on ``state`` (s0 bytes); ``initial_rows`` (s0 as rows) saves re-reading s0 at the end.
+
+        ``connection`` (with ``release``) is an open connection already holding s0 inside a
+        transaction, as handed out by :class:`EpisodePool`; ``release`` takes it back.
+        """
         self._app = app
         self._task = task
         self._s0: Rows | bytes = initial_rows if initial_rows is not None else state
-        self._episode = Episode.start(app, state, seed)
+        if connection is not None:
+            self._episode = Episode(app=app, db=connection, ctx=Context(connection, app.now, seed, app.bool_columns))
+        else:
+            self._episode = Episode.start(app, state, seed)
+        self._release = release
         self._expected = Effects.from_dict(task.expected_effects)
         self._expected_answer = task.expected_answer
         self._visible = set(task.visible_tools)
@@ -103,10 +126,59 @@ class TaskEpisode:
         self.finished = True
         self.answer = answer
         reward = compare(self._expected, self.effects(), expected_answer=self._expected_answer, answer=answer)
-        self._episode.close()
+        if self._release is not None:
+            self._release(self._episode.db)
+            self._release = None
+        else:
+            self._episode.close()
         return reward
 
     @property
     def tainted(self) -> bool:
         """Whether a call hit an environment bug (Unexpected Failure)."""
         return self._episode.tainted
+
+
+class EpisodePool:
+    """Reuses one open connection per task state across episodes (k attempts, RL rollouts).
+
+    A connection holds s0 and each episode runs inside a transaction that is rolled back
+    when it finishes, so SQLite's parsed schema and prepared statements stay warm: no
+    per-episode copy of the state and no re-parse. A connection whose transaction was
+    ended by a tool (a COMMIT in custom code) is closed, never reused. At most ``size``
+    idle connections are kept (least recently used dropped first).
+    """
+
+    def __init__(self, size: int = 256) -> None:
+        self.size = size
+        self._idle: OrderedDict[str, list[sqlite3.Connection]] = OrderedDict()
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def start(self, app: App, task: Task, state: bytes, seed: int = 0, initial_rows: Rows | None = None) -> TaskEpisode:
+        key = task.hash or task.id
+        with self._lock:
+            free = self._idle.get(key)
+            conn = free.pop() if free else None
+            if conn is not None:
+                self._count -= 1
+        if conn is None:
+            conn = open_state(state)
+        conn.execute("BEGIN")
+        return TaskEpisode(app, task, state, seed, initial_rows, connection=conn, release=lambda c: self._give(key, c))
+
+    def _give(self, key: str, conn: sqlite3.Connection) -> None:
+        if not conn.in_transaction:  # something committed: this copy of s0 is spoiled
+            conn.close()
+            return
+        conn.execute("ROLLBACK")
+        with self._lock:
+            self._idle.setdefault(key, []).append(conn)
+            self._idle.move_to_end(key)
+            self._count += 1
+            while self._count > self.size:
+                old_key, conns = next(iter(self._idle.items()))
+                conns.pop().close()
+                self._count -= 1
+                if not conns:
+                    del self._idle[old_key]
