@@ -219,7 +219,7 @@ class StateBuilder:
                 row[f.name] = self.rng.choice(targets)[target_ent.id_field]
             elif f.nullable and f.null_rate and self.rng.random() < f.null_rate:
                 row[f.name] = None
-            elif source is not None and not f.unique:
+            elif source is not None and (not f.unique or self._free(ent, f, source[f.name])):
                 row[f.name] = source[f.name]
             else:
                 row[f.name] = self._unique(ent, f, row) if f.unique else self.values.value(f, row)
@@ -230,6 +230,14 @@ class StateBuilder:
                 row[used] = row[cap]
         self.rows[ent.name].append(row)
         return row
+
+    def _free(self, ent: Entity, f: Any, value: Any) -> bool:
+        """Whether a unique field's value is still unused in this state (and claim it if so)."""
+        seen = self.unique_seen.setdefault((ent.name, f.name), {r[f.name] for r in self.rows[ent.name]})
+        if value in seen:
+            return False
+        seen.add(value)
+        return True
 
     def _unique(self, ent: Entity, f: Any, row: dict[str, Any]) -> Any:
         seen = self.unique_seen.setdefault((ent.name, f.name), {r[f.name] for r in self.rows[ent.name]})

@@ -30,6 +30,8 @@ _ORDER = (
     "phone",
     "address",
     "url",
+    "bool",
+    "text",
 )
 
 

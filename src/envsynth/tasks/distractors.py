@@ -68,6 +68,9 @@ def add_distractors(
                     if children:
                         child, f = rng.choice(children)
                         b.add(child, {f.name: target[ent.id_field]})
+        for table, target in rows:  # a copy that equals its target in every field could never be told apart
+            ent = bp.entity(table)
+            b.rows[table] = [r for r in b.rows[table] if r is target or any(r.get(f.name) != target.get(f.name) for f in ent.fields[1:])]
         counts[f"d{level}"] = sum(len(v) for v in b.rows.values()) - n0
     added = {k: v[before.get(k, 0) :] for k, v in b.rows.items() if len(v) > before.get(k, 0)}
     return added, counts

@@ -89,14 +89,18 @@ def synthesize(
         state_calls = [_remap_call(app, c, mapping) for c in calls]
         state_targets = [(t, mapping.get((t, k), k)) for t, k in targets]
         made = None
+        why = "description_ambiguous_in_state"
         for attempt in range(3):
             extra, per_level = add_distractors(
                 app.blueprint, app.order, state_core, state_targets, depth, base * 7 + s * 101 + attempt, value_pool(app)
             )
+            if s > 0:  # the instruction is fixed: drop distractors its descriptions would also match
+                extra = _without_matches(app, state_core, extra, [descs[tk] for tk in targets])
             full = merged(state_core, extra)
             try:
                 run = execute(app, full, state_calls)
             except ChainFailed:
+                why = "chain_broken_by_distractors"
                 continue
             if s == 0:
                 descs = {}
@@ -104,6 +108,7 @@ def synthesize(
                     row = next(r for r in full[t] if r[app.blueprint.entity(t).id_field] == k)
                     d = describe(app.blueprint, full, t, row, srng)
                     if d is None:
+                        why = "target_not_describable"
                         break
                     descs[(t, k)] = d
                 else:
@@ -117,7 +122,7 @@ def synthesize(
                 made = (extra, per_level, full, run)
                 break
         if made is None:
-            return reject("ambiguous_or_broken_by_distractors")
+            return reject(why)
         extra, per_level, full, run = made
         expected = effects_of(app.blueprint, full, run.final, now=app.now)
         answer = _extract(run.results, answer_step, answer_field)
@@ -207,6 +212,28 @@ def admit(app: App, task: Task, s0: Rows) -> str | None:
     if compare(expected, actual, expected_answer=task.expected_answer, answer=answer).score != 1.0:
         return "oracle_not_rewarded"
     return None
+
+
+def _without_matches(app: App, core: Rows, extra: Rows, descs: list[Description]) -> Rows:
+    """``extra`` minus rows that a description matches, and rows that refer to those."""
+    bp = app.blueprint
+    full = merged(core, extra)
+    dropped: set[tuple[str, Any]] = set()
+    for d in descs:
+        ent = bp.entity(d.entity)
+        for r in extra.get(d.entity, []):
+            if d.matches(bp, full, r):
+                dropped.add((d.entity, r[ent.id_field]))
+    changed = True
+    while changed:
+        changed = False
+        for ent in bp.entities:
+            for r in extra.get(ent.name, []):
+                key = (ent.name, r[ent.id_field])
+                if key not in dropped and any(f.type == "ref" and (f.ref, r.get(f.name)) in dropped for f in ent.fields):
+                    dropped.add(key)
+                    changed = True
+    return {t: [r for r in rows if (t, r[bp.entity(t).id_field]) not in dropped] for t, rows in extra.items()}
 
 
 def _nonempty(rows: Rows) -> Rows:
