@@ -92,7 +92,10 @@ class Workspace:
                 if res.outcome != SUCCESS:
                     raise ChainFailed(f"step {i} ({c.tool}): {res.outcome}: {res.content[:160]}")
                 results.append(res.data)
-            final = read_rows(conn, self.app.blueprint)
+            # only tables the calls can write may differ from the loaded rows
+            written = _written(self.app, calls)
+            final = {t: rows for t, rows in self.rows.items() if t not in written}
+            final.update(read_rows(conn, self.app.blueprint, written))
         finally:
             conn.execute("ROLLBACK TO chain_run")
             conn.execute("RELEASE chain_run")
@@ -102,10 +105,13 @@ class Workspace:
         """Switch to ``rows`` and run ``calls``; on failure the previous state is restored."""
         conn = self.conn
         conn.execute("SAVEPOINT trial")
+        previous = self.rows
         try:
-            _apply_delta(conn, self.app, self.rows, rows)
+            _apply_delta(conn, self.app, previous, rows)
+            self.rows = rows  # run() reads unwritten tables from here
             run = self.run(calls)
         except BaseException as exc:
+            self.rows = previous
             conn.execute("ROLLBACK TO trial")
             conn.execute("RELEASE trial")
             if isinstance(exc, sqlite3.Error):
@@ -114,6 +120,14 @@ class Workspace:
         conn.execute("RELEASE trial")
         self.rows = rows
         return run
+
+
+def _written(app: App, calls: list[Call]) -> set[str]:
+    out: set[str] = set()
+    for c in calls:
+        spec = app.spec_by_name[c.tool]
+        out |= set(spec.writes) | set(spec.creates) | set(spec.deletes)
+    return out
 
 
 def _apply_delta(conn: sqlite3.Connection, app: App, old: Rows, new: Rows) -> None:

@@ -19,7 +19,7 @@ from envsynth.runtime.state import Rows, StateBuilder
 from envsynth.tasks.chain import Step, plan_chain
 from envsynth.tasks.describe import Description, describe
 from envsynth.tasks.distractors import add_distractors
-from envsynth.tasks.instantiate import ChainFailed, execute, instantiate
+from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, execute, instantiate
 from envsynth.tasks.instruction import Phraser, compose, leaks_id, profile
 from envsynth.tasks.model import Call, Coordinates, Rejection, Task, TaskKind, TaskState
 from envsynth.tasks.oracle import oracle_program
@@ -98,7 +98,9 @@ def synthesize(
                 extra = _without_matches(app, state_core, extra, [descs[tk] for tk in targets])
             full = merged(state_core, extra)
             try:
-                run = execute(app, full, state_calls)
+                with Workspace(app, full) as ws:  # the ground-truth run, and the admission replay
+                    run = ws.run(state_calls)
+                    check = ws.run(state_calls, seed=1)
             except ChainFailed:
                 why = "chain_broken_by_distractors"
                 continue
@@ -183,30 +185,33 @@ def synthesize(
                 "visible_tools": len(visible),
             },
         ).sealed()
-        problem = admit(app, task, full)
+        problem = admit(app, task, full, check)
         if problem:
             return reject(problem)
         tasks.append(task)
     return tasks
 
 
-def admit(app: App, task: Task, s0: Rows) -> str | None:
+def admit(app: App, task: Task, s0: Rows, replay: Run | None = None) -> str | None:
     """The admission rule; None when admitted, else the reason.
 
     The verifier must fail on s0 (a do-nothing agent scores 0), every oracle tool must be
     visible, and the oracle, replayed with another episode seed than the one the chain
     was built with (so generated ids differ, and an oracle that hard-codes an id the
-    chain itself created fails), must score 1.0.
+    chain itself created fails), must score 1.0. ``replay`` is that run when the caller
+    already made it (seed 1 on s0).
     """
     expected = Effects.from_dict(task.expected_effects)
     if compare(expected, Effects({}), expected_answer=task.expected_answer, answer=None).score != 0.0:
         return "verifier_passes_on_s0"
     if not {c.tool for c in task.oracle} <= set(task.visible_tools):
         return "tool_not_visible"
-    try:
-        run = execute(app, s0, list(task.oracle), seed=1)
-    except ChainFailed:
-        return "oracle_fails"
+    run = replay
+    if run is None:
+        try:
+            run = execute(app, s0, list(task.oracle), seed=1)
+        except ChainFailed:
+            return "oracle_fails"
     actual = effects_of(app.blueprint, s0, run.final, now=app.now)
     answer = _extract(run.results, task.answer_step, task.answer_field)
     if compare(expected, actual, expected_answer=task.expected_answer, answer=answer).score != 1.0:
