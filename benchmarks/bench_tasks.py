@@ -25,11 +25,11 @@ from envsynth.tasks.episode import EpisodePool
 from envsynth.tasks.state import merged
 
 
-def synth_rate(app: Any, graph: Any, n_indexes: int, depth: int) -> tuple[float, int, int, list[Task]]:
+def synth_rate(app: Any, graph: Any, n_indexes: int, depth: int, states: int = 1) -> tuple[float, int, int, list[Task]]:
     admitted: list[Task] = []
     t = time.perf_counter()
     for i in range(n_indexes):
-        res = synthesize(app, graph, app_index=0, task_index=i, states=1, depth=depth, seed=0)
+        res = synthesize(app, graph, app_index=0, task_index=i, states=states, depth=depth, seed=0)
         if not isinstance(res, Rejection):
             admitted += res
     dt = time.perf_counter() - t
@@ -94,6 +94,10 @@ def main() -> None:
                 "mean_core_rows": round(rows, 1),
             }
             print(f"evaluation: {best:.0f} episodes/s (best round), {med:.0f} median; {len(tasks)} tasks")
+    for depth in (0, 4):  # S=4 (SynthAPI's best composition): later states reuse the chain and the instruction
+        rate, n, tried, _ = synth_rate(app, graph, args.tasks // 2, depth, states=4)
+        out[f"synthesis_D{depth}_S4"] = {"admitted_per_s": round(rate, 1), "admitted": n, "attempted": tried}
+        print(f"synthesis D={depth} S=4: {rate:.1f} admitted tasks/s ({n} task records from {tried} task indexes)")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=2) + "\n")
