@@ -65,6 +65,7 @@ def test_every_task_is_admitted_honestly(name: str, built_catalog: dict[str, Bui
             assert task.hash == task.content_hash()
             assert not leaks_id(task.instruction), task.instruction
             assert "{" not in task.instruction and "None" not in task.instruction and "  " not in task.instruction
+            assert " of it" not in task.instruction and " for it" not in task.instruction, task.instruction  # every row is named
             assert {c.tool for c in task.oracle} <= set(task.visible_tools)
             assert len(task.visible_tools) >= min(20, len(app.specs))
             s0 = state_bytes(app, task)

@@ -92,7 +92,15 @@ def _reader(app: App, rng: random.Random, steps: list[Step]) -> Step | None:
                     options.append(Step(g, pins={b.param or "": (j, alias)}))
     if steps:
         return rng.choice(options) if options else None
-    reads = [s for s in app.specs if s.kind in ("get", "search") or (s.kind == "aggregate" and s.query and not s.query.group_by)]
+
+    def by_id(s: ToolSpec) -> bool:  # a get by another unique field would name its own answer
+        return s.bindings[0].key == app.blueprint.entity(s.bindings[0].entity).id_field
+
+    reads = [
+        s
+        for s in app.specs
+        if (s.kind == "get" and by_id(s)) or s.kind == "search" or (s.kind == "aggregate" and s.query and not s.query.group_by)
+    ]
     return Step(rng.choice(reads)) if reads else None
 
 

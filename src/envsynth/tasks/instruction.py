@@ -82,8 +82,14 @@ class Phraser:
         if spec.kind == "transfer" and len(row_params) >= 2:
             amount = spec.param(next(p.name for p in spec.params if p.name not in row_params))
             src, dst = row_params[0], row_params[1]
-            text = f"move {_param_value(spec, bp, amount.name, call.args[amount.name])} from {self.row_text(spec, call, src, descs, calls)} to {self.row_text(spec, call, dst, descs, calls)}"
+            how_much = _param_value(spec, bp, amount.name, call.args[amount.name])
+            if amount.semantic != "money" and amount.field:
+                how_much += " " + human(amount.field.split(".")[1])
+            source = self.row_text(spec, call, src, descs, calls)
+            target = self.row_text(spec, call, dst, descs, calls, role="other")
+            text = f"move {how_much} from {source} to {target}"
             values.pop(amount.name, None)
+            others = []
         elif spec.kind == "update":
             target = self.row_text(spec, call, main, descs, calls) if main else human(spec.entity)
             changes = [f"its {human(k)} to {_param_value(spec, bp, k, v)}" for k, v in values.items()]
