@@ -114,18 +114,18 @@ def synthesize(
                         break
                     descs[(t, k)] = d
                 else:
-                    made = (extra, per_level, full, run)
+                    made = (extra, per_level, full, run, check)
                     break
                 continue
             if all(
                 descs[(t, k0)].count(app.blueprint, full) == 1 and _only(app, descs[(t, k0)], full, t, k)
                 for (t, k0), (_, k) in zip(targets, state_targets)
             ):
-                made = (extra, per_level, full, run)
+                made = (extra, per_level, full, run, check)
                 break
         if made is None:
             return reject(why)
-        extra, per_level, full, run = made
+        extra, per_level, full, run, check = made
         expected = effects_of(app.blueprint, full, run.final, now=app.now)
         answer = _extract(run.results, answer_step, answer_field)
         if answer_step is not None and answer is None:
