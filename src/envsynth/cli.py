@@ -301,6 +301,76 @@ def graph(
         console.print(f"wrote {out}")
 
 
+@app.command()
+def run(
+    corpus: Annotated[Path, typer.Argument(help="A corpus folder (envsynth build OUT --tasks-per-app T).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The run folder: trajectories.jsonl + run.json (rerun to resume).")],
+    agent: Annotated[str, typer.Option(help="openai (an OpenAI-compatible endpoint) or oracle (replays the solutions).")] = "openai",
+    model: Annotated[str | None, typer.Option(help="The model name (--agent openai).")] = None,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="API root, e.g. http://localhost:8000/v1 (default: OPENAI_BASE_URL).")
+    ] = None,
+    attempts: Annotated[int, typer.Option("--attempts", "-k", help="Attempts per task (pass@k).")] = 1,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Episodes in flight.")] = 8,
+    requests: Annotated[int | None, typer.Option(help="Model requests in flight at most (default: --concurrency).")] = None,
+    max_turns: Annotated[int, typer.Option("--max-turns", help="Model calls per episode.")] = 30,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Tokens per episode (default: no limit).")] = None,
+    temperature: Annotated[float | None, typer.Option(help="Sampling temperature (default: the server's).")] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", help="Run only this task id (repeatable).")] = None,
+    limit: Annotated[int | None, typer.Option(help="Run only the first N tasks.")] = None,
+    seed: Annotated[int, typer.Option(help="Base episode seed (attempt a uses seed + a).")] = 0,
+    rerun_errors: Annotated[bool, typer.Option("--rerun-errors", help="Run again episodes a model failure ended.")] = False,
+    max_errors: Annotated[int, typer.Option("--max-errors", help="Stop after N failed episodes (0: never).")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Run an agent on a corpus's tasks (k attempts each) and summarize: pass@1, pass@k, turns, tokens."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from envsynth.corpus.errors import CorpusError
+    from envsynth.rollout import RunError
+    from envsynth.rollout.command import run_command, summary_rows
+
+    with Progress(TextColumn("run"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True) as bar:
+        job = bar.add_task("run", total=None)
+
+        def progress(done: int, total: int, traj: Any) -> None:
+            bar.update(job, completed=done, total=total)
+
+        try:
+            summary = run_command(
+                corpus,
+                out=out,
+                agent=agent,
+                model=model,
+                base_url=base_url,
+                attempts=attempts,
+                concurrency=concurrency,
+                requests=requests,
+                max_turns=max_turns,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                tasks=task,
+                limit=limit,
+                seed=seed,
+                rerun_errors=rerun_errors,
+                max_errors=max_errors or None,
+                progress=progress,
+            )
+        except (CorpusError, RunError, ValueError) as exc:
+            fail(str(exc))
+        except KeyError as exc:
+            fail(str(exc.args[0]) if exc.args else str(exc))
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    t = Table(title=f"run {out}")
+    t.add_column("")
+    t.add_column("value")
+    for label, value in summary_rows(summary):
+        t.add_row(label, value)
+    console.print(t)
+
+
 def _app_dirs(out: Path) -> list[Path]:
     if (out / "app.json").is_file():
         return [out]

@@ -1,0 +1,31 @@
+"""Agents for task episodes (function-calling mode).
+
+A :class:`Policy` returns the next assistant message; :func:`converse` runs it on a
+:class:`~envsynth.tasks.episode.TaskEpisode`. :class:`ChatAgent` asks an
+OpenAI-compatible model, :class:`OracleAgent` replays the task's oracle::
+
+    from envsynth.agents import ChatAgent, OracleAgent
+    from envsynth.llm import OpenAIChat
+    llm = OpenAIChat("gpt-4.1-mini", concurrency=16)
+    agent = ChatAgent(llm, max_turns=30, temperature=0.0)
+"""
+
+from __future__ import annotations
+
+from envsynth.agents.base import DEFAULT_MAX_TURNS, SYSTEM_PROMPT, Policy
+from envsynth.agents.chat import ChatAgent
+from envsynth.agents.loop import COMPLETE, MALFORMED, Conversation, converse
+from envsynth.agents.oracle import OracleAgent, OracleError
+
+__all__ = [
+    "COMPLETE",
+    "DEFAULT_MAX_TURNS",
+    "MALFORMED",
+    "SYSTEM_PROMPT",
+    "ChatAgent",
+    "Conversation",
+    "OracleAgent",
+    "OracleError",
+    "Policy",
+    "converse",
+]

@@ -1,0 +1,169 @@
+"""The function-calling loop: a policy talks, tool calls run in the episode, until it completes.
+
+Tool calls run synchronously in the event loop's thread: an episode is an in-memory
+SQLite database and a call takes tens of microseconds. Model calls are awaited.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from envsynth.agents.base import DEFAULT_MAX_TURNS, Policy, policy_usage
+from envsynth.llm.types import LLMError, Message, Usage
+from envsynth.tasks.episode import TaskEpisode
+
+COMPLETE = "complete_task"
+MALFORMED = "malformed"
+"""Outcome class of a tool call the loop could not run: arguments that are not a JSON object."""
+
+
+@dataclass
+class Conversation:
+    """What happened in one episode, before scoring.
+
+    Attributes:
+        messages: the OpenAI chat messages (system, user, assistant with tool calls, tool).
+        completed: ``complete_task`` was called.
+        answer: its ``answer`` argument.
+        stop_reason: ``complete_task``, ``final_message``, ``max_turns``, ``max_tokens``,
+            ``model_error`` or ``agent_error``.
+        turns: assistant messages.
+        tool_calls: ``{"turn", "tool", "outcome", "code"}`` per call (outcome: ``success``,
+            ``anticipated_rejection``, ``unexpected_failure``, ``malformed`` or ``skipped``).
+        usage: the policy's usage in this episode.
+        error: ``{"type", "kind", "status", "message"}`` for a model or agent failure.
+        model_s: seconds waiting for the policy.
+        tools_s: seconds running tool calls.
+    """
+
+    messages: list[Message]
+    completed: bool = False
+    answer: Any = None
+    stop_reason: str = ""
+    turns: int = 0
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    error: dict[str, Any] | None = None
+    model_s: float = 0.0
+    tools_s: float = 0.0
+
+
+def _clean(msg: Message) -> Message:
+    """The assistant message as it goes back to the model: role, content, tool calls with ids."""
+    out: Message = {"role": "assistant", "content": msg.get("content")}
+    calls = []
+    for i, c in enumerate(msg.get("tool_calls") or []):
+        fn = c.get("function") or {}
+        args = fn.get("arguments")
+        if not isinstance(args, str):
+            args = json.dumps(args) if args is not None else ""
+        calls.append({"id": c.get("id") or f"call_{i}", "type": "function", "function": {"name": fn.get("name") or "", "arguments": args}})
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _parse(raw: str) -> tuple[dict[str, Any] | None, str | None]:
+    """Arguments text -> (object, None) or (None, error message)."""
+    if not raw.strip():
+        return {}, None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON ({exc.msg} at position {exc.pos})"
+    if not isinstance(value, dict):
+        return None, f"a JSON {type(value).__name__}, not an object"
+    return value, None
+
+
+def _usage_since(policy: Policy, start: Usage) -> Usage:
+    now = policy_usage(policy)
+    return Usage(
+        now.prompt_tokens - start.prompt_tokens,
+        now.completion_tokens - start.completion_tokens,
+        now.requests - start.requests,
+        now.retries - start.retries,
+    )
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
+    return {
+        "type": type(exc).__name__,
+        "kind": getattr(exc, "kind", "agent"),
+        "status": getattr(exc, "status", None),
+        "message": str(exc)[:2000],
+    }
+
+
+async def converse(episode: TaskEpisode, policy: Policy) -> Conversation:
+    """Run ``policy`` on ``episode`` until it completes, stops talking or hits a limit.
+
+    The policy's ``system_prompt`` (if any) and the instruction open the conversation.
+    Each tool call runs through ``episode.call``; its result (or error message) comes back
+    as a ``role: tool`` message with ``tool_call_id`` and ``name``. Arguments that are not a
+    JSON object come back as an error message the model can act on (outcome ``malformed``);
+    an unknown tool is the episode's rejection. ``complete_task`` ends the episode after the
+    calls before it in the same message; later ones are answered as skipped. A failed
+    model call ends the conversation with ``error`` set; it is never raised. The episode
+    is not finished here (see :func:`envsynth.rollout.run_episode`).
+    """
+    system = getattr(policy, "system_prompt", "") or ""
+    max_turns = getattr(policy, "max_turns", None) or DEFAULT_MAX_TURNS
+    max_tokens = getattr(policy, "max_tokens", None)
+    messages: list[Message] = [{"role": "system", "content": system}] if system else []
+    messages.append({"role": "user", "content": episode.instruction})
+    conv = Conversation(messages)
+    start = policy_usage(policy)
+    while not conv.completed:
+        if conv.turns >= max_turns:
+            conv.stop_reason = "max_turns"
+            break
+        t0 = time.perf_counter()
+        try:
+            reply = await policy.next_message(list(messages), episode.tools)
+        except LLMError as exc:
+            conv.error, conv.stop_reason = _error(exc), "model_error"
+            break
+        except Exception as exc:
+            conv.error, conv.stop_reason = _error(exc), "agent_error"
+            break
+        finally:
+            conv.model_s += time.perf_counter() - t0
+        conv.turns += 1
+        msg = _clean(reply)
+        messages.append(msg)
+        if not msg.get("tool_calls"):
+            conv.stop_reason = "final_message"
+            break
+        t0 = time.perf_counter()
+        for call in msg["tool_calls"]:
+            _run_call(episode, conv, call)
+        conv.tools_s += time.perf_counter() - t0
+        if not conv.completed and max_tokens is not None and _usage_since(policy, start).total_tokens >= max_tokens:
+            conv.stop_reason = "max_tokens"
+            break
+    conv.usage = _usage_since(policy, start)
+    return conv
+
+
+def _run_call(episode: TaskEpisode, conv: Conversation, call: Message) -> None:
+    name = call["function"]["name"]
+    code: str | None = None
+    if conv.completed:
+        outcome, content = "skipped", f"Not run: {COMPLETE} was already called."
+    else:
+        args, problem = _parse(call["function"]["arguments"])
+        if args is None:
+            outcome, code = MALFORMED, "invalid_json"
+            content = f"Error: the arguments of {name or 'this call'} are {problem}. Send the arguments as one JSON object."
+        elif name == COMPLETE:
+            conv.completed, conv.answer, conv.stop_reason = True, args.get("answer"), COMPLETE
+            outcome, content = "success", "Task completed."
+        else:
+            res = episode.call(name, args)
+            outcome, content, code = res.outcome, res.content, res.code
+    conv.messages.append({"role": "tool", "tool_call_id": call["id"], "name": name, "content": content})
+    conv.tool_calls.append({"turn": conv.turns, "tool": name, "outcome": outcome, "code": code})

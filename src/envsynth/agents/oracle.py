@@ -1,0 +1,85 @@
+"""OracleAgent: replays a task's oracle solution as tool calls, then completes with its answer."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from envsynth.llm.types import Message, Usage
+from envsynth.tasks.model import Task
+
+
+class OracleError(RuntimeError):
+    """The oracle could not go on: a result it needs is missing or was not a success."""
+
+
+class OracleAgent:
+    """A policy that knows the answer: one oracle call per turn, refs filled from earlier results.
+
+    It reads earlier results from the ``role: tool`` messages of the conversation, so it
+    runs through exactly the same loop as a model. An admitted task scores 1.0 with it.
+    """
+
+    name = "oracle"
+    model = "oracle"
+    system_prompt = ""
+    max_tokens = None
+
+    def __init__(self, task: Task) -> None:
+        self.task = task
+        self.max_turns = len(task.oracle) + 1
+        self.usage = Usage()
+
+    def _results(self, messages: list[Message]) -> dict[int, Any]:
+        out: dict[int, Any] = {}
+        for m in messages:
+            cid = str(m.get("tool_call_id", ""))
+            if m.get("role") == "tool" and cid.startswith("oracle-"):
+                try:
+                    out[int(cid.removeprefix("oracle-"))] = json.loads(m.get("content") or "null")
+                except (ValueError, json.JSONDecodeError):
+                    out[int(cid.removeprefix("oracle-"))] = None
+        return out
+
+    @staticmethod
+    def _field(results: dict[int, Any], step: int, field: str) -> Any:
+        value = results.get(step)
+        if not isinstance(value, dict) or field not in value:
+            raise OracleError(f"oracle step {step} gave no {field!r} (result: {str(value)[:200]})")
+        return value[field]
+
+    def reply(self, messages: list[Message]) -> Message:
+        """The next oracle call, or ``complete_task`` with the answer once every call is made.
+
+        The step is the number of oracle calls already in the conversation (ids
+        ``oracle-N``), so other messages may come in between (a scripted model making
+        mistakes and then following the oracle).
+
+        Raises:
+            OracleError: a result a later step needs is missing.
+        """
+        step = sum(
+            1
+            for m in messages
+            if m.get("role") == "assistant"
+            for c in m.get("tool_calls") or []
+            if str(c.get("id", "")).startswith("oracle-")
+        )
+        results = self._results(messages)
+        calls = self.task.oracle
+        if step < len(calls):
+            c = calls[step]
+            args = dict(c.args)
+            for name, ref in c.refs.items():
+                args[name] = self._field(results, ref.step, ref.field)
+            name, args_json, cid = c.tool, json.dumps(args, ensure_ascii=False), f"oracle-{step}"
+        else:
+            t = self.task
+            answer = self._field(results, t.answer_step, t.answer_field) if t.answer_step is not None and t.answer_field else None
+            name, args_json, cid = "complete_task", json.dumps({} if answer is None else {"answer": answer}), f"oracle-{step}"
+        call = {"id": cid, "type": "function", "function": {"name": name, "arguments": args_json}}
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+    async def next_message(self, messages: list[Message], tools: list[Message]) -> Message:
+        """See :meth:`reply`."""
+        return self.reply(messages)

@@ -1,0 +1,35 @@
+"""Rollouts: one episode (:func:`run_episode`), many (:func:`run_batch`, resumable JSONL) and their summary.
+
+Usage::
+
+    from envsynth.agents import ChatAgent, OracleAgent
+    from envsynth.llm import OpenAIChat
+    from envsynth.rollout import run_batch, summarize
+
+    llm = OpenAIChat("gpt-4.1-mini", concurrency=16)
+    run_batch("corpus/", lambda task, attempt: ChatAgent(llm), attempts=4, concurrency=32, out="runs/a")
+    summarize("runs/a")["pass@1"]
+"""
+
+from __future__ import annotations
+
+from envsynth.rollout.batch import BatchResult, PolicyFactory, RunError, arun_batch, run_batch
+from envsynth.rollout.episode import run_episode
+from envsynth.rollout.summary import pass_at_k, summarize, summarize_records
+from envsynth.rollout.trajectory import RUN_CONFIG, TRAJECTORIES, Trajectory, read_trajectories
+
+__all__ = [
+    "RUN_CONFIG",
+    "TRAJECTORIES",
+    "BatchResult",
+    "PolicyFactory",
+    "RunError",
+    "Trajectory",
+    "arun_batch",
+    "pass_at_k",
+    "read_trajectories",
+    "run_batch",
+    "run_episode",
+    "summarize",
+    "summarize_records",
+]

@@ -1,0 +1,134 @@
+"""What ``envsynth run`` does, as one function the CLI calls (no typer or printing here)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+from typing import Any
+
+from envsynth.agents.base import DEFAULT_MAX_TURNS, Policy
+from envsynth.corpus.load import load_corpus
+from envsynth.rollout.batch import ProgressFn, run_batch
+from envsynth.rollout.summary import summarize
+from envsynth.tasks.model import Task
+
+AGENTS = ("openai", "oracle")
+
+
+def run_command(
+    corpus: str | Path,
+    *,
+    out: str | Path,
+    agent: str = "openai",
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    attempts: int = 1,
+    concurrency: int = 8,
+    requests: int | None = None,
+    max_turns: int = DEFAULT_MAX_TURNS,
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+    tasks: list[str] | None = None,
+    limit: int | None = None,
+    seed: int = 0,
+    rerun_errors: bool = False,
+    max_errors: int | None = 20,
+    progress: ProgressFn | None = None,
+) -> dict[str, Any]:
+    """Run an agent over a corpus into ``out`` (resumable) and return :func:`summarize` of the run.
+
+    Args:
+        corpus: the corpus folder.
+        out: the run folder.
+        agent: ``openai`` (a ChatAgent over an OpenAI-compatible endpoint) or ``oracle``.
+        model: the model name (required for ``openai``).
+        base_url: the endpoint (default ``OPENAI_BASE_URL``, else OpenAI).
+        api_key: default ``OPENAI_API_KEY``.
+        attempts: k attempts per task.
+        concurrency: episodes in flight.
+        requests: model requests in flight at most (default: ``concurrency``).
+        max_turns: model calls per episode.
+        max_tokens: tokens per episode (None: no limit).
+        temperature: sampling temperature (None: the server's default).
+        tasks: task ids to run (default: all).
+        limit: run only the first ``limit`` tasks.
+        seed: base episode seed (attempt ``a`` uses ``seed + a``).
+        rerun_errors: run again the episodes a model failure ended in an earlier call.
+        max_errors: stop after this many failed episodes (None: never).
+        progress: called after each episode.
+
+    Raises:
+        ValueError: bad settings (unknown agent, no model, attempts < 1, openai not installed).
+        envsynth.corpus.CorpusError: the corpus cannot be read.
+        envsynth.rollout.RunError: ``out`` holds another version of a task, or ``max_errors`` episodes failed.
+        KeyError: an unknown task id.
+    """
+    if agent not in AGENTS:
+        raise ValueError(f"--agent: unknown agent {agent!r} (choose from {', '.join(AGENTS)})")
+    if attempts < 1 or concurrency < 1 or max_turns < 1:
+        raise ValueError("--attempts, --concurrency and --max-turns must be at least 1")
+    c = load_corpus(corpus)
+    chosen: list[Task] = [c.task(t) for t in tasks] if tasks else list(c.tasks)
+    if limit is not None:
+        chosen = chosen[:limit]
+    meta: dict[str, Any] = {"agent": agent, "max_turns": max_turns, "max_tokens": max_tokens}
+    if agent == "oracle":
+
+        def factory(task: Task, attempt: int) -> Policy:
+            from envsynth.agents.oracle import OracleAgent
+
+            return OracleAgent(task)
+
+    else:
+        if not model:
+            raise ValueError("--model is required with --agent openai")
+        if not (api_key or base_url or os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
+            raise ValueError("--agent openai needs OPENAI_API_KEY (or --base-url for a local server)")
+        if importlib.util.find_spec("openai") is None:
+            raise ValueError("--agent openai needs the openai package: pip install 'envsynth[llm]'")
+        from envsynth.agents.chat import ChatAgent
+        from envsynth.llm.openai_client import OpenAIChat
+
+        params = {} if temperature is None else {"temperature": temperature}
+        llm = OpenAIChat(model, base_url=base_url, api_key=api_key, concurrency=requests or concurrency, **params)
+        meta |= {"model": model, "base_url": llm.base_url, "temperature": temperature}
+
+        def factory(task: Task, attempt: int) -> Policy:
+            return ChatAgent(llm, max_turns=max_turns, max_tokens=max_tokens)
+
+    run_batch(
+        c,
+        factory,
+        chosen,
+        attempts=attempts,
+        concurrency=concurrency,
+        out=out,
+        progress=progress,
+        seed=seed,
+        meta=meta,
+        rerun_errors=rerun_errors,
+        max_errors=max_errors,
+    )
+    return summarize(out)
+
+
+def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """The headline numbers of a summary as (label, value) rows, for a table."""
+
+    def pct(x: Any) -> str:
+        return "-" if x is None else f"{100 * x:.1f}%"
+
+    rows = [("tasks", str(summary["tasks"])), ("episodes", str(summary["episodes"]))]
+    rows += [(k, pct(v)) for k, v in summary.items() if k.startswith("pass@") and not k.startswith("pass@1_")]
+    rows += [
+        ("mean turns", f"{summary['mean_turns']:.2f}"),
+        ("tokens (total / per episode)", f"{summary['tokens']['total_tokens']} / {summary['tokens']['mean_per_episode']:.0f}"),
+        ("tool calls", ", ".join(f"{k} {v}" for k, v in summary["tool_calls"].items()) or "-"),
+        ("stop reasons", ", ".join(f"{k} {v}" for k, v in summary["stop_reasons"].items()) or "-"),
+        ("unexpected failures", str(summary["unexpected_failures"]["calls"])),
+        ("model errors", str(summary["errors"]["episodes"])),
+        ("retries", str(summary["retries"])),
+    ]
+    return rows

@@ -1,0 +1,61 @@
+"""One episode: start the task, let the policy converse, score the final state."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from envsynth.agents.base import Policy
+from envsynth.agents.loop import converse
+from envsynth.rollout.trajectory import Trajectory
+from envsynth.tasks.model import Task
+
+if TYPE_CHECKING:
+    from envsynth.corpus.load import Corpus
+
+
+async def run_episode(corpus: Corpus, task: Task | str, policy: Policy, seed: int = 0, attempt: int = 0) -> Trajectory:
+    """Run ``policy`` on one fresh episode of ``task`` and score it.
+
+    The episode is always finished (scored and its state released), also when the model
+    failed: the reward is then that of the state as the agent left it, and ``error`` says
+    what failed. Only the episode's own state changes.
+
+    Args:
+        corpus: the loaded corpus.
+        task: a task or its id.
+        policy: the policy (one episode at a time).
+        seed: the episode seed (ids and clock inside tools).
+        attempt: recorded on the trajectory.
+    """
+    t = corpus.task(task) if isinstance(task, str) else task
+    t0 = time.perf_counter()
+    ep = corpus.start(t, seed=seed)
+    try:
+        conv = await converse(ep, policy)
+    except BaseException:
+        ep.finish()  # give the pooled state back
+        raise
+    t1 = time.perf_counter()
+    reward = ep.finish(answer=conv.answer)
+    t2 = time.perf_counter()
+    return Trajectory(
+        task_id=t.id,
+        task_hash=t.hash,
+        app=t.app,
+        kind=t.kind,
+        attempt=attempt,
+        seed=seed,
+        agent=str(getattr(policy, "name", type(policy).__name__)),
+        model=str(getattr(policy, "model", "")),
+        messages=conv.messages,
+        answer=conv.answer,
+        stop_reason=conv.stop_reason,
+        turns=conv.turns,
+        tool_calls=conv.tool_calls,
+        reward=reward.to_dict(),
+        usage=conv.usage.to_dict(),
+        timings={"model": round(conv.model_s, 6), "tools": round(conv.tools_s, 6), "finish": round(t2 - t1, 6), "total": round(t2 - t0, 6)},
+        tainted=ep.tainted,
+        error=conv.error,
+    )

@@ -1,0 +1,36 @@
+"""`envsynth run` as a user runs it: a real corpus, a real subprocess, a resumable run folder."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "envsynth.cli", *args], capture_output=True, text=True, timeout=900)
+
+
+def test_oracle_run_scores_every_task_and_resumes(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    res = run("build", str(corpus), "--domain", "tempo_music", "--tasks-per-app", "3", "--states", "2", "--distractors", "1")
+    assert res.returncode == 0, res.stderr
+    out = tmp_path / "run"
+    res = run("run", str(corpus), "--agent", "oracle", "--attempts", "2", "--out", str(out), "--json")
+    assert res.returncode == 0, res.stderr
+    summary = json.loads(res.stdout)
+    assert summary["pass@1"] == 1.0
+    lines = (out / "trajectories.jsonl").read_text().splitlines()
+    assert len(lines) == 6 * 2  # 3 tasks x 2 states, 2 attempts each
+    first = json.loads(lines[0])
+    assert first["messages"][0]["role"] in ("system", "user") and first["reward"]["score"] == 1.0
+    # rerunning the finished run does no new work
+    again = run("run", str(corpus), "--agent", "oracle", "--attempts", "2", "--out", str(out), "--json")
+    assert again.returncode == 0
+    assert (out / "trajectories.jsonl").read_text().splitlines() == lines
+
+
+def test_run_needs_a_model_for_the_openai_agent(tmp_path: Path) -> None:
+    res = run("run", str(tmp_path), "--agent", "openai", "--out", str(tmp_path / "r"))
+    assert res.returncode == 2 and "Traceback" not in res.stderr and "error:" in res.stderr
