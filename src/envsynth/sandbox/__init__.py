@@ -1,0 +1,38 @@
+"""Sandboxed code acting: agents act on a task with Python code blocks (see docs/sandbox.md).
+
+Usage::
+
+    import envsynth
+    from envsynth.sandbox import CodeSandbox
+
+    corpus = envsynth.load_corpus("out/")
+    with CodeSandbox(workers=2) as sandbox:
+        ep = sandbox.episode(corpus.start(corpus.tasks[0]))
+        obs = ep.run("print(list_tools())")
+        obs.text, obs.error, obs.done
+        reward = ep.finish()
+
+The code never runs in the calling process: it runs in a bubblewrap sandbox (or, where
+bubblewrap is unusable, a restricted subprocess, with a SandboxWarning), and tool calls
+come back over a pipe to be executed here.
+"""
+
+from envsynth.sandbox.codeact import META_TOOLS, CodeActEpisode, CodeSandbox, Observation, tool_documentation
+from envsynth.sandbox.launcher import Limits, Mode, SandboxUnavailable, SandboxWarning, detect, fallback_mode
+from envsynth.sandbox.pool import WorkerPool, default_pool
+
+__all__ = [
+    "META_TOOLS",
+    "CodeActEpisode",
+    "CodeSandbox",
+    "Limits",
+    "Mode",
+    "Observation",
+    "SandboxUnavailable",
+    "SandboxWarning",
+    "WorkerPool",
+    "default_pool",
+    "detect",
+    "fallback_mode",
+    "tool_documentation",
+]
