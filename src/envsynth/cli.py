@@ -306,6 +306,9 @@ def run(
     corpus: Annotated[Path, typer.Argument(help="A corpus folder (envsynth build OUT --tasks-per-app T).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="The run folder: trajectories.jsonl + run.json (rerun to resume).")],
     agent: Annotated[str, typer.Option(help="openai (an OpenAI-compatible endpoint) or oracle (replays the solutions).")] = "openai",
+    mode: Annotated[
+        str, typer.Option(help="function (function calling) or code (the agent writes Python blocks, run in a sandbox).")
+    ] = "function",
     model: Annotated[str | None, typer.Option(help="The model name (--agent openai).")] = None,
     base_url: Annotated[
         str | None, typer.Option("--base-url", help="API root, e.g. http://localhost:8000/v1 (default: OPENAI_BASE_URL).")
@@ -341,6 +344,7 @@ def run(
                 corpus,
                 out=out,
                 agent=agent,
+                mode=mode,
                 model=model,
                 base_url=base_url,
                 attempts=attempts,
@@ -369,6 +373,38 @@ def run(
     for label, value in summary_rows(summary):
         t.add_row(label, value)
     console.print(t)
+
+
+serve_app = typer.Typer(help="Serve a corpus's episodes to trainers (HTTP).", no_args_is_help=True)
+app.add_typer(serve_app, name="serve")
+
+
+@serve_app.command("http")
+def serve_http(
+    corpus: Annotated[Path, typer.Argument(help="A corpus folder (envsynth build OUT --tasks-per-app T).")],
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    max_episodes: Annotated[int, typer.Option("--max-episodes", help="Live episodes at most (503 beyond).")] = 1024,
+    idle_timeout: Annotated[float, typer.Option("--idle-timeout", help="Seconds before an idle episode is ended.")] = 600.0,
+    call_mode: Annotated[str, typer.Option("--call-mode", help="inline (fastest) or threadpool.")] = "inline",
+) -> None:
+    """Serve episodes over HTTP: create an episode for a task, list its tools, call, finish, close.
+
+    Endpoints: GET /health, GET /tasks, GET /tasks/{id}, POST /episodes, GET /episodes/{id}/tools,
+    POST /episodes/{id}/call, POST /episodes/{id}/finish, DELETE /episodes/{id}. See docs/serve.md.
+    """
+    from envsynth.corpus.errors import CorpusError
+
+    if call_mode not in ("inline", "threadpool"):
+        fail("--call-mode takes inline or threadpool")
+    try:
+        from envsynth.serve.http import serve
+    except ImportError as exc:
+        fail(str(exc))
+    try:
+        serve(corpus, host=host, port=port, max_episodes=max_episodes, idle_timeout=idle_timeout, call_mode=call_mode)
+    except CorpusError as exc:
+        fail(str(exc))
 
 
 def _app_dirs(out: Path) -> list[Path]:
