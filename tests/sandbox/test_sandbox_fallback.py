@@ -14,7 +14,8 @@ from envsynth.sandbox.launcher import detect
 
 @pytest.fixture(scope="module")
 def fallback_pool():
-    with WorkerPool(size=1, limits=Limits(wall=3.0, cpu=1.0, memory=256 << 20), mode=fallback_mode("test")) as pool:
+    # the wall limit stays well above the CPU limit so that a busy machine cannot turn one into the other
+    with WorkerPool(size=1, limits=Limits(wall=8.0, cpu=1.0, memory=256 << 20), mode=fallback_mode("test")) as pool:
         yield pool
 
 
