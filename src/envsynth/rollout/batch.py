@@ -7,13 +7,16 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envsynth.agents.base import Policy
 from envsynth.corpus.load import Corpus, load_corpus
 from envsynth.rollout.episode import run_episode
 from envsynth.rollout.trajectory import RUN_CONFIG, TRAJECTORIES, Trajectory, TrajectoryWriter, read_trajectories, repair_tail
 from envsynth.tasks.model import Task
+
+if TYPE_CHECKING:
+    from envsynth.sandbox import CodeSandbox
 
 PolicyFactory = Callable[[Task, int], Policy]
 """``(task, attempt) -> policy``: a fresh policy per episode (they may share a chat client)."""
@@ -79,6 +82,7 @@ async def arun_batch(
     meta: dict[str, Any] | None = None,
     rerun_errors: bool = False,
     max_errors: int | None = None,
+    sandbox: CodeSandbox | None = None,
 ) -> BatchResult:
     """The async form of :func:`run_batch`."""
     c = corpus if isinstance(corpus, Corpus) else load_corpus(corpus)
@@ -98,7 +102,7 @@ async def arun_batch(
     async def worker() -> None:
         for task, attempt in queue:
             await asyncio.sleep(0)  # a point to be cancelled at, even for policies that never wait
-            traj = await run_episode(c, task, policy_factory(task, attempt), seed=seed + attempt, attempt=attempt)
+            traj = await run_episode(c, task, policy_factory(task, attempt), seed=seed + attempt, attempt=attempt, sandbox=sandbox)
             writer.write(traj)
             counts["done"] += 1
             counts["errors"] += traj.error is not None
@@ -131,6 +135,7 @@ def run_batch(
     meta: dict[str, Any] | None = None,
     rerun_errors: bool = False,
     max_errors: int | None = None,
+    sandbox: CodeSandbox | None = None,
 ) -> BatchResult:
     """Run ``attempts`` episodes of every task, ``concurrency`` at a time, into ``out/trajectories.jsonl``.
 
@@ -153,6 +158,8 @@ def run_batch(
             failure (the new record is appended; :func:`summarize` counts the last one).
         max_errors: stop (raise :class:`RunError`) once this many episodes of this call
             failed (a bad key or model name fails every episode); None: never stop.
+        sandbox: code-acting mode (policies write Python blocks run on this sandbox's
+            workers; the caller closes it); None: function calling.
 
     Raises:
         RunError: the folder holds trajectories of another version of a task, or
@@ -171,5 +178,6 @@ def run_batch(
             meta=meta,
             rerun_errors=rerun_errors,
             max_errors=max_errors,
+            sandbox=sandbox,
         )
     )

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from pathlib import Path
 from typing import Any
 
 from envsynth.agents.base import DEFAULT_MAX_TURNS, Policy
 from envsynth.corpus.load import load_corpus
-from envsynth.rollout.batch import ProgressFn, run_batch
+from envsynth.rollout.batch import ProgressFn, RunError, run_batch
 from envsynth.rollout.summary import summarize
+from envsynth.rollout.trajectory import RUN_CONFIG
 from envsynth.tasks.model import Task
 
 AGENTS = ("openai", "oracle")
+MODES = ("function", "code")
 
 
 def run_command(
@@ -21,6 +24,7 @@ def run_command(
     *,
     out: str | Path,
     agent: str = "openai",
+    mode: str = "function",
     model: str | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
@@ -43,6 +47,8 @@ def run_command(
         corpus: the corpus folder.
         out: the run folder.
         agent: ``openai`` (a ChatAgent over an OpenAI-compatible endpoint) or ``oracle``.
+        mode: ``function`` (function calling) or ``code`` (the agent writes Python blocks,
+            run in sandboxed workers from one pool made for this run; see docs/sandbox.md).
         model: the model name (required for ``openai``).
         base_url: the endpoint (default ``OPENAI_BASE_URL``, else OpenAI).
         api_key: default ``OPENAI_API_KEY``.
@@ -60,26 +66,33 @@ def run_command(
         progress: called after each episode.
 
     Raises:
-        ValueError: bad settings (unknown agent, no model, attempts < 1, openai not installed).
+        ValueError: bad settings (unknown agent or mode, no model, attempts < 1, openai not installed).
         envsynth.corpus.CorpusError: the corpus cannot be read.
-        envsynth.rollout.RunError: ``out`` holds another version of a task, or ``max_errors`` episodes failed.
+        envsynth.rollout.RunError: ``out`` holds another version of a task or a run in the other
+            mode, or ``max_errors`` episodes failed.
         KeyError: an unknown task id.
     """
     if agent not in AGENTS:
         raise ValueError(f"--agent: unknown agent {agent!r} (choose from {', '.join(AGENTS)})")
+    if mode not in MODES:
+        raise ValueError(f"--mode: unknown mode {mode!r} (choose from {', '.join(MODES)})")
     if attempts < 1 or concurrency < 1 or max_turns < 1:
         raise ValueError("--attempts, --concurrency and --max-turns must be at least 1")
+    cfg = Path(out) / RUN_CONFIG
+    if cfg.is_file() and (prev := json.loads(cfg.read_text(encoding="utf-8")).get("mode", "function")) != mode:
+        raise RunError(f"{out} holds a --mode {prev} run; use a new run folder for --mode {mode}")
     c = load_corpus(corpus)
     chosen: list[Task] = [c.task(t) for t in tasks] if tasks else list(c.tasks)
     if limit is not None:
         chosen = chosen[:limit]
-    meta: dict[str, Any] = {"agent": agent, "max_turns": max_turns, "max_tokens": max_tokens}
+    meta: dict[str, Any] = {"agent": agent, "mode": mode, "max_turns": max_turns, "max_tokens": max_tokens}
     if agent == "oracle":
 
         def factory(task: Task, attempt: int) -> Policy:
             from envsynth.agents.oracle import OracleAgent
+            from envsynth.agents.oracle_code import OracleCodeAgent
 
-            return OracleAgent(task)
+            return OracleCodeAgent(task) if mode == "code" else OracleAgent(task)
 
     else:
         if not model:
@@ -95,22 +108,37 @@ def run_command(
         llm = OpenAIChat(model, base_url=base_url, api_key=api_key, concurrency=requests or concurrency, **params)
         meta |= {"model": model, "base_url": llm.base_url, "temperature": temperature}
 
-        def factory(task: Task, attempt: int) -> Policy:
-            return ChatAgent(llm, max_turns=max_turns, max_tokens=max_tokens)
+        from envsynth.agents.codeact import CODE_SYSTEM_PROMPT
 
-    run_batch(
-        c,
-        factory,
-        chosen,
-        attempts=attempts,
-        concurrency=concurrency,
-        out=out,
-        progress=progress,
-        seed=seed,
-        meta=meta,
-        rerun_errors=rerun_errors,
-        max_errors=max_errors,
-    )
+        prompt = {"system_prompt": CODE_SYSTEM_PROMPT} if mode == "code" else {}
+
+        def factory(task: Task, attempt: int) -> Policy:
+            return ChatAgent(llm, max_turns=max_turns, max_tokens=max_tokens, **prompt)
+
+    sandbox = None
+    if mode == "code":
+        from envsynth.sandbox import CodeSandbox
+
+        sandbox = CodeSandbox(workers=min(concurrency, 8))
+        meta["sandbox"] = sandbox.mode
+    try:
+        run_batch(
+            c,
+            factory,
+            chosen,
+            attempts=attempts,
+            concurrency=concurrency,
+            out=out,
+            progress=progress,
+            seed=seed,
+            meta=meta,
+            rerun_errors=rerun_errors,
+            max_errors=max_errors,
+            sandbox=sandbox,
+        )
+    finally:
+        if sandbox is not None:
+            sandbox.close()
     return summarize(out)
 
 

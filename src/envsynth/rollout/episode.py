@@ -12,9 +12,12 @@ from envsynth.tasks.model import Task
 
 if TYPE_CHECKING:
     from envsynth.corpus.load import Corpus
+    from envsynth.sandbox import CodeSandbox
 
 
-async def run_episode(corpus: Corpus, task: Task | str, policy: Policy, seed: int = 0, attempt: int = 0) -> Trajectory:
+async def run_episode(
+    corpus: Corpus, task: Task | str, policy: Policy, seed: int = 0, attempt: int = 0, sandbox: CodeSandbox | None = None
+) -> Trajectory:
     """Run ``policy`` on one fresh episode of ``task`` and score it.
 
     The episode is always finished (scored and its state released), also when the model
@@ -27,17 +30,33 @@ async def run_episode(corpus: Corpus, task: Task | str, policy: Policy, seed: in
         policy: the policy (one episode at a time).
         seed: the episode seed (ids and clock inside tools).
         attempt: recorded on the trajectory.
+        sandbox: code-acting mode: the policy writes Python blocks, run on this sandbox's
+            workers (:func:`~envsynth.agents.codeact.converse_code`); None: function calling.
     """
     t = corpus.task(task) if isinstance(task, str) else task
     t0 = time.perf_counter()
     ep = corpus.start(t, seed=seed)
-    try:
-        conv = await converse(ep, policy)
-    except BaseException:
-        ep.finish()  # give the pooled state back
-        raise
-    t1 = time.perf_counter()
-    reward = ep.finish(answer=conv.answer)
+    if sandbox is not None:
+        from envsynth.agents.codeact import converse_code
+
+        code_ep = sandbox.episode(ep)
+        try:
+            conv = await converse_code(code_ep, policy)
+        except BaseException:
+            code_ep.close()
+            if not ep.finished:
+                ep.finish()  # give the pooled state back
+            raise
+        t1 = time.perf_counter()
+        reward = code_ep.finish(answer=conv.answer)  # the complete_task reward, or scored now
+    else:
+        try:
+            conv = await converse(ep, policy)
+        except BaseException:
+            ep.finish()  # give the pooled state back
+            raise
+        t1 = time.perf_counter()
+        reward = ep.finish(answer=conv.answer)
     t2 = time.perf_counter()
     return Trajectory(
         task_id=t.id,
