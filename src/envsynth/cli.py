@@ -375,7 +375,7 @@ def run(
     console.print(t)
 
 
-serve_app = typer.Typer(help="Serve a corpus's episodes to trainers (HTTP).", no_args_is_help=True)
+serve_app = typer.Typer(help="Serve a corpus's episodes: to trainers over HTTP, to agents over MCP.", no_args_is_help=True)
 app.add_typer(serve_app, name="serve")
 
 
@@ -405,6 +405,41 @@ def serve_http(
         serve(corpus, host=host, port=port, max_episodes=max_episodes, idle_timeout=idle_timeout, call_mode=call_mode)
     except CorpusError as exc:
         fail(str(exc))
+
+
+@serve_app.command("mcp")
+def serve_mcp(
+    corpus: Annotated[Path, typer.Argument(help="A corpus folder (envsynth build OUT --tasks-per-app T).")],
+    task: Annotated[str, typer.Option("--task", help="The id of the task to serve (one episode).")],
+    transport: Annotated[str, typer.Option(help="stdio (stdin/stdout) or http (streamable HTTP at /mcp).")] = "stdio",
+    host: Annotated[str, typer.Option(help="Address to listen on (http).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on (http).")] = 8000,
+    seed: Annotated[int, typer.Option(help="The episode's seed.")] = 0,
+    reward_file: Annotated[
+        Path | None, typer.Option("--reward-file", help="Write the reward JSON here when the agent calls complete_task.")
+    ] = None,
+) -> None:
+    """Serve one task episode as an MCP server: the task's tools plus complete_task.
+
+    The task's instruction is the server's instructions (and its "task" prompt). The agent is told
+    only "Task completed." when it finishes; the reward goes to stderr and --reward-file. See docs/mcp.md.
+    """
+    from envsynth.corpus import CorpusError, load_corpus
+
+    if transport not in ("stdio", "http"):
+        fail("--transport takes stdio or http")
+    try:
+        from envsynth.serve.mcp import run
+    except ImportError as exc:
+        fail(str(exc))
+    try:
+        loaded = load_corpus(corpus)
+        loaded.task(task)
+    except CorpusError as exc:
+        fail(str(exc))
+    except KeyError as exc:
+        fail(str(exc.args[0]))
+    run(loaded, task, seed=seed, reward_file=reward_file, transport=transport, host=host, port=port)
 
 
 def _app_dirs(out: Path) -> list[Path]:

@@ -1,0 +1,193 @@
+"""The MCP server of one task episode: in-memory sessions, then real stdio and streamable HTTP."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+import anyio
+from mcp import Client, StdioServerParameters
+
+from envsynth.corpus import Corpus
+from envsynth.serve.mcp import COMPLETED, build_server
+from envsynth.tasks.model import Task
+
+
+def text(result: Any) -> str:
+    """The text of a tool result's single content block."""
+    assert len(result.content) == 1
+    return result.content[0].text
+
+
+async def play_oracle(client: Client, task: Task) -> str:
+    """Run the task's oracle through ``client`` (refs resolved from the returned JSON), then complete."""
+    results: list[Any] = []
+    for call in task.oracle:
+        args = {**call.args, **{p: results[ref.step][ref.field] for p, ref in call.refs.items()}}
+        res = await client.call_tool(call.tool, args)
+        assert not res.is_error, (task.id, call.tool, text(res))
+        results.append(json.loads(text(res)))
+    args = {}
+    if task.answer_step is not None and task.answer_field:
+        answer = results[task.answer_step][task.answer_field]
+        args["answer"] = answer if isinstance(answer, str) else json.dumps(answer)
+    done = await client.call_tool("complete_task", args)
+    assert not done.is_error
+    return text(done)
+
+
+def run_with(server: Any, body: Callable[[Client], Awaitable[None]]) -> None:
+    async def main() -> None:
+        async with Client(server) as client:
+            await body(client)
+
+    anyio.run(main)
+
+
+def test_lists_exactly_the_visible_tools_and_the_instruction(corpus: Corpus) -> None:
+    task = corpus.tasks[0]
+    server = build_server(corpus, task.id)
+    app_schemas = {s["function"]["name"]: s["function"] for s in corpus.apps[task.app].tool_schemas(task.visible_tools)}
+
+    async def body(client: Client) -> None:
+        assert client.instructions == task.instruction
+        tools = (await client.list_tools()).tools
+        assert [t.name for t in tools] == [*task.visible_tools, "complete_task"]
+        for t in tools[:-1]:
+            assert t.description == app_schemas[t.name]["description"]
+            assert t.input_schema == app_schemas[t.name]["parameters"]
+        assert set(tools[-1].input_schema["properties"]) == {"answer"}
+        assert [p.name for p in (await client.list_prompts()).prompts] == ["task"]
+        prompt = await client.get_prompt("task")
+        assert prompt.messages[0].content.text == task.instruction
+
+    run_with(server, body)
+
+
+def test_every_oracle_scores_one(corpus: Corpus, tmp_path: Path) -> None:
+    for task in corpus.tasks:
+        reward_file = tmp_path / f"{task.id}.json"
+        got: list[dict[str, Any]] = []
+        server = build_server(corpus, task.id, reward_file=reward_file, on_reward=got.append)
+
+        async def body(client: Client, task: Task = task) -> None:
+            assert await play_oracle(client, task) == COMPLETED
+
+        run_with(server, body)
+        reward = json.loads(reward_file.read_text())
+        assert reward["score"] == 1.0 and reward["passed"] and reward["breakdown"] == [], reward
+        assert reward["task_id"] == task.id and got == [reward]
+
+
+def test_errors_are_tool_results_and_the_session_goes_on(corpus: Corpus, tmp_path: Path) -> None:
+    task = corpus.tasks[0]
+    hidden = next(n for n in corpus.apps[task.app].spec_by_name if n not in task.visible_tools)
+    reward_file = tmp_path / "reward.json"
+    server = build_server(corpus, task.id, reward_file=reward_file)
+
+    async def body(client: Client) -> None:
+        for name, args in [("no_such_tool", {}), (hidden, {}), (task.oracle[0].tool, {"bogus": 1}), ("complete_task", {"x": 1})]:
+            res = await client.call_tool(name, args)
+            assert res.is_error and text(res), (name, res)
+        assert "Unknown tool" in text(await client.call_tool(hidden, {}))
+        assert await play_oracle(client, task) == COMPLETED  # the errors changed nothing
+        after = await client.call_tool("complete_task", {})
+        assert after.is_error and "already completed" in text(after)
+
+    run_with(server, body)
+    assert json.loads(reward_file.read_text())["score"] == 1.0
+
+
+def test_an_exception_in_a_tool_is_an_error_result(corpus: Corpus) -> None:
+    task = corpus.tasks[0]
+    server = build_server(corpus, task.id)
+
+    class Broken:
+        finished = False
+
+        def call(self, name: str, arguments: Any) -> Any:
+            raise RuntimeError("disk on fire")
+
+    server.envsynth_episode.episode = Broken()
+
+    async def body(client: Client) -> None:
+        res = await client.call_tool(task.visible_tools[0], {})
+        assert res.is_error and "disk on fire" in text(res)
+        assert [t.name for t in (await client.list_tools()).tools][-1] == "complete_task"
+
+    run_with(server, body)
+
+
+def test_doing_nothing_scores_zero_and_the_agent_only_sees_completed(corpus: Corpus, tmp_path: Path) -> None:
+    task = corpus.tasks[0]
+    reward_file = tmp_path / "reward.json"
+    server = build_server(corpus, task.id, reward_file=reward_file)
+
+    async def body(client: Client) -> None:
+        assert text(await client.call_tool("complete_task", {})) == COMPLETED
+
+    run_with(server, body)
+    reward = json.loads(reward_file.read_text())
+    assert reward["score"] == 0.0 and reward["breakdown"]
+
+
+def _launch(corpus_path: Path, task_id: str, reward_file: Path, **kwargs: Any) -> list[str]:
+    call = f"run({str(corpus_path)!r}, {task_id!r}, reward_file={str(reward_file)!r}, **{kwargs!r})"
+    return ["-c", f"from envsynth.serve.mcp import run; {call}"]
+
+
+def test_stdio_transport(corpus_path: Path, corpus: Corpus, tmp_path: Path) -> None:
+    task = corpus.tasks[-1]
+    reward_file = tmp_path / "reward.json"
+    params = StdioServerParameters(command=sys.executable, args=_launch(corpus_path, task.id, reward_file, transport="stdio"))
+
+    async def body(client: Client) -> None:
+        assert client.instructions == task.instruction
+        assert [t.name for t in (await client.list_tools()).tools] == [*task.visible_tools, "complete_task"]
+        assert (await client.call_tool("no_such_tool", {})).is_error
+        assert await play_oracle(client, task) == COMPLETED
+
+    run_with(params, body)
+    assert json.loads(reward_file.read_text())["score"] == 1.0
+
+
+def test_streamable_http_transport(corpus_path: Path, corpus: Corpus, tmp_path: Path) -> None:
+    task = corpus.tasks[1]
+    reward_file = tmp_path / "reward.json"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = _launch(corpus_path, task.id, reward_file, transport="http", host="127.0.0.1", port=port)
+    proc = subprocess.Popen([sys.executable, *args], stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "the MCP HTTP server did not start"
+                time.sleep(0.05)
+
+        async def body(client: Client) -> None:
+            assert client.instructions == task.instruction
+            assert [t.name for t in (await client.list_tools()).tools] == [*task.visible_tools, "complete_task"]
+            assert (await client.call_tool("no_such_tool", {})).is_error
+            assert await play_oracle(client, task) == COMPLETED
+
+        run_with(f"http://127.0.0.1:{port}/mcp", body)
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+    assert json.loads(reward_file.read_text())["score"] == 1.0
+    assert f"task {task.id} completed, score 1.0" in err.decode()
