@@ -442,6 +442,53 @@ def serve_mcp(
     run(loaded, task, seed=seed, reward_file=reward_file, transport=transport, host=host, port=port)
 
 
+export_app = typer.Typer(help="Export training data: SFT rows from a run, RL prompts from a corpus.", no_args_is_help=True)
+app.add_typer(export_app, name="export")
+
+
+def _print_export(summary: Any, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(summary.to_dict(), indent=2))
+        return
+    skipped = ", ".join(f"{k} {v}" for k, v in summary.skipped.items() if v)
+    console.print(f"wrote {summary.rows} rows ({summary.tasks} tasks{'; skipped: ' + skipped if skipped else ''}) to {summary.out_file}")
+
+
+@export_app.command("sft")
+def export_sft_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder (envsynth run CORPUS --out RUN_DIR).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The file to write.")],
+    fmt: Annotated[str, typer.Option("--format", help="jsonl, or parquet (needs: pip install 'envsynth[datasets]').")] = "jsonl",
+    corpus: Annotated[Path | None, typer.Option(help="Read tool schemas from this corpus (default: the one in run.json).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """One TRL SFT row per task: its first successful attempt (not tainted), as messages + tools."""
+    from envsynth.export import ExportError, export_sft
+
+    try:
+        summary = export_sft(run_dir, out, format=fmt, corpus=corpus)
+    except (ExportError, ValueError, ImportError) as exc:
+        fail(str(exc))
+    _print_export(summary, as_json)
+
+
+@export_app.command("rl")
+def export_rl_cmd(
+    corpus: Annotated[Path, typer.Argument(help="A corpus folder (envsynth build OUT --tasks-per-app T).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The file to write.")],
+    fmt: Annotated[str, typer.Option("--format", help="jsonl, or parquet (needs: pip install 'envsynth[datasets]').")] = "jsonl",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """One RL prompt row per task: system prompt + instruction, tools, task_id (no oracle, no ground truth)."""
+    from envsynth.export import ExportError, export_rl
+
+    try:
+        summary = export_rl(corpus, out, format=fmt)
+    except (ExportError, ValueError, ImportError) as exc:
+        fail(str(exc))
+    _print_export(summary, as_json)
+
+
 def _app_dirs(out: Path) -> list[Path]:
     if (out / "app.json").is_file():
         return [out]

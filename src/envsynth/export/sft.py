@@ -1,0 +1,136 @@
+"""SFT export: the first successful attempt of each task of a run, as TRL conversational rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from envsynth.export.messages import MalformedMessage, to_trl_messages
+from envsynth.export.tools import open_corpus, task_tools
+from envsynth.export.write import ExportError, ExportSummary, sft_features, write_rows
+from envsynth.rollout.trajectory import RUN_CONFIG, TRAJECTORIES, read_trajectories
+
+if TYPE_CHECKING:
+    from envsynth.corpus.load import Corpus
+
+
+def _latest(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Attempts by task (first-seen task order), one record per attempt (the last written, as summarize counts)."""
+    latest: dict[tuple[str, int], dict[str, Any]] = {}
+    for r in records:
+        latest[(r["task_id"], int(r["attempt"]))] = r
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for (tid, _), r in latest.items():
+        by_task.setdefault(tid, []).append(r)
+    return {tid: sorted(rs, key=lambda r: int(r["attempt"])) for tid, rs in by_task.items()}
+
+
+class _Tools:
+    """Tool schemas per trajectory: recorded on it, else from the corpus (loaded on first need)."""
+
+    def __init__(self, run_dir: Path, corpus: Corpus | str | Path | None) -> None:
+        self._run_dir = run_dir
+        self._arg = corpus
+        self._corpus: Corpus | None = None
+
+    def __call__(self, rec: dict[str, Any]) -> list[dict[str, Any]]:
+        if rec.get("tools"):
+            return list(rec["tools"])
+        if self._mode() == "code":  # code-acting models saw no function schemas, only the prompt
+            return []
+        if self._corpus is None:
+            self._corpus = open_corpus(self._arg if self._arg is not None else self._corpus_path())
+        try:
+            task = self._corpus.task(rec["task_id"])
+        except KeyError as exc:
+            raise ExportError(str(exc.args[0])) from None
+        if rec.get("task_hash") and task.hash and rec["task_hash"] != task.hash:
+            raise ExportError(f"task {task.id}: the run used another version of it than the corpus at {self._corpus.path}")
+        return task_tools(self._corpus, task)
+
+    def _mode(self) -> str:
+        try:
+            return str(json.loads((self._run_dir / RUN_CONFIG).read_text(encoding="utf-8")).get("mode", "function"))
+        except (OSError, ValueError):
+            return "function"
+
+    def _corpus_path(self) -> Path:
+        cfg = self._run_dir / RUN_CONFIG
+        try:
+            return Path(json.loads(cfg.read_text(encoding="utf-8"))["corpus"])
+        except (OSError, ValueError, KeyError):
+            raise ExportError(f"{cfg}: no corpus path recorded; pass the corpus to read the task tools from") from None
+
+
+def sft_rows(run_dir: str | Path, *, corpus: Corpus | str | Path | None = None) -> tuple[list[dict[str, Any]], ExportSummary]:
+    """The SFT rows of a run and what was left out (``out_file``/``format`` of the summary are unset).
+
+    See :func:`export_sft`.
+    """
+    root = Path(run_dir)
+    path = root / TRAJECTORIES if root.is_dir() else root
+    if not path.is_file():
+        raise ExportError(f"no {TRAJECTORIES} at {root}")
+    tools = _Tools(path.parent, corpus)
+    rows: list[dict[str, Any]] = []
+    skipped = {"no_success": 0, "tainted": 0, "error": 0, "malformed": 0}
+    by_task = _latest(read_trajectories(path))
+    for attempts in by_task.values():
+        row = None
+        for rec in attempts:
+            if float(rec.get("reward", {}).get("score", 0.0)) != 1.0:
+                continue
+            if rec.get("tainted"):
+                skipped["tainted"] += 1
+                continue
+            if rec.get("error"):
+                skipped["error"] += 1
+                continue
+            try:
+                messages = to_trl_messages(rec["messages"])
+            except MalformedMessage:
+                skipped["malformed"] += 1
+                continue
+            meta = {k: rec[k] for k in ("task_id", "task_hash", "app", "kind")}
+            row = {"messages": messages, "tools": tools(rec), **meta, "attempt": int(rec["attempt"]), "score": 1.0}
+            break
+        if row is None:
+            skipped["no_success"] += 1
+        else:
+            rows.append(row)
+    return rows, ExportSummary(Path(), "", len(rows), len(by_task), skipped)
+
+
+def export_sft(
+    run_dir: str | Path, out_file: str | Path, *, format: str = "jsonl", corpus: Corpus | str | Path | None = None
+) -> ExportSummary:
+    """Write one TRL SFT row per task of a run: its first successful attempt.
+
+    The kept attempt is the lowest attempt index whose reward score is 1.0, leaving out
+    tainted episodes (an Unexpected Failure: an environment bug), episodes a model or
+    agent failure ended, and episodes with tool-call arguments that are not a JSON object.
+    A (task, attempt) pair written twice counts once, its last record (as
+    :func:`envsynth.rollout.summarize`). Tasks with no such attempt get no row.
+
+    Each row: ``messages`` (see :func:`envsynth.export.messages.to_trl_messages`),
+    ``tools`` (the OpenAI function schemas the episode exposed: recorded on the
+    trajectory, else the corpus task's visible tools plus ``complete_task``), and
+    ``task_id``, ``task_hash``, ``app``, ``kind``, ``attempt``, ``score``.
+
+    Args:
+        run_dir: a run folder (``trajectories.jsonl``) or the file itself.
+        out_file: the file to write.
+        format: ``jsonl`` or ``parquet`` (needs ``datasets``; messages and tools stored as
+            JSON values, see :func:`envsynth.export.sft_features`).
+        corpus: where to read tool schemas from (default: the corpus in ``run.json``).
+
+    Raises:
+        ExportError: no trajectories, no corpus to read tools from, or a task of another version.
+        ValueError: an unknown format.
+        ImportError: Parquet without ``datasets``.
+    """
+    rows, summary = sft_rows(run_dir, corpus=corpus)
+    summary.out_file = write_rows(rows, out_file, format, sft_features)
+    summary.format = format
+    return summary
