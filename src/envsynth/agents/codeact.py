@@ -25,8 +25,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from envsynth.agents.base import DEFAULT_MAX_TURNS, Policy, policy_usage
-from envsynth.agents.loop import COMPLETE, Conversation, _error, _usage_since
-from envsynth.llm.types import LLMError, Message
+from envsynth.agents.loop import COMPLETE, Conversation, _usage_since, ask
+from envsynth.llm.types import Message
 
 if TYPE_CHECKING:
     from envsynth.sandbox import CodeActEpisode, Observation
@@ -133,18 +133,9 @@ async def converse_code(episode: CodeActEpisode, policy: Policy) -> Conversation
             if conv.turns >= max_turns:
                 conv.stop_reason = "max_turns"
                 break
-            t0 = time.perf_counter()
-            try:
-                reply = await policy.next_message(list(messages), [])
-            except LLMError as exc:
-                conv.error, conv.stop_reason = _error(exc), "model_error"
+            reply = await ask(policy, messages, [], conv)  # code agents get no function schemas
+            if reply is None:
                 break
-            except Exception as exc:
-                conv.error, conv.stop_reason = _error(exc), "agent_error"
-                break
-            finally:
-                conv.model_s += time.perf_counter() - t0
-            conv.turns += 1
             content = reply.get("content")
             messages.append({"role": "assistant", "content": content})
             code = extract_code(content if isinstance(content, str) else None)

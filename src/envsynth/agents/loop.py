@@ -98,6 +98,27 @@ def _error(exc: BaseException) -> dict[str, Any]:
     }
 
 
+async def ask(policy: Policy, messages: list[Message], tools: list[Any], conv: Conversation) -> Message | None:
+    """One model turn: the policy's next message, or None after recording why there is none.
+
+    Counts the turn and the time spent; a model failure (after the client's retries) stops
+    the conversation with ``model_error``, any other exception with ``agent_error``.
+    """
+    t0 = time.perf_counter()
+    try:
+        reply = await policy.next_message(list(messages), tools)
+    except LLMError as exc:
+        conv.error, conv.stop_reason = _error(exc), "model_error"
+        return None
+    except Exception as exc:
+        conv.error, conv.stop_reason = _error(exc), "agent_error"
+        return None
+    finally:
+        conv.model_s += time.perf_counter() - t0
+    conv.turns += 1
+    return reply
+
+
 async def converse(episode: TaskEpisode, policy: Policy) -> Conversation:
     """Run ``policy`` on ``episode`` until it completes, stops talking or hits a limit.
 
@@ -121,18 +142,9 @@ async def converse(episode: TaskEpisode, policy: Policy) -> Conversation:
         if conv.turns >= max_turns:
             conv.stop_reason = "max_turns"
             break
-        t0 = time.perf_counter()
-        try:
-            reply = await policy.next_message(list(messages), episode.tools)
-        except LLMError as exc:
-            conv.error, conv.stop_reason = _error(exc), "model_error"
+        reply = await ask(policy, messages, episode.tools, conv)
+        if reply is None:
             break
-        except Exception as exc:
-            conv.error, conv.stop_reason = _error(exc), "agent_error"
-            break
-        finally:
-            conv.model_s += time.perf_counter() - t0
-        conv.turns += 1
         msg = _clean(reply)
         messages.append(msg)
         if not msg.get("tool_calls"):
