@@ -18,6 +18,7 @@ from envsynth.runtime.reward import Effects, Reward, compare, effects_of
 from envsynth.runtime.state import Rows, open_state, read_rows
 from envsynth.runtime.toolkit import Context
 from envsynth.tasks.model import Task
+from envsynth.tasks.state import writable_tables
 
 COMPLETE_TASK = {
     "type": "function",
@@ -32,20 +33,6 @@ COMPLETE_TASK = {
         },
     },
 }
-
-
-def _written_tables(app: App, task: Task) -> frozenset[str]:
-    """Tables that the task's visible tools can change (memoised per task)."""
-    memo = app.__dict__.setdefault("_written_memo", {})
-    key = tuple(task.visible_tools)
-    hit = memo.get(key)
-    if hit is None:
-        out: set[str] = set()
-        for name in task.visible_tools:
-            spec = app.spec_by_name[name]
-            out |= set(spec.writes) | set(spec.creates) | set(spec.deletes)
-        hit = memo[key] = frozenset(out)
-    return hit
 
 
 class TaskEpisode:
@@ -115,7 +102,7 @@ class TaskEpisode:
     def effects(self) -> Effects:
         """What the agent changed so far."""
         if isinstance(self._s0, dict):  # only tables a visible tool can write may differ from s0
-            written = _written_tables(self._app, self._task)
+            written = writable_tables(self._app, self._task.visible_tools)
             after = {t: rows for t, rows in self._s0.items() if t not in written}
             after.update(read_rows(self._episode.db, self._app.blueprint, written))
             return effects_of(self._app.blueprint, self._s0, after, now=self._app.now)

@@ -21,7 +21,7 @@ from envsynth.runtime.state import Rows, empty_db, insert_rows, read_rows
 from envsynth.runtime.toolkit import Context
 from envsynth.tasks.chain import Step
 from envsynth.tasks.model import Call, Ref
-from envsynth.tasks.state import copy_rows
+from envsynth.tasks.state import copy_rows, writable_tables
 from envsynth.testing.fixtures import Solver
 
 _LOCAL = threading.local()
@@ -93,7 +93,7 @@ class Workspace:
                     raise ChainFailed(f"step {i} ({c.tool}): {res.outcome}: {res.content[:160]}")
                 results.append(res.data)
             # only tables the calls can write may differ from the loaded rows
-            written = _written(self.app, calls)
+            written = writable_tables(self.app, [c.tool for c in calls])
             final = {t: rows for t, rows in self.rows.items() if t not in written}
             final.update(read_rows(conn, self.app.blueprint, written))
         finally:
@@ -120,14 +120,6 @@ class Workspace:
         conn.execute("RELEASE trial")
         self.rows = rows
         return run
-
-
-def _written(app: App, calls: list[Call]) -> set[str]:
-    out: set[str] = set()
-    for c in calls:
-        spec = app.spec_by_name[c.tool]
-        out |= set(spec.writes) | set(spec.creates) | set(spec.deletes)
-    return out
 
 
 def _apply_delta(conn: sqlite3.Connection, app: App, old: Rows, new: Rows) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from envsynth.runtime.app import App
@@ -42,3 +43,17 @@ def key_index(app: App, rows: Rows) -> dict[tuple[str, Any], dict[str, Any]]:
         for r in rows.get(ent.name, []):
             out[(ent.name, r[ent.id_field])] = r
     return out
+
+
+def writable_tables(app: App, tools: Iterable[str]) -> frozenset[str]:
+    """Tables that ``tools`` can change (written, inserted into or deleted from); memoised per app."""
+    key = tuple(tools)
+    memo = app.__dict__.setdefault("_writable_memo", {})
+    hit = memo.get(key)
+    if hit is None:
+        out: set[str] = set()
+        for name in key:
+            spec = app.spec_by_name[name]
+            out |= set(spec.writes) | set(spec.creates) | set(spec.deletes)
+        hit = memo[key] = frozenset(out)
+    return hit
