@@ -28,19 +28,20 @@ def empty_db(schema: str) -> sqlite3.Connection:
 _SCRATCH = threading.local()
 
 
-def _scratch(schema: str) -> sqlite3.Connection:
-    """A reusable, empty-at-rest connection for ``schema`` (per thread).
+def scratch_connection(schema: str, purpose: str = "bytes") -> sqlite3.Connection:
+    """A reusable connection for ``schema``, empty at rest, one per thread and ``purpose``.
 
-    Reusing one connection keeps SQLite's parsed schema and the prepared INSERT
-    statements warm. It is emptied with DELETEs, never by ``deserialize``: replacing
-    the database under cached prepared statements is not safe.
+    Reusing one connection keeps SQLite's parsed schema and prepared statements warm.
+    Callers must leave it empty (delete or roll back what they add); it is never reset
+    with ``deserialize``, which is not safe under cached prepared statements. Different
+    purposes get different connections so that their transactions never interleave.
     """
     cache = getattr(_SCRATCH, "conns", None)
     if cache is None:
         cache = _SCRATCH.conns = {}
-    conn = cache.get(schema)
+    conn = cache.get((schema, purpose))
     if conn is None:
-        conn = cache[schema] = empty_db(schema)
+        conn = cache[(schema, purpose)] = empty_db(schema)
         conn.execute("PRAGMA foreign_keys = ON")
     return conn
 
@@ -83,7 +84,7 @@ def rows_to_bytes_fast(schema: str, order: list[Entity], rows: Rows) -> bytes:
     Raises:
         sqlite3.IntegrityError: when rows break a key or CHECK constraint.
     """
-    conn = _scratch(schema)
+    conn = scratch_connection(schema)
     conn.execute("BEGIN")
     try:
         insert_rows(conn, order, rows)

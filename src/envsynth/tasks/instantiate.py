@@ -11,20 +11,17 @@ every call a Success is kept.
 from __future__ import annotations
 
 import sqlite3
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import SUCCESS, Episode
-from envsynth.runtime.state import Rows, empty_db, insert_rows, read_rows
+from envsynth.runtime.state import Rows, insert_rows, read_rows, scratch_connection
 from envsynth.runtime.toolkit import Context
 from envsynth.tasks.chain import Step
 from envsynth.tasks.model import Call, Ref
 from envsynth.tasks.state import copy_rows, writable_tables
 from envsynth.testing.fixtures import Solver
-
-_LOCAL = threading.local()
 
 
 class ChainFailed(Exception):
@@ -39,18 +36,6 @@ class Run:
     final: Rows
 
 
-def _scratch(app: App) -> sqlite3.Connection:
-    """An empty working database for ``app``, reused (per thread) so SQL stays prepared."""
-    cache = getattr(_LOCAL, "conns", None)
-    if cache is None:
-        cache = _LOCAL.conns = {}
-    conn = cache.get(app.schema)
-    if conn is None:
-        conn = cache[app.schema] = empty_db(app.schema)
-        conn.execute("PRAGMA foreign_keys = ON")
-    return conn
-
-
 class Workspace:
     """A state loaded once into the working database; chains run in savepoints and roll back.
 
@@ -59,7 +44,7 @@ class Workspace:
 
     def __init__(self, app: App, rows: Rows) -> None:
         self.app = app
-        self.conn = _scratch(app)
+        self.conn = scratch_connection(app.schema, purpose="workspace")
         self.conn.execute("BEGIN")
         try:
             insert_rows(self.conn, app.order, rows)
