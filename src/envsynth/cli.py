@@ -324,9 +324,26 @@ def run(
     seed: Annotated[int, typer.Option(help="Base episode seed (attempt a uses seed + a).")] = 0,
     rerun_errors: Annotated[bool, typer.Option("--rerun-errors", help="Run again episodes a model failure ended.")] = False,
     max_errors: Annotated[int, typer.Option("--max-errors", help="Stop after N failed episodes (0: never).")] = 20,
+    user_sim: Annotated[
+        bool,
+        typer.Option(
+            "--user-sim/--no-user-sim",
+            help="An LLM plays the user (tau2-style): it opens in its own words, answers the agent's questions "
+            "from the user profile, and ends the conversation when satisfied. Off: the instruction is the first message.",
+        ),
+    ] = False,
+    user_model: Annotated[str | None, typer.Option("--user-model", help="The user simulator's model (default: --model).")] = None,
+    user_base_url: Annotated[
+        str | None, typer.Option("--user-base-url", help="The user simulator's API root (default: --base-url).")
+    ] = None,
+    user_max_turns: Annotated[int, typer.Option("--user-max-turns", help="User simulator replies per episode at most.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Run an agent on a corpus's tasks (k attempts each) and summarize: pass@1, pass@k, turns, tokens."""
+    """Run an agent on a corpus's tasks (k attempts each) and summarize: pass@1, pass@k, turns, tokens.
+
+    The model is any OpenAI-compatible endpoint (--base-url, or OPENAI_BASE_URL and
+    OPENAI_API_KEY). Rerun the same command to resume an interrupted run.
+    """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from envsynth.corpus.errors import CorpusError
@@ -359,6 +376,10 @@ def run(
                 rerun_errors=rerun_errors,
                 max_errors=max_errors or None,
                 progress=progress,
+                user_sim=user_sim,
+                user_model=user_model,
+                user_base_url=user_base_url,
+                user_max_turns=user_max_turns,
             )
         except (CorpusError, RunError, ValueError) as exc:
             fail(str(exc))

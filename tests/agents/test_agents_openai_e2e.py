@@ -1,8 +1,12 @@
-"""End to end: run_batch with the real openai client against a local scripted chat-completions server."""
+"""End to end against a local scripted chat-completions server: run_batch with the real openai
+client, and `envsynth run` as a subprocess, with and without the user simulator."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -11,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from envsynth.agents import ChatAgent, OracleAgent
+from envsynth.agents import USER_STOP, ChatAgent, OracleAgent
 from envsynth.corpus import Corpus
 from envsynth.llm import OpenAIChat, RetryPolicy
 from envsynth.rollout import read_trajectories, run_batch, summarize
@@ -20,10 +24,20 @@ from envsynth.tasks.model import Task
 pytest.importorskip("openai")
 
 
+USER_MODEL = "scripted-user"
+OPENING = "Hi, I need a hand with something."
+QUESTION = "Sure, what exactly would you like me to do?"
+
+
 class ScriptedServer:
-    """Serves /v1/chat/completions on 127.0.0.1: per conversation (keyed by its instruction), the
-    first request gets a 429, the first reply is a tool call with malformed JSON arguments, then
-    the oracle's steps (results read from the conversation sent)."""
+    """Serves /v1/chat/completions on 127.0.0.1, playing the agent and (model ``scripted-user``) the user.
+
+    The agent, per conversation (keyed by the instruction once the user has said it): asks
+    what to do while it does not know the task, gets a 429 on its first request, answers
+    first with a tool call with malformed JSON arguments, then takes the oracle's steps
+    (results read from the conversation sent). The user (the simulator's prompt names the
+    request): opens vaguely, says the request when asked a question, else stops.
+    """
 
     def __init__(self, tasks: list[Task]) -> None:
         self.tasks = {t.instruction: t for t in tasks}
@@ -32,19 +46,21 @@ class ScriptedServer:
         self.lock = threading.Lock()
 
     def reply(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        messages = body["messages"]
-        instruction = next(m["content"] for m in messages if m["role"] == "user")
         with self.lock:
             self.requests.append(body)
-            if instruction not in self.rate_limited:
-                self.rate_limited.add(instruction)
-                return 429, {"error": {"message": "Rate limit reached", "type": "rate_limit_error", "code": "rate_limit"}}
-        task = self.tasks[instruction]
-        if not any(m["role"] == "assistant" for m in messages):
-            bad = {"id": "call_bad", "type": "function", "function": {"name": task.oracle[0].tool, "arguments": '{"broken": '}}
-            message = {"role": "assistant", "content": None, "tool_calls": [bad]}
+        messages = body["messages"]
+        if body["model"] == USER_MODEL:
+            message = {"role": "assistant", "content": self.user_reply(messages)}
         else:
-            message = OracleAgent(task).reply(messages)
+            instruction = next((m["content"] for m in messages if m["role"] == "user" and m["content"] in self.tasks), None)
+            if instruction is None:
+                message = {"role": "assistant", "content": QUESTION}
+            else:
+                with self.lock:
+                    if instruction not in self.rate_limited:
+                        self.rate_limited.add(instruction)
+                        return 429, {"error": {"message": "Rate limit reached", "type": "rate_limit_error", "code": "rate_limit"}}
+                message = self.agent_reply(self.tasks[instruction], messages)
         return 200, {
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
@@ -53,6 +69,19 @@ class ScriptedServer:
             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls", "logprobs": None}],
             "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
         }
+
+    @staticmethod
+    def agent_reply(task: Task, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        if not any(m["role"] == "assistant" and m.get("tool_calls") for m in messages):
+            bad = {"id": "call_bad", "type": "function", "function": {"name": task.oracle[0].tool, "arguments": '{"broken": '}}
+            return {"role": "assistant", "content": None, "tool_calls": [bad]}
+        return OracleAgent(task).reply(messages)
+
+    def user_reply(self, messages: list[dict[str, Any]]) -> str:
+        request = next(i for i in self.tasks if i in messages[0]["content"])
+        if not any(m["role"] == "assistant" for m in messages):
+            return OPENING
+        return request if messages[-1]["content"].endswith("?") else f"Thanks! {USER_STOP}"
 
 
 @pytest.fixture
@@ -144,3 +173,55 @@ def test_connection_refused_is_retried_then_recorded(corpus: Corpus, tmp_path: P
     res = run_batch(corpus, lambda t, a: ChatAgent(llm), corpus.tasks[:1], out=tmp_path / "run")
     (rec,) = read_trajectories(tmp_path / "run")
     assert res.errors == 1 and rec["error"]["kind"] == "connection" and rec["usage"]["retries"] == 2
+
+
+def cli_run(url: str, tmp: Path, name: str, tasks: list[Task], *extra: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """`envsynth run` in a subprocess, as a user types it; the summary and the trajectories."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")} | {"NO_PROXY": "127.0.0.1,localhost"}
+    picks = [a for t in tasks for a in ("--task", t.id)]
+    cmd = [sys.executable, "-m", "envsynth.cli", "run", str(tmp / "corpus"), "--agent", "openai", "--model", "scripted-model"]
+    cmd += ["--base-url", url, "--concurrency", "4", "--out", str(tmp / name), "--json", *picks, *extra]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout), read_trajectories(tmp / name)
+
+
+@pytest.fixture
+def cli_corpus(corpus_path: Path, tmp_path: Path) -> Path:
+    (tmp_path / "corpus").symlink_to(corpus_path)
+    return tmp_path
+
+
+def test_envsynth_run_cli_against_the_local_server(
+    cli_corpus: Path, corpus: Corpus, server: tuple[str, ScriptedServer, list[Task]]
+) -> None:
+    url, scripted, tasks = server
+    summary, recs = cli_run(url, cli_corpus, "run", tasks)
+    assert summary["pass@1"] == 1.0 and summary["episodes"] == len(tasks) and summary["retries"] == len(tasks)
+    assert summary["tool_calls"]["malformed"] == len(tasks) and summary["user_simulator"] is None
+    for r in recs:
+        task = corpus.task(r["task_id"])
+        assert r["messages"][1] == {"role": "user", "content": task.instruction}
+        assert r["turns"] == len(task.oracle) + 2 and r["usage"]["retries"] == 1 and r["user_usage"] is None
+    assert {b["model"] for b in scripted.requests} == {"scripted-model"}
+    again, same = cli_run(url, cli_corpus, "run", tasks)  # resume: nothing left to do
+    assert same == recs and again["pass@1"] == 1.0
+
+
+def test_envsynth_run_cli_with_the_user_simulator(cli_corpus: Path, corpus: Corpus, server: tuple[str, ScriptedServer, list[Task]]) -> None:
+    url, scripted, tasks = server
+    summary, recs = cli_run(url, cli_corpus, "run-user", tasks, "--user-sim", "--user-model", USER_MODEL)
+    assert summary["pass@1"] == 1.0 and summary["user_simulator"]["episodes"] == len(tasks)
+    assert summary["user_simulator"]["mean_turns"] == 2.0 and summary["user_simulator"]["total_tokens"] == 110 * 2 * len(tasks)
+    for r in recs:
+        task = corpus.task(r["task_id"])
+        msgs = r["messages"]
+        assert [m["content"] for m in msgs[1:4]] == [OPENING, QUESTION, task.instruction]
+        assert r["turns"] == len(task.oracle) + 3 and r["user_turns"] == 2 and r["stop_reason"] == "complete_task"
+    user_requests = [b for b in scripted.requests if b["model"] == USER_MODEL]
+    assert len(user_requests) == 2 * len(tasks)
+    for b in user_requests:  # the simulator never sees tools, tool calls or tool results
+        assert "tools" not in b and all(m["role"] in ("system", "user", "assistant") and not m.get("tool_calls") for m in b["messages"])
+        assert b["messages"][1]["content"] == "Hi! How can I help you today?"
+    config = json.loads((cli_corpus / "run-user" / "run.json").read_text())
+    assert config["user_sim"] is True and config["user_model"] == USER_MODEL

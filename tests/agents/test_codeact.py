@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from envsynth.agents import CODE_SYSTEM_PROMPT, ChatAgent, OracleCodeAgent, extract_code, oracle_code
+from envsynth.agents import CODE_SYSTEM_PROMPT, ChatAgent, OracleCodeAgent, UserSimulator, extract_code, oracle_code
 from envsynth.corpus import Corpus
 from envsynth.llm import ScriptedProvider
 from envsynth.llm.types import Message
@@ -96,6 +96,21 @@ def test_final_message_without_code_ends_and_scores_the_state(corpus: Corpus, sa
     task = next(t for t in corpus.tasks if t.kind != "info")
     traj = run_code(corpus, sandbox, task, ChatAgent(ScriptedProvider(["I cannot help with that."]), system_prompt=CODE_SYSTEM_PROMPT))
     assert traj.stop_reason == "final_message" and traj.score == 0.0 and traj.tool_calls == []
+
+
+def test_a_message_without_code_goes_to_the_user_simulator(corpus: Corpus, sandbox: CodeSandbox) -> None:
+    task = next(t for t in corpus.tasks if t.kind != "info")
+    question = "What would you like me to do?"
+
+    def agent(messages: list[Message], tools: Any, i: int) -> Any:
+        return question if i == 0 else {"role": "assistant", "content": f"```python\n{oracle_code(task)}```"}
+
+    user_llm = ScriptedProvider(["Hello, can you help me?", task.instruction])
+    policy = ChatAgent(ScriptedProvider(agent), system_prompt=CODE_SYSTEM_PROMPT)
+    traj = asyncio.run(run_episode(corpus, task, policy, seed=0, sandbox=sandbox, user=UserSimulator(user_llm, task)))
+    assert traj.score == 1.0 and traj.stop_reason == "complete_task" and traj.user_turns == 2
+    assert [m["content"] for m in traj.messages[1:4]] == ["Hello, can you help me?", question, task.instruction]
+    assert user_llm.requests[1][-1] == {"role": "user", "content": question}
 
 
 def test_turn_limit_in_code_mode(corpus: Corpus, sandbox: CodeSandbox) -> None:

@@ -2,7 +2,7 @@
 
 A :class:`Policy` returns the next assistant message; :func:`converse` runs it on a
 :class:`~envsynth.tasks.episode.TaskEpisode`. :class:`ChatAgent` asks an
-OpenAI-compatible model, :class:`OracleAgent` replays the task's oracle::
+OpenAI-compatible model, :class:`OracleAgent` replays the task's oracle; :class:`UserSimulator` (optional) has an LLM play the user::
 
     from envsynth.agents import ChatAgent, OracleAgent
     from envsynth.llm import OpenAIChat
@@ -18,6 +18,7 @@ from envsynth.agents.codeact import CODE_SYSTEM_PROMPT, converse_code, extract_c
 from envsynth.agents.loop import COMPLETE, MALFORMED, Conversation, converse
 from envsynth.agents.oracle import OracleAgent, OracleError
 from envsynth.agents.oracle_code import OracleCodeAgent, oracle_code
+from envsynth.agents.user import USER_STOP, UserSimulator, UserTurn
 
 __all__ = [
     "CODE_SYSTEM_PROMPT",
@@ -25,12 +26,15 @@ __all__ = [
     "DEFAULT_MAX_TURNS",
     "MALFORMED",
     "SYSTEM_PROMPT",
+    "USER_STOP",
     "ChatAgent",
     "Conversation",
     "OracleAgent",
     "OracleCodeAgent",
     "OracleError",
     "Policy",
+    "UserSimulator",
+    "UserTurn",
     "converse",
     "converse_code",
     "extract_code",

@@ -12,7 +12,8 @@ The conversation is plain OpenAI chat, with no ``tools`` offered to the model:
   so the trajectory needs no ``tool`` role and exports to SFT like any chat).
 
 The loop ends when ``complete_task`` ran, at an assistant message without a python
-block, or at the turn or token limit. Each block runs in a
+block (with a user simulator, that message goes to the user instead, and the user's
+reply comes back as a plain ``user`` message), or at the turn or token limit. Each block runs in a
 :class:`~envsynth.sandbox.CodeActEpisode` (a sandboxed worker, never this process), in a
 thread so other episodes keep going while it runs.
 """
@@ -25,10 +26,11 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from envsynth.agents.base import DEFAULT_MAX_TURNS, Policy, policy_usage
-from envsynth.agents.loop import COMPLETE, Conversation, _usage_since, ask
-from envsynth.llm.types import Message
+from envsynth.agents.loop import COMPLETE, Conversation, _usage_since, ask, hand_to_user, open_conversation
+from envsynth.llm.types import Message, message_text
 
 if TYPE_CHECKING:
+    from envsynth.agents.user import UserSimulator
     from envsynth.sandbox import CodeActEpisode, Observation
 
 CODE_SYSTEM_PROMPT = (
@@ -109,38 +111,40 @@ class _Recording:
         return getattr(self._inner, name)
 
 
-async def converse_code(episode: CodeActEpisode, policy: Policy) -> Conversation:
+async def converse_code(episode: CodeActEpisode, policy: Policy, user: UserSimulator | None = None) -> Conversation:
     """Run ``policy`` on a code-acting episode until it completes, stops writing code or hits a limit.
 
-    The policy's ``system_prompt`` (``{tools}`` filled in) and the instruction open the
-    conversation; ``next_message`` is called with no tools. ``Conversation.tool_calls``
+    The policy's ``system_prompt`` (``{tools}`` filled in) and the instruction (or the
+    ``user`` simulator's opening) open the conversation; a message without code goes to
+    the user simulator, if any (see :func:`~envsynth.agents.loop.hand_to_user`); ``next_message`` is called with no tools. ``Conversation.tool_calls``
     logs every tool call the code made (outcome and rejection code, the turn of its
     block) and ``complete_task``; ``stop_reason`` is ``complete_task``,
-    ``final_message``, ``max_turns``, ``max_tokens``, ``model_error`` or ``agent_error``.
-    A failed model call is recorded, never raised. The episode is not finished here.
+    ``final_message``, ``max_turns``, ``max_tokens``, ``model_error``, ``agent_error`` or
+    the user simulator's ``user_stop``, ``user_turns``, ``user_error``. A failed model call is recorded, never raised. The episode is not finished here.
     """
     task_episode = episode.episode
     system = getattr(policy, "system_prompt", "") or ""
     max_turns = getattr(policy, "max_turns", None) or DEFAULT_MAX_TURNS
     max_tokens = getattr(policy, "max_tokens", None)
     messages: list[Message] = [{"role": "system", "content": system.replace("{tools}", tool_lines(task_episode.tools))}] if system else []
-    messages.append({"role": "user", "content": task_episode.instruction})
     conv = Conversation(messages)
     start = policy_usage(policy)
+    going = await open_conversation(messages, task_episode.instruction, user, conv)
     episode.episode = _Recording(task_episode, conv)  # type: ignore[assignment]
     try:
-        while not conv.completed:
+        while going and not conv.completed:
             if conv.turns >= max_turns:
                 conv.stop_reason = "max_turns"
                 break
             reply = await ask(policy, messages, [], conv)  # code agents get no function schemas
             if reply is None:
                 break
-            content = reply.get("content")
+            content = message_text(reply.get("content"))
             messages.append({"role": "assistant", "content": content})
-            code = extract_code(content if isinstance(content, str) else None)
+            code = extract_code(content)
             if code is None:
-                conv.stop_reason = "final_message"
+                if await hand_to_user(content, messages, user, conv):
+                    continue
                 break
             t0 = time.perf_counter()
             obs = await asyncio.to_thread(episode.run, code)

@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envsynth.agents.base import DEFAULT_MAX_TURNS, Policy, policy_usage
-from envsynth.llm.types import LLMError, Message, Usage
+from envsynth.llm.types import LLMError, Message, Usage, message_text
 from envsynth.tasks.episode import TaskEpisode
+
+if TYPE_CHECKING:
+    from envsynth.agents.user import UserSimulator
 
 COMPLETE = "complete_task"
 MALFORMED = "malformed"
@@ -29,8 +32,12 @@ class Conversation:
         completed: ``complete_task`` was called.
         answer: its ``answer`` argument.
         stop_reason: ``complete_task``, ``final_message``, ``max_turns``, ``max_tokens``,
-            ``model_error`` or ``agent_error``.
+            ``model_error`` or ``agent_error``; with a user simulator also ``user_stop`` (the
+            user ended it), ``user_turns`` (the user had no replies left) or ``user_error``
+            (the simulator's model failed).
         turns: assistant messages.
+        user_turns: the user simulator's replies (0 without one).
+        user_usage: the user simulator's usage (None without one).
         tool_calls: ``{"turn", "tool", "outcome", "code"}`` per call (outcome: ``success``,
             ``anticipated_rejection``, ``unexpected_failure``, ``malformed`` or ``skipped``).
         usage: the policy's usage in this episode.
@@ -44,6 +51,8 @@ class Conversation:
     answer: Any = None
     stop_reason: str = ""
     turns: int = 0
+    user_turns: int = 0
+    user_usage: Usage | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     error: dict[str, Any] | None = None
@@ -89,13 +98,66 @@ def _usage_since(policy: Policy, start: Usage) -> Usage:
     )
 
 
-def _error(exc: BaseException) -> dict[str, Any]:
+def _error(exc: BaseException, source: str = "agent") -> dict[str, Any]:
     return {
         "type": type(exc).__name__,
         "kind": getattr(exc, "kind", "agent"),
         "status": getattr(exc, "status", None),
         "message": str(exc)[:2000],
+        "source": source,
     }
+
+
+async def open_conversation(messages: list[Message], instruction: str, user: UserSimulator | None, conv: Conversation) -> bool:
+    """Append the first user message: the instruction, or the user simulator's opening.
+
+    Returns False (with ``stop_reason`` and ``error`` set) when the simulator's model failed.
+    """
+    if user is None:
+        messages.append({"role": "user", "content": instruction})
+        return True
+    conv.user_usage = user.usage
+    try:
+        turn = await user.opening()
+    except LLMError as exc:
+        conv.error, conv.stop_reason = _error(exc, "user"), "user_error"
+        return False
+    conv.user_turns += 1
+    messages.append({"role": "user", "content": turn.text})
+    if turn.done:  # a user who is done before asking anything
+        conv.stop_reason = "user_stop"
+        return False
+    return True
+
+
+async def hand_to_user(text: str, messages: list[Message], user: UserSimulator | None, conv: Conversation) -> bool:
+    """The agent wrote to the user (no tool call, no code): let the user simulator answer.
+
+    Without a simulator this ends the conversation (``final_message``). With one, its reply
+    becomes the next user message and the conversation goes on, unless the user ended it
+    (``user_stop``: their closing words are not sent, the agent would not read them), has
+    no replies left (``user_turns``) or the simulator's model failed (``user_error``).
+
+    Returns:
+        Whether the conversation goes on.
+    """
+    if user is None:
+        conv.stop_reason = "final_message"
+        return False
+    if user.exhausted:
+        conv.stop_reason = "user_turns"
+        return False
+    try:
+        turn = await user.respond(text)
+    except LLMError as exc:
+        conv.error, conv.stop_reason = _error(exc, "user"), "user_error"
+        return False
+    conv.user_turns += 1
+    if turn.done:
+        conv.stop_reason = "user_stop"
+        return False
+    messages.append({"role": "user", "content": turn.text})
+    return True
 
 
 async def ask(policy: Policy, messages: list[Message], tools: list[Any], conv: Conversation) -> Message | None:
@@ -119,10 +181,13 @@ async def ask(policy: Policy, messages: list[Message], tools: list[Any], conv: C
     return reply
 
 
-async def converse(episode: TaskEpisode, policy: Policy) -> Conversation:
+async def converse(episode: TaskEpisode, policy: Policy, user: UserSimulator | None = None) -> Conversation:
     """Run ``policy`` on ``episode`` until it completes, stops talking or hits a limit.
 
-    The policy's ``system_prompt`` (if any) and the instruction open the conversation.
+    The policy's ``system_prompt`` (if any) and the instruction open the conversation;
+    with a ``user`` simulator, the user's own opening replaces the instruction and each
+    assistant message without tool calls goes to the user, whose reply comes back as the
+    next user message (see :func:`hand_to_user`).
     Each tool call runs through ``episode.call``; its result (or error message) comes back
     as a ``role: tool`` message with ``tool_call_id`` and ``name``. Arguments that are not a
     JSON object come back as an error message the model can act on (outcome ``malformed``);
@@ -135,10 +200,10 @@ async def converse(episode: TaskEpisode, policy: Policy) -> Conversation:
     max_turns = getattr(policy, "max_turns", None) or DEFAULT_MAX_TURNS
     max_tokens = getattr(policy, "max_tokens", None)
     messages: list[Message] = [{"role": "system", "content": system}] if system else []
-    messages.append({"role": "user", "content": episode.instruction})
     conv = Conversation(messages)
     start = policy_usage(policy)
-    while not conv.completed:
+    going = await open_conversation(messages, episode.instruction, user, conv)
+    while going and not conv.completed:
         if conv.turns >= max_turns:
             conv.stop_reason = "max_turns"
             break
@@ -148,7 +213,8 @@ async def converse(episode: TaskEpisode, policy: Policy) -> Conversation:
         msg = _clean(reply)
         messages.append(msg)
         if not msg.get("tool_calls"):
-            conv.stop_reason = "final_message"
+            if await hand_to_user(message_text(msg.get("content")), messages, user, conv):
+                continue
             break
         t0 = time.perf_counter()
         for call in msg["tool_calls"]:

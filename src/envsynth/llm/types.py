@@ -9,6 +9,15 @@ Message = dict[str, Any]
 """An OpenAI chat message: ``{"role": ..., "content": ..., "tool_calls": [...], ...}``."""
 
 
+def message_text(content: Any) -> str:
+    """A message's ``content`` as text: content parts joined, None as ''."""
+    if content is None:
+        return ""
+    if isinstance(content, list):
+        return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+    return content if isinstance(content, str) else str(content)
+
+
 @dataclass
 class Usage:
     """Token and request counts (added up over calls).

@@ -16,10 +16,14 @@ from envsynth.rollout.trajectory import RUN_CONFIG, TRAJECTORIES, Trajectory, Tr
 from envsynth.tasks.model import Task
 
 if TYPE_CHECKING:
+    from envsynth.agents.user import UserSimulator
     from envsynth.sandbox import CodeSandbox
 
 PolicyFactory = Callable[[Task, int], Policy]
 """``(task, attempt) -> policy``: a fresh policy per episode (they may share a chat client)."""
+
+UserFactory = Callable[[Task, int], "UserSimulator"]
+"""``(task, attempt) -> user simulator``: a fresh simulator per episode."""
 
 ProgressFn = Callable[[int, int, Trajectory], None]
 """``(done, total, trajectory)`` after each episode of this call (``total``: episodes to run)."""
@@ -83,6 +87,7 @@ async def arun_batch(
     rerun_errors: bool = False,
     max_errors: int | None = None,
     sandbox: CodeSandbox | None = None,
+    user_factory: UserFactory | None = None,
 ) -> BatchResult:
     """The async form of :func:`run_batch`."""
     c = corpus if isinstance(corpus, Corpus) else load_corpus(corpus)
@@ -102,7 +107,9 @@ async def arun_batch(
     async def worker() -> None:
         for task, attempt in queue:
             await asyncio.sleep(0)  # a point to be cancelled at, even for policies that never wait
-            traj = await run_episode(c, task, policy_factory(task, attempt), seed=seed + attempt, attempt=attempt, sandbox=sandbox)
+            user = user_factory(task, attempt) if user_factory is not None else None
+            policy = policy_factory(task, attempt)
+            traj = await run_episode(c, task, policy, seed=seed + attempt, attempt=attempt, sandbox=sandbox, user=user)
             writer.write(traj)
             counts["done"] += 1
             counts["errors"] += traj.error is not None
@@ -136,6 +143,7 @@ def run_batch(
     rerun_errors: bool = False,
     max_errors: int | None = None,
     sandbox: CodeSandbox | None = None,
+    user_factory: UserFactory | None = None,
 ) -> BatchResult:
     """Run ``attempts`` episodes of every task, ``concurrency`` at a time, into ``out/trajectories.jsonl``.
 
@@ -160,6 +168,8 @@ def run_batch(
             failed (a bad key or model name fails every episode); None: never stop.
         sandbox: code-acting mode (policies write Python blocks run on this sandbox's
             workers; the caller closes it); None: function calling.
+        user_factory: ``(task, attempt) -> UserSimulator``, called once per episode: an LLM
+            plays the user (see :mod:`envsynth.agents.user`); None: no user simulator.
 
     Raises:
         RunError: the folder holds trajectories of another version of a task, or
@@ -179,5 +189,6 @@ def run_batch(
             rerun_errors=rerun_errors,
             max_errors=max_errors,
             sandbox=sandbox,
+            user_factory=user_factory,
         )
     )

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from envsynth.agents.base import DEFAULT_MAX_TURNS, Policy
-from envsynth.corpus.load import load_corpus
-from envsynth.rollout.batch import ProgressFn, RunError, run_batch
+from envsynth.agents.user import DEFAULT_USER_TURNS
+from envsynth.corpus.load import Corpus, load_corpus
+from envsynth.rollout.batch import ProgressFn, RunError, UserFactory, run_batch
 from envsynth.rollout.summary import summarize
 from envsynth.rollout.trajectory import RUN_CONFIG
 from envsynth.tasks.model import Task
@@ -40,6 +41,10 @@ def run_command(
     rerun_errors: bool = False,
     max_errors: int | None = 20,
     progress: ProgressFn | None = None,
+    user_sim: bool = False,
+    user_model: str | None = None,
+    user_base_url: str | None = None,
+    user_max_turns: int = DEFAULT_USER_TURNS,
 ) -> dict[str, Any]:
     """Run an agent over a corpus into ``out`` (resumable) and return :func:`summarize` of the run.
 
@@ -64,6 +69,11 @@ def run_command(
         rerun_errors: run again the episodes a model failure ended in an earlier call.
         max_errors: stop after this many failed episodes (None: never).
         progress: called after each episode.
+        user_sim: an LLM plays the user (tau2-style, :mod:`envsynth.agents.user`): it opens
+            the conversation and answers the agent's questions; off by default.
+        user_model: the user simulator's model (default: ``model``).
+        user_base_url: its endpoint (default: ``base_url``).
+        user_max_turns: the user simulator's replies per episode at most.
 
     Raises:
         ValueError: bad settings (unknown agent or mode, no model, attempts < 1, openai not installed).
@@ -76,16 +86,24 @@ def run_command(
         raise ValueError(f"--agent: unknown agent {agent!r} (choose from {', '.join(AGENTS)})")
     if mode not in MODES:
         raise ValueError(f"--mode: unknown mode {mode!r} (choose from {', '.join(MODES)})")
-    if attempts < 1 or concurrency < 1 or max_turns < 1:
-        raise ValueError("--attempts, --concurrency and --max-turns must be at least 1")
+    if attempts < 1 or concurrency < 1 or max_turns < 1 or user_max_turns < 1:
+        raise ValueError("--attempts, --concurrency, --max-turns and --user-max-turns must be at least 1")
+    if user_sim and not (user_model or (agent == "openai" and model)):
+        raise ValueError("--user-sim needs --user-model (or --model with --agent openai)")
     cfg = Path(out) / RUN_CONFIG
-    if cfg.is_file() and (prev := json.loads(cfg.read_text(encoding="utf-8")).get("mode", "function")) != mode:
-        raise RunError(f"{out} holds a --mode {prev} run; use a new run folder for --mode {mode}")
+    if cfg.is_file():
+        prev = json.loads(cfg.read_text(encoding="utf-8"))
+        if prev.get("mode", "function") != mode:
+            raise RunError(f"{out} holds a --mode {prev.get('mode', 'function')} run; use a new run folder for --mode {mode}")
+        if bool(prev.get("user_sim")) != user_sim:
+            had = "with" if prev.get("user_sim") else "without"
+            raise RunError(f"{out} holds a run {had} --user-sim; use a new run folder")
     c = load_corpus(corpus)
     chosen: list[Task] = [c.task(t) for t in tasks] if tasks else list(c.tasks)
     if limit is not None:
         chosen = chosen[:limit]
     meta: dict[str, Any] = {"agent": agent, "mode": mode, "max_turns": max_turns, "max_tokens": max_tokens}
+    llm: Any = None
     if agent == "oracle":
 
         def factory(task: Task, attempt: int) -> Policy:
@@ -97,10 +115,7 @@ def run_command(
     else:
         if not model:
             raise ValueError("--model is required with --agent openai")
-        if not (api_key or base_url or os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
-            raise ValueError("--agent openai needs OPENAI_API_KEY (or --base-url for a local server)")
-        if importlib.util.find_spec("openai") is None:
-            raise ValueError("--agent openai needs the openai package: pip install 'envsynth[llm]'")
+        _check_endpoint("--agent openai", api_key, base_url)
         from envsynth.agents.chat import ChatAgent
         from envsynth.llm.openai_client import OpenAIChat
 
@@ -114,6 +129,13 @@ def run_command(
 
         def factory(task: Task, attempt: int) -> Policy:
             return ChatAgent(llm, max_turns=max_turns, max_tokens=max_tokens, **prompt)
+
+    users = None
+    if user_sim:
+        users = _user_factory(
+            c, user_model or str(model), user_base_url or base_url, api_key, requests or concurrency, temperature, user_max_turns, llm
+        )
+        meta |= {"user_sim": True, "user_model": user_model or model, "user_max_turns": user_max_turns}
 
     sandbox = None
     if mode == "code":
@@ -135,11 +157,48 @@ def run_command(
             rerun_errors=rerun_errors,
             max_errors=max_errors,
             sandbox=sandbox,
+            user_factory=users,
         )
     finally:
         if sandbox is not None:
             sandbox.close()
     return summarize(out)
+
+
+def _check_endpoint(who: str, api_key: str | None, base_url: str | None) -> None:
+    if not (api_key or base_url or os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
+        raise ValueError(f"{who} needs OPENAI_API_KEY (or --base-url for a local server)")
+    if importlib.util.find_spec("openai") is None:
+        raise ValueError(f"{who} needs the openai package: pip install 'envsynth[llm]'")
+
+
+def _user_factory(
+    corpus: Corpus,
+    model: str,
+    base_url: str | None,
+    api_key: str | None,
+    requests: int,
+    temperature: float | None,
+    max_turns: int,
+    agent_llm: Any,
+) -> UserFactory:
+    """One UserSimulator per episode over one client (the agent's, when it is the same endpoint and model)."""
+    from envsynth.agents.user import UserSimulator
+
+    _check_endpoint("--user-sim", api_key, base_url)
+    if agent_llm is not None and agent_llm.model == model and base_url in (None, agent_llm.base_url):
+        llm = agent_llm
+    else:
+        from envsynth.llm.openai_client import OpenAIChat
+
+        llm = OpenAIChat(model, base_url=base_url, api_key=api_key, concurrency=requests)
+    params = {} if temperature is None else {"temperature": temperature}
+
+    def make(task: Task, attempt: int) -> UserSimulator:
+        title = corpus.apps[task.app].blueprint.title
+        return UserSimulator(llm, task, app_title=title, max_turns=max_turns, **params)
+
+    return make
 
 
 def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
@@ -157,6 +216,11 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ("stop reasons", ", ".join(f"{k} {v}" for k, v in summary["stop_reasons"].items()) or "-"),
         ("unexpected failures", str(summary["unexpected_failures"]["calls"])),
         ("model errors", str(summary["errors"]["episodes"])),
+        *(
+            [("user simulator (turns / tokens)", f"{u['mean_turns']:.2f} / {u['total_tokens']}")]
+            if (u := summary.get("user_simulator"))
+            else []
+        ),
         ("retries", str(summary["retries"])),
     ]
     return rows

@@ -11,12 +11,19 @@ from envsynth.rollout.trajectory import Trajectory
 from envsynth.tasks.model import Task
 
 if TYPE_CHECKING:
+    from envsynth.agents.user import UserSimulator
     from envsynth.corpus.load import Corpus
     from envsynth.sandbox import CodeSandbox
 
 
 async def run_episode(
-    corpus: Corpus, task: Task | str, policy: Policy, seed: int = 0, attempt: int = 0, sandbox: CodeSandbox | None = None
+    corpus: Corpus,
+    task: Task | str,
+    policy: Policy,
+    seed: int = 0,
+    attempt: int = 0,
+    sandbox: CodeSandbox | None = None,
+    user: UserSimulator | None = None,
 ) -> Trajectory:
     """Run ``policy`` on one fresh episode of ``task`` and score it.
 
@@ -32,6 +39,8 @@ async def run_episode(
         attempt: recorded on the trajectory.
         sandbox: code-acting mode: the policy writes Python blocks, run on this sandbox's
             workers (:func:`~envsynth.agents.codeact.converse_code`); None: function calling.
+        user: a user simulator for this episode (it opens the conversation and answers the
+            agent's plain messages); None: the instruction is the first user message.
     """
     t = corpus.task(task) if isinstance(task, str) else task
     t0 = time.perf_counter()
@@ -41,7 +50,7 @@ async def run_episode(
 
         code_ep = sandbox.episode(ep)
         try:
-            conv = await converse_code(code_ep, policy)
+            conv = await converse_code(code_ep, policy, user)
         except BaseException:
             code_ep.close()
             if not ep.finished:
@@ -51,7 +60,7 @@ async def run_episode(
         reward = code_ep.finish(answer=conv.answer)  # the complete_task reward, or scored now
     else:
         try:
-            conv = await converse(ep, policy)
+            conv = await converse(ep, policy, user)
         except BaseException:
             ep.finish()  # give the pooled state back
             raise
@@ -77,4 +86,6 @@ async def run_episode(
         timings={"model": round(conv.model_s, 6), "tools": round(conv.tools_s, 6), "finish": round(t2 - t1, 6), "total": round(t2 - t0, 6)},
         tainted=ep.tainted,
         error=conv.error,
+        user_turns=conv.user_turns,
+        user_usage=None if conv.user_usage is None else conv.user_usage.to_dict(),
     )

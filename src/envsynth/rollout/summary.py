@@ -55,6 +55,15 @@ def summarize_records(records: list[dict[str, Any]]) -> dict[str, Any]:
         if c["outcome"] == "unexpected_failure"
     ]
     errors = [{"task_id": r["task_id"], "attempt": r["attempt"], **r["error"]} for r in recs if r.get("error")]
+    simulated = [r for r in recs if r.get("user_usage") is not None]
+    user = None
+    if simulated:
+        user = {
+            "episodes": len(simulated),
+            "mean_turns": _mean([float(r.get("user_turns", 0)) for r in simulated]),
+            "total_tokens": sum(int(r["user_usage"].get("total_tokens", 0)) for r in simulated),
+            "errors": sum(1 for r in simulated if (r.get("error") or {}).get("source") == "user"),
+        }
     return {
         "tasks": len(by_task),
         "episodes": len(recs),
@@ -75,6 +84,7 @@ def summarize_records(records: list[dict[str, Any]]) -> dict[str, Any]:
             "tainted_episodes": sum(bool(r.get("tainted")) for r in recs),
             "where": failures[:50],
         },
+        "user_simulator": user,
         "errors": {"episodes": len(errors), "by_kind": dict(Counter(str(e.get("kind")) for e in errors)), "first": errors[:10]},
         "mean_seconds": {
             key: _mean([float(r.get("timings", {}).get(key, 0.0)) for r in recs]) for key in ("model", "tools", "finish", "total")
@@ -93,6 +103,8 @@ def summarize(run_dir: str | Path) -> dict[str, Any]:
         ``anticipated_rejection``, ``unexpected_failure``, ``malformed``, ``skipped``),
         ``rejection_codes``, ``stop_reasons``, ``pass@1_by_kind``, ``pass@1_by_app``,
         ``unexpected_failures`` (environment bugs: calls, tainted episodes, where),
-        ``errors`` (model/agent failures) and ``mean_seconds``.
+        ``user_simulator`` (episodes, mean turns, tokens and failures of the user simulator;
+        None when it was off), ``errors`` (model, agent and user-simulator failures) and
+        ``mean_seconds``.
     """
     return summarize_records(read_trajectories(run_dir))

@@ -33,7 +33,10 @@ class Trajectory:
         usage: tokens, requests and retries of this episode.
         timings: seconds: ``model``, ``tools``, ``finish``, ``total``.
         tainted: a tool hit an Unexpected Failure (an environment bug).
-        error: the model or agent failure that ended the episode, if any.
+        error: the model, agent or user-simulator failure that ended the episode, if any
+            (``source``: ``agent`` or ``user``).
+        user_turns: replies of the user simulator (0 without one).
+        user_usage: the user simulator's tokens and requests (None without one).
     """
 
     task_id: str
@@ -54,6 +57,8 @@ class Trajectory:
     timings: dict[str, float]
     tainted: bool = False
     error: dict[str, Any] | None = None
+    user_turns: int = 0
+    user_usage: dict[str, int] | None = None
 
     @property
     def score(self) -> float:
