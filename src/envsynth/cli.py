@@ -305,10 +305,20 @@ def graph(
 def run(
     corpus: Annotated[Path, typer.Argument(help="A corpus folder (envsynth build OUT --tasks-per-app T).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="The run folder: trajectories.jsonl + run.json (rerun to resume).")],
-    agent: Annotated[str, typer.Option(help="openai (an OpenAI-compatible endpoint) or oracle (replays the solutions).")] = "openai",
+    agent: Annotated[
+        str,
+        typer.Option(
+            help="openai (a model on an OpenAI-compatible endpoint), code (the same model writing Python: "
+            "--agent openai --mode code) or oracle (replays the solutions)."
+        ),
+    ] = "openai",
     mode: Annotated[
-        str, typer.Option(help="function (function calling) or code (the agent writes Python blocks, run in a sandbox).")
-    ] = "function",
+        str | None,
+        typer.Option(
+            help="function (function calling) or code (the agent writes Python blocks, run in a sandbox). "
+            "Default: code for --agent code, else function."
+        ),
+    ] = None,
     model: Annotated[str | None, typer.Option(help="The model name (--agent openai).")] = None,
     base_url: Annotated[
         str | None, typer.Option("--base-url", help="API root, e.g. http://localhost:8000/v1 (default: OPENAI_BASE_URL).")

@@ -188,9 +188,7 @@ def test_run_command_openai_code_mode_against_a_local_server(corpus: Corpus, cor
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         base_url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-        s = run_command(
-            corpus_path, out=tmp_path / "run", agent="openai", mode="code", model="m", base_url=base_url, api_key="k", tasks=chosen
-        )
+        s = run_command(corpus_path, out=tmp_path / "run", agent="code", model="m", base_url=base_url, api_key="k", tasks=chosen)
     finally:
         httpd.shutdown()
     assert s["episodes"] == 3 and s["pass@1"] == 1.0
@@ -200,3 +198,5 @@ def test_run_command_openai_code_mode_against_a_local_server(corpus: Corpus, cor
         run_command(corpus_path, out=tmp_path / "run", agent="oracle")  # function mode into a code-mode run folder
     with pytest.raises(ValueError, match="unknown mode"):
         run_command(corpus_path, out=tmp_path / "r2", agent="oracle", mode="shell")
+    with pytest.raises(ValueError, match="--agent code acts in code mode"):
+        run_command(corpus_path, out=tmp_path / "r2", agent="code", mode="function", model="m")

@@ -16,7 +16,8 @@ from envsynth.rollout.summary import summarize
 from envsynth.rollout.trajectory import RUN_CONFIG
 from envsynth.tasks.model import Task
 
-AGENTS = ("openai", "oracle")
+AGENTS = ("openai", "code", "oracle")
+"""``code`` is ``openai`` in code mode (``--agent code`` = ``--agent openai --mode code``)."""
 MODES = ("function", "code")
 
 
@@ -25,7 +26,7 @@ def run_command(
     *,
     out: str | Path,
     agent: str = "openai",
-    mode: str = "function",
+    mode: str | None = None,
     model: str | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
@@ -51,9 +52,11 @@ def run_command(
     Args:
         corpus: the corpus folder.
         out: the run folder.
-        agent: ``openai`` (a ChatAgent over an OpenAI-compatible endpoint) or ``oracle``.
+        agent: ``openai`` (a ChatAgent over an OpenAI-compatible endpoint), ``code`` (the same
+            in code mode) or ``oracle``.
         mode: ``function`` (function calling) or ``code`` (the agent writes Python blocks,
-            run in sandboxed workers from one pool made for this run; see docs/sandbox.md).
+            run in sandboxed workers from one pool made for this run; see docs/sandbox.md);
+            default ``code`` for ``--agent code``, else ``function``.
         model: the model name (required for ``openai``).
         base_url: the endpoint (default ``OPENAI_BASE_URL``, else OpenAI).
         api_key: default ``OPENAI_API_KEY``.
@@ -84,6 +87,11 @@ def run_command(
     """
     if agent not in AGENTS:
         raise ValueError(f"--agent: unknown agent {agent!r} (choose from {', '.join(AGENTS)})")
+    if agent == "code":
+        if mode not in (None, "code"):
+            raise ValueError(f"--agent code acts in code mode; drop --mode {mode} or use --agent openai")
+        agent, mode = "openai", "code"
+    mode = mode or "function"
     if mode not in MODES:
         raise ValueError(f"--mode: unknown mode {mode!r} (choose from {', '.join(MODES)})")
     if attempts < 1 or concurrency < 1 or max_turns < 1 or user_max_turns < 1:
