@@ -1,0 +1,340 @@
+"""BuilderClient: lenient JSON parsing, corrections, response_format fallback, cache replay, budget, metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from envsynth.llm import ChatResponse, Fail, LLMError, Message, OpenAIChat, RetryPolicy, ScriptedProvider, Usage
+from envsynth.llm.types import message_text
+from envsynth.llmbuild.client import BudgetExceeded, BuilderClient, StructuredOutputError, extract_json_object
+
+GOOD = '{"domain": "bakery", "tools": [{"name": "list_cakes", "params": ["flavour"]}]}'
+
+
+class Tool(BaseModel):
+    name: str
+    params: list[str] = []
+
+
+class Design(BaseModel):
+    domain: str
+    tools: list[Tool]
+
+
+def ask(text: str) -> list[Message]:
+    return [{"role": "system", "content": "You design tool-use domains."}, {"role": "user", "content": text}]
+
+
+class Recorder:
+    """A ChatModel that records the params of every request and forwards to a ScriptedProvider."""
+
+    def __init__(self, inner: ScriptedProvider) -> None:
+        self.inner, self.model, self.params_seen = inner, inner.model, []
+
+    @property
+    def usage(self) -> Usage:
+        return self.inner.usage
+
+    async def complete(self, messages: list[Message], tools: list[Message] | None = None, **params: Any) -> ChatResponse:
+        self.params_seen.append(params)
+        return await self.inner.complete(messages, tools, **params)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        GOOD,
+        f"```json\n{GOOD}\n```",
+        f"Here is the design:\n```\n{GOOD}\n```\nHope it helps.",
+        f"Sure! The design is {GOOD} -- let me know if you need more.",
+        '{"domain": "bakery", "tools": [{"name": "list_cakes", "params": ["flavour",],},],}',
+        f"<think>maybe {{draft}} first</think>\n{GOOD}",
+        'Use the {placeholder} form: {"domain": "bakery", "tools": [{"name": "list_cakes", "params": ["flavour"]}]}',
+    ],
+    ids=["plain", "json-fence", "bare-fence-in-prose", "prose", "trailing-commas", "think-block", "braces-in-prose"],
+)
+def test_replies_parse_leniently(reply: str) -> None:
+    llm = ScriptedProvider([reply])
+    client = BuilderClient(llm, structured="prompt")
+    design = asyncio.run(client.structured("designer", ask("bakery"), Design))
+    assert design == Design(domain="bakery", tools=[Tool(name="list_cakes", params=["flavour"])])
+    assert client.stats["designer"].invalid_outputs == 0
+
+
+def test_strings_with_braces_commas_and_escapes_survive() -> None:
+    text = 'ok: {"a": "x, }\\" {", "b": [1, 2,],}'
+    assert extract_json_object(text) == {"a": 'x, }" {', "b": [1, 2]}
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        ("", "empty"),
+        ("I cannot help with that.", "no JSON object"),
+        ('[{"domain": "x"}]', "got a JSON array"),
+        ('{"domain": "bakery", "tools": [', "not valid JSON"),
+    ],
+)
+def test_unusable_replies_are_rejected_with_a_clear_error(reply: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        extract_json_object(reply)
+
+
+def test_prompt_mode_puts_the_schema_in_the_system_message_and_sends_no_response_format() -> None:
+    rec = Recorder(ScriptedProvider([GOOD]))
+    asyncio.run(BuilderClient(rec, structured="prompt").structured("designer", ask("bakery"), Design))
+    system = rec.inner.requests[0][0]
+    assert system["role"] == "system" and system["content"].startswith("You design tool-use domains.")
+    assert "ONE JSON object" in system["content"] and '"tools"' in system["content"]
+    assert rec.params_seen == [{}]
+
+
+def test_json_schema_mode_sends_response_format() -> None:
+    rec = Recorder(ScriptedProvider([GOOD]))
+    client = BuilderClient(rec, structured="json_schema", temperature=0.2)
+    asyncio.run(client.structured("designer", ask("bakery"), Design))
+    (params,) = rec.params_seen
+    assert params["temperature"] == 0.2
+    assert params["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "Design", "schema": Design.model_json_schema(), "strict": False},
+    }
+    assert rec.inner.requests[0] == ask("bakery")  # no instruction added in this mode
+
+
+def test_auto_falls_back_to_prompt_mode_once_and_remembers() -> None:
+    rec = Recorder(ScriptedProvider([Fail(400, "response_format is not supported"), GOOD, GOOD]))
+    client = BuilderClient(rec)
+    assert client.metrics()["structured_mode"] == "json_schema"
+    asyncio.run(client.structured("designer", ask("bakery"), Design))
+    asyncio.run(client.structured("designer", ask("bakery 2"), Design))
+    assert ["response_format" in p for p in rec.params_seen] == [True, False, False]
+    assert client.metrics()["structured_mode"] == "prompt" and client.stats["designer"].calls == 3
+
+
+def test_json_schema_mode_does_not_fall_back() -> None:
+    client = BuilderClient(ScriptedProvider([Fail(400)]), structured="json_schema")
+    with pytest.raises(LLMError) as err:
+        asyncio.run(client.structured("designer", ask("bakery"), Design))
+    assert err.value.status == 400 and client.structured_mode == "json_schema"
+
+
+def test_an_invalid_reply_is_sent_back_with_its_error_and_corrected() -> None:
+    bad = '{"domain": "bakery", "tools": [{"params": []}]}'
+    llm = ScriptedProvider([bad, GOOD])
+    client = BuilderClient(llm, structured="prompt")
+    design = asyncio.run(client.structured("designer", ask("bakery"), Design))
+    assert design.tools[0].name == "list_cakes"
+    assert client.stats["designer"].invalid_outputs == 1 and client.stats["designer"].calls == 2
+    second = llm.requests[1]
+    assert second[-2] == {"role": "assistant", "content": bad}
+    assert second[-1]["role"] == "user" and "tools[0].name: Field required" in second[-1]["content"]
+    assert "corrected JSON object" in second[-1]["content"]
+
+
+def test_always_invalid_raises_after_max_invalid_plus_one_attempts() -> None:
+    llm = ScriptedProvider(lambda messages, tools, i: '{"domain": 3}')
+    client = BuilderClient(llm, structured="prompt", max_invalid=2)
+    with pytest.raises(StructuredOutputError) as err:
+        asyncio.run(client.structured("designer", ask("bakery"), Design))
+    assert (err.value.role, err.value.attempts, len(err.value.errors)) == ("designer", 3, 3)
+    assert "domain: Input should be a valid string (got 3)" in err.value.errors[-1] and "tools: Field required" in err.value.errors[-1]
+    assert len(llm.requests) == 3 and client.stats["designer"].invalid_outputs == 3
+
+
+def replier(messages: list[Message], tools: Any, i: int) -> str:
+    """Answers by the request: designs (invalid on the first try for 'broken'), and text for the writer."""
+    last = message_text(messages[-1]["content"])
+    if last.startswith("write"):
+        return f"task text for {last}"
+    if "broken" in last and not last.startswith("Your reply"):
+        return '{"domain": "broken"}'
+    name = "broken" if last.startswith("Your reply") else last
+    return json.dumps({"domain": name, "tools": [{"name": f"{name}_tool", "params": []}]})
+
+
+async def pipeline(client: BuilderClient) -> list[Any]:
+    """Three designs concurrently (one needing a correction), then three writer texts in order."""
+    designs = await asyncio.gather(*(client.structured("designer", ask(d), Design) for d in ("bakery", "broken", "clinic")))
+    texts = [await client.text("writer", ask(f"write {d.domain}")) for d in designs]
+    return [*designs, *texts]
+
+
+def check_metrics_add_up(client: BuilderClient) -> None:
+    m = client.metrics()
+    for key in m["total"]:
+        assert m["total"][key] == sum(r[key] for r in m["roles"].values())
+    assert m["spent_tokens"] == m["total"]["total_tokens"] == client.spent_tokens
+
+
+def test_a_second_client_on_the_same_cache_replays_without_model_calls(tmp_path: Path) -> None:
+    first_llm = ScriptedProvider(replier)
+    first = BuilderClient(first_llm, cache_dir=tmp_path, structured="prompt")
+    results = asyncio.run(pipeline(first))
+    assert results[1].domain == "broken" and results[3] == "task text for write bakery"
+    assert first.stats["designer"].calls == 4 and first.stats["writer"].calls == 3
+    assert first.spent_tokens == first_llm.usage.total_tokens > 0
+    check_metrics_add_up(first)
+
+    replay_llm = ScriptedProvider([])
+    replay = BuilderClient(replay_llm, cache_dir=tmp_path, structured="prompt")
+    assert asyncio.run(pipeline(replay)) == results
+    assert replay_llm.requests == [] and replay_llm.usage.requests == 0
+    m = replay.metrics()
+    assert m["total"]["calls"] == 0 and m["total"]["cache_hits"] == 7 and m["spent_tokens"] == 0
+    assert m["roles"]["designer"]["invalid_outputs"] == 1  # the replayed invalid reply is still counted
+    assert len(list(tmp_path.glob("*/*.json"))) == 7 and not list(tmp_path.glob("*/.*"))
+
+
+def test_a_corrupt_cache_file_is_a_miss_and_is_rewritten(tmp_path: Path) -> None:
+    asyncio.run(BuilderClient(ScriptedProvider(["hello"]), cache_dir=tmp_path).text("writer", ask("hi")))
+    (path,) = tmp_path.glob("*/*.json")
+    assert path.parent.name == path.stem[:2]
+    path.write_text('{"message": ')
+    llm = ScriptedProvider(["hello again"])
+    assert asyncio.run(BuilderClient(llm, cache_dir=tmp_path).text("writer", ask("hi"))) == "hello again"
+    assert json.loads(path.read_text())["message"]["content"] == "hello again"
+
+
+def test_the_cache_key_covers_model_params_and_schema(tmp_path: Path) -> None:
+    llm = ScriptedProvider(lambda m, t, i: f"reply {i}")
+    asyncio.run(BuilderClient(llm, cache_dir=tmp_path).text("r", ask("hi")))
+    asyncio.run(BuilderClient(llm, cache_dir=tmp_path, temperature=0.5).text("r", ask("hi")))
+    asyncio.run(BuilderClient(ScriptedProvider(lambda m, t, i: "x", model="other"), cache_dir=tmp_path).text("r", ask("hi")))
+    asyncio.run(BuilderClient(llm, cache_dir=tmp_path).text("r", ask("hi")))
+    assert len(llm.requests) == 2 and len(list(tmp_path.glob("*/*.json"))) == 3
+
+
+def test_the_budget_stops_a_run_and_a_rerun_with_more_continues_from_the_cache(tmp_path: Path) -> None:
+    def script(messages: list[Message], tools: Any, i: int) -> ChatResponse:
+        return ChatResponse({"role": "assistant", "content": f"step {messages[-1]['content']}"}, Usage(40, 10))
+
+    async def steps(client: BuilderClient) -> list[str]:
+        return [await client.text("writer", ask(str(n))) for n in range(5)]
+
+    small_llm = ScriptedProvider(script)
+    small = BuilderClient(small_llm, cache_dir=tmp_path, max_tokens_total=120)
+    with pytest.raises(BudgetExceeded, match="larger --max-tokens-total") as err:
+        asyncio.run(steps(small))
+    assert (err.value.spent, err.value.budget) == (150, 120) and len(small_llm.requests) == 3
+
+    big_llm = ScriptedProvider(script)
+    big = BuilderClient(big_llm, cache_dir=tmp_path, max_tokens_total=120)  # the cached three are free
+    assert asyncio.run(steps(big)) == [f"step {n}" for n in range(5)]
+    assert [m[-1]["content"] for m in big_llm.requests] == ["3", "4"]
+    assert big.stats["writer"].cache_hits == 3 and big.spent_tokens == 100
+    check_metrics_add_up(big)
+
+
+def test_retries_and_failures_are_counted_and_model_errors_propagate() -> None:
+    client = BuilderClient(ScriptedProvider([Fail(429), "fine", Fail(500), Fail(500)], retry=RetryPolicy(max_retries=1, sleep=_no_sleep)))
+    assert asyncio.run(client.text("writer", ask("a"))) == "fine"
+    with pytest.raises(LLMError) as err:
+        asyncio.run(client.text("writer", ask("b")))
+    assert err.value.status == 500
+    assert client.stats["writer"].retries == 2 and client.stats["writer"].calls == 2
+
+
+async def _no_sleep(_seconds: float) -> None:
+    return None
+
+
+# --- a real OpenAIChat against a local server without response_format support ---------------
+
+
+class NoResponseFormatServer:
+    """/v1/chat/completions on 127.0.0.1: 400 to any request carrying response_format, else a design in prose."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+
+    def reply(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        with self.lock:
+            self.requests.append(body)
+        if "response_format" in body:
+            return 400, {"error": {"message": "response_format is not supported", "type": "invalid_request_error"}}
+        domain = body["messages"][-1]["content"]
+        content = f'Here it is:\n```json\n{{"domain": "{domain}", "tools": [{{"name": "t", "params": [],}}]}}\n```'
+        return 200, {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop", "logprobs": None}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 20, "total_tokens": 70},
+        }
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, NoResponseFormatServer]]:
+    scripted = NoResponseFormatServer()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            status, payload = scripted.reply(body) if self.path == "/v1/chat/completions" else (404, {"error": {"message": "no route"}})
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", scripted
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_openai_client_against_a_server_without_response_format(
+    server: tuple[str, NoResponseFormatServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("openai")
+    url, scripted = server
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+    async def run(client: BuilderClient) -> list[Design]:
+        try:
+            return [await client.structured("designer", ask(d), Design) for d in ("bakery", "clinic", "garage")]
+        finally:
+            await client.chat.aclose()  # type: ignore[attr-defined]
+
+    def chat() -> OpenAIChat:
+        return OpenAIChat("m", base_url=url, retry=RetryPolicy(max_retries=1, base=0.01, cap=0.01))
+
+    client = BuilderClient(chat(), cache_dir=tmp_path)
+    designs = asyncio.run(run(client))
+    assert [d.domain for d in designs] == ["bakery", "clinic", "garage"]
+    assert ["response_format" in b for b in scripted.requests] == [True, False, False, False]
+    assert all("ONE JSON object" in b["messages"][0]["content"] for b in scripted.requests[1:])
+    m = client.metrics()
+    assert m["structured_mode"] == "prompt" and m["roles"]["designer"]["calls"] == 4
+    assert m["spent_tokens"] == 3 * 70 and m["total"]["invalid_outputs"] == 0
+
+    replay = BuilderClient(chat(), cache_dir=tmp_path)  # the rejection is cached too: no request at all
+    assert asyncio.run(run(replay)) == designs
+    assert len(scripted.requests) == 4 and replay.metrics()["structured_mode"] == "prompt"
+    assert replay.stats["designer"].cache_hits == 4 and replay.stats["designer"].calls == 0
+
+    explicit = BuilderClient(chat(), cache_dir=tmp_path, structured="json_schema")  # asks the server, cache or not
+    with pytest.raises(LLMError) as err:
+        asyncio.run(run(explicit))
+    assert err.value.status == 400 and len(scripted.requests) == 5
