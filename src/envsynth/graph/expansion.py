@@ -22,9 +22,12 @@ def missing_inputs(graph: ToolGraph, tool: str, selected: Iterable[str]) -> dict
     Returns:
         param -> entity for each unfillable required id parameter (empty: all satisfied).
     """
-    chosen = set(selected) - {tool}
-    fillable = {d["param"] for u, _, _, d in graph.edges("data", target=tool) if u in chosen}
-    return {p: e for p, e in sorted(graph.node(tool).get("requires", {}).items()) if p not in fillable}
+    requires, suppliers = graph.inputs(tool)
+    if not requires:
+        return {}
+    chosen = selected if isinstance(selected, (set, frozenset)) else set(selected)
+    fillable = {p for u, p in suppliers if u != tool and u in chosen}
+    return {p: e for p, e in requires if p not in fillable}
 
 
 def expand_subgraph(graph: ToolGraph, chain: list[str], min_size: int = 20, rng: random.Random | int | None = None) -> list[str]:

@@ -67,6 +67,16 @@ class ToolGraph:
         memo[(kind, source, target)] = out
         return out
 
+    def inputs(self, tool: str) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+        """``(required id params as (param, entity), sorted; data suppliers as (source tool, param))`` (memoised)."""
+        memo = self.__dict__.setdefault("_inputs_memo", {})
+        hit = memo.get(tool)
+        if hit is None:
+            requires = tuple(sorted(self.node(tool).get("requires", {}).items()))
+            suppliers = tuple((u, d["param"]) for u, _, _, d in self.edges("data", target=tool))
+            hit = memo[tool] = (requires, suppliers)
+        return hit
+
     def has_edge(self, source: str, target: str, kind: str | None = None, **attrs: Any) -> bool:
         """Whether an edge ``source -> target`` of ``kind`` with all of ``attrs`` exists."""
         return any(all(d.get(a) == v for a, v in attrs.items()) for *_, d in self.edges(kind, source, target))

@@ -79,15 +79,21 @@ class Episode:
         """Whether any call ended in an Unexpected Failure (an environment bug)."""
         return any(r.outcome == FAILURE for r in self.log)
 
-    def call(self, name: str, arguments: dict[str, Any] | str | None = None) -> CallResult:
-        """Call tool ``name`` with ``arguments`` (a dict or a JSON object text)."""
-        result = self._call(name, arguments)
+    def call(self, name: str, arguments: dict[str, Any] | str | None = None, *, replay: bool = False) -> CallResult:
+        """Call tool ``name`` with ``arguments`` (a dict or a JSON object text).
+
+        ``replay=True`` is for callers that never show results to an agent and discard the
+        whole state after any non-Success (task synthesis): a successful result's
+        ``content`` is left empty (``data`` only) and a rejected call's partial writes are
+        not rolled back.
+        """
+        result = self._call(name, arguments, replay)
         if result[0].outcome != SUCCESS or self.app.keep_log:
             res, trace = result
             self.log.append(CallRecord(name, arguments, res.outcome, res.content, res.code, trace))
         return result[0]
 
-    def _call(self, name: str, arguments: dict[str, Any] | str | None) -> tuple[CallResult, str | None]:
+    def _call(self, name: str, arguments: dict[str, Any] | str | None, replay: bool = False) -> tuple[CallResult, str | None]:
         fn = self.app.functions.get(name)
         if fn is None:
             return CallResult(REJECTION, f"Unknown tool {name!r}.", code="unknown_tool"), None
@@ -105,21 +111,26 @@ class Episode:
         except ValidationError as exc:
             return CallResult(REJECTION, _validation_message(name, exc), code="invalid_arguments"), None
         db = self.db
-        db.execute("SAVEPOINT tool_call")
+        if not replay:
+            db.execute("SAVEPOINT tool_call")
         try:
             value = fn(self.ctx, **args)
-            content = json.dumps(value, ensure_ascii=False)
+            content = "" if replay else json.dumps(value, ensure_ascii=False)
         except ToolError as exc:
-            db.execute("ROLLBACK TO tool_call")
-            db.execute("RELEASE tool_call")
+            self._undo(replay)
             return CallResult(REJECTION, exc.message, code=exc.code or "rejected"), None
         except Exception:  # any other exception is an environment bug
-            db.execute("ROLLBACK TO tool_call")
-            db.execute("RELEASE tool_call")
+            self._undo(replay)
             trace = traceback.format_exc()
             return CallResult(FAILURE, f"Internal error in {name}; the call had no effect.", code="unexpected_failure"), trace
-        db.execute("RELEASE tool_call")
+        if not replay:
+            db.execute("RELEASE tool_call")
         return CallResult(SUCCESS, content, data=value), None
+
+    def _undo(self, replay: bool) -> None:
+        if not replay:
+            self.db.execute("ROLLBACK TO tool_call")
+            self.db.execute("RELEASE tool_call")
 
     def close(self) -> None:
         self.db.close()

@@ -46,15 +46,27 @@ def scratch_connection(schema: str, purpose: str = "bytes") -> sqlite3.Connectio
     return conn
 
 
+_INSERTS: dict[int, tuple[Entity, str, tuple[str, ...]]] = {}
+
+
+def _insert_sql(ent: Entity) -> tuple[str, tuple[str, ...]]:
+    """The INSERT statement of an entity and its columns (memoised per entity object)."""
+    hit = _INSERTS.get(id(ent))
+    if hit is None or hit[0] is not ent:
+        cols = tuple(f.name for f in ent.fields)
+        sql = f'INSERT INTO "{ent.name}" ({", ".join(chr(34) + c + chr(34) for c in cols)}) VALUES ({", ".join("?" for _ in cols)})'
+        hit = _INSERTS[id(ent)] = (ent, sql, cols)
+    return hit[1], hit[2]
+
+
 def insert_rows(conn: sqlite3.Connection, order: list[Entity], rows: Rows) -> None:
     """Insert rows table by table in creation order (inside the caller's transaction)."""
     for ent in order:
         table = rows.get(ent.name)
         if not table:
             continue
-        cols = [f.name for f in ent.fields]
-        sql = f'INSERT INTO "{ent.name}" ({", ".join(chr(34) + c + chr(34) for c in cols)}) VALUES ({", ".join("?" for _ in cols)})'
-        conn.executemany(sql, [tuple(r.get(c) for c in cols) for r in table])
+        sql, cols = _insert_sql(ent)
+        conn.executemany(sql, [tuple(map(r.get, cols)) for r in table])
 
 
 def rows_to_bytes(schema: str, order: list[Entity], rows: Rows) -> bytes:
@@ -119,18 +131,29 @@ def read_rows(conn: sqlite3.Connection, bp: Blueprint, tables: Iterable[str] | N
     for ent in bp.entities:
         if wanted is not None and ent.name not in wanted:
             continue
-        bools = [f.name for f in ent.fields if f.type == "bool"]
-        cur = conn.execute(f'SELECT * FROM "{ent.name}" ORDER BY "{ent.id_field}"')
+        sql, bools = _select_sql(ent)
+        cur = conn.execute(sql)
         cols = [c[0] for c in cur.description]
-        table = []
-        for r in cur.fetchall():
-            d = dict(zip(cols, r))
-            for b in bools:
-                if d[b] is not None:
-                    d[b] = bool(d[b])
-            table.append(d)
+        table = [dict(zip(cols, r)) for r in cur.fetchall()]
+        if bools:
+            for d in table:
+                for b in bools:
+                    if d[b] is not None:
+                        d[b] = bool(d[b])
         out[ent.name] = table
     return out
+
+
+_SELECTS: dict[int, tuple[Entity, str, tuple[str, ...]]] = {}
+
+
+def _select_sql(ent: Entity) -> tuple[str, tuple[str, ...]]:
+    """The SELECT of all rows of an entity by primary key, and its bool columns (memoised per entity object)."""
+    hit = _SELECTS.get(id(ent))
+    if hit is None or hit[0] is not ent:
+        sql = f'SELECT * FROM "{ent.name}" ORDER BY "{ent.id_field}"'
+        hit = _SELECTS[id(ent)] = (ent, sql, tuple(f.name for f in ent.fields if f.type == "bool"))
+    return hit[1], hit[2]
 
 
 @dataclass
@@ -203,27 +226,28 @@ class StateBuilder:
         """Draw one row of ``ent`` (fields in ``fixed`` are taken as given); None if a ref has no target."""
         row: dict[str, Any] = {}
         fixed = fixed or {}
-        source = self.rng.choice(self.pool[ent.name]) if self.pool and self.pool.get(ent.name) else None
-        for f in ent.fields:
-            if f.name in fixed:
-                row[f.name] = fixed[f.name]
-            elif f.type == "id":
-                row[f.name] = self.values.new_id(ent, self.taken_ids[ent.name])
-            elif f.type == "ref":
-                targets = self.rows.get(f.ref or "", [])
-                if f.nullable and (not targets or self.rng.random() < f.null_rate):
-                    row[f.name] = None
+        rng = self.rng
+        pool = self.pool.get(ent.name) if self.pool else None
+        source = rng.choice(pool) if pool else None
+        for name, kind, f, ref, ref_key in _plan(self.bp, ent):
+            if name in fixed:
+                row[name] = fixed[name]
+            elif kind == _ID:
+                row[name] = self.values.new_id(ent, self.taken_ids[ent.name])
+            elif kind == _REF:
+                targets = self.rows.get(ref, [])
+                if f.nullable and (not targets or rng.random() < f.null_rate):
+                    row[name] = None
                     continue
                 if not targets:
                     return None
-                target_ent = self.bp.entity(f.ref or "")
-                row[f.name] = self.rng.choice(targets)[target_ent.id_field]
-            elif f.nullable and f.null_rate and self.rng.random() < f.null_rate:
-                row[f.name] = None
-            elif source is not None and (not f.unique or self._free(ent, f, source[f.name])):
-                row[f.name] = source[f.name]
+                row[name] = rng.choice(targets)[ref_key]
+            elif f.nullable and f.null_rate and rng.random() < f.null_rate:
+                row[name] = None
+            elif source is not None and (not f.unique or self._free(ent, f, source[name])):
+                row[name] = source[name]
             else:
-                row[f.name] = self._unique(ent, f, row) if f.unique else self.values.value(f, row)
+                row[name] = self._unique(ent, f, row) if f.unique else self.values.value(f, row)
         if ent.fields[0].name in fixed:
             self.taken_ids[ent.name].add(fixed[ent.fields[0].name])
         for used, cap in self._invariants.get(ent.name, ()):
@@ -252,8 +276,38 @@ class StateBuilder:
         raise ValueError(f"cannot draw a unique {ent.name}.{f.name}")
 
 
+_ID, _REF, _VALUE = 0, 1, 2
+_PLANS: dict[int, tuple[Entity, list[tuple[str, int, Any, str, str]]]] = {}
+
+
+def _plan(bp: Blueprint, ent: Entity) -> list[tuple[str, int, Any, str, str]]:
+    """Per field of ``ent``: (name, kind, field, referenced table, its id field) (memoised per entity object)."""
+    hit = _PLANS.get(id(ent))
+    if hit is None or hit[0] is not ent:
+        plan = []
+        for f in ent.fields:
+            if f.type == "id":
+                plan.append((f.name, _ID, f, "", ""))
+            elif f.type == "ref":
+                plan.append((f.name, _REF, f, f.ref or "", bp.entity(f.ref or "").id_field))
+            else:
+                plan.append((f.name, _VALUE, f, "", ""))
+        hit = _PLANS[id(ent)] = (ent, plan)
+    return hit[1]
+
+
+_INVARIANTS: dict[int, tuple[Blueprint, dict[str, list[tuple[str, str]]]]] = {}
+
+
 def _capacity_invariants(bp: Blueprint) -> dict[str, list[tuple[str, str]]]:
-    """``used <= capacity`` pairs implied by booking actions, kept true in drawn rows."""
+    """``used <= capacity`` pairs implied by booking actions, kept true in drawn rows (memoised per blueprint object)."""
+    hit = _INVARIANTS.get(id(bp))
+    if hit is None or hit[0] is not bp:
+        hit = _INVARIANTS[id(bp)] = (bp, _find_capacity_invariants(bp))
+    return hit[1]
+
+
+def _find_capacity_invariants(bp: Blueprint) -> dict[str, list[tuple[str, str]]]:
     out: dict[str, list[tuple[str, str]]] = {}
     for a in bp.actions:
         if a.kind == "book":

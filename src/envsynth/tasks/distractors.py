@@ -2,7 +2,8 @@
 
 - depth 1: other rows of the same tables as the targets (same type, random values);
 - depth 2: rows that share the target's name or title (its label) but differ elsewhere;
-- depth 3: near-duplicates: a copy of a target with exactly one identifying value changed;
+- depth 3: near-duplicates: a copy of a target with exactly one identifying value (one
+  the target has) changed;
 - depth 4: decoys in related tables: rows of tables that refer to a target (other orders
   of the same customer, other bookings of the same class).
 
@@ -34,9 +35,20 @@ def _builder(bp: Blueprint, order: list[Any], rows: Rows, seed: int, pool: Rows 
 
 
 def add_distractors(
-    bp: Blueprint, order: list[Any], core: Rows, targets: list[tuple[str, Any]], depth: int, seed: int, pool: Rows | None = None
+    bp: Blueprint,
+    order: list[Any],
+    core: Rows,
+    targets: list[tuple[str, Any]],
+    depth: int,
+    seed: int,
+    pool: Rows | None = None,
+    guarded: frozenset[str] = frozenset(),
 ) -> tuple[Rows, dict[str, int]]:
     """Distractor rows for ``targets`` ((table, key) of rows the task names), by level.
+
+    ``guarded`` tables are ones whose rows the task's pre-conditions count (``not
+    exists(...)``): a decoy there could block the chain instead of distracting, so
+    depth-4 decoys go to the other related tables.
 
     Returns:
         (the new rows by table, rows added per level as ``{"d1": n, ...}``).
@@ -60,11 +72,13 @@ def add_distractors(
                     b.add(ent, _fixed(ent, target, keep={ent.label}))
                 elif level == 3:
                     facts = [f.name for f in ent.fields[1:] if f.type not in ("ref", "text") and not f.unique]
-                    if facts:
-                        change = rng.choice(facts)
+                    if facts:  # change a value the target has, so that the target's own value tells them apart
+                        change = rng.choice([f for f in facts if target.get(f) is not None] or facts)
                         b.add(ent, _fixed(ent, target, keep=set(facts) - {change} | {f.name for f in ent.fields if f.type == "ref"}))
                 elif level == 4:
-                    children = [(o, f) for o in bp.entities for f in o.fields if f.type == "ref" and f.ref == table]
+                    children = [
+                        (o, f) for o in bp.entities if o.name not in guarded for f in o.fields if f.type == "ref" and f.ref == table
+                    ]
                     if children:
                         child, f = rng.choice(children)
                         b.add(child, {f.name: target[ent.id_field]})

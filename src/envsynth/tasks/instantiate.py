@@ -11,7 +11,7 @@ every call a Success is kept.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from envsynth.runtime.app import App
@@ -73,7 +73,7 @@ class Workspace:
                     if not isinstance(src, dict) or ref.field not in src:
                         raise ChainFailed(f"step {i}: result of step {ref.step} has no {ref.field!r}")
                     args[p] = src[ref.field]
-                res = ep.call(c.tool, args)
+                res = ep.call(c.tool, args, replay=True)
                 if res.outcome != SUCCESS:
                     raise ChainFailed(f"step {i} ({c.tool}): {res.outcome}: {res.content[:160]}")
                 results.append(res.data)
@@ -86,13 +86,13 @@ class Workspace:
             conn.execute("RELEASE chain_run")
         return Run(results, final)
 
-    def try_rows(self, rows: Rows, calls: list[Call]) -> Run:
-        """Switch to ``rows`` and run ``calls``; on failure the previous state is restored."""
+    def try_rows(self, rows: Rows, delta: Delta, calls: list[Call]) -> Run:
+        """Switch to ``rows`` (the loaded rows changed by ``delta``) and run ``calls``; on failure the previous state is restored."""
         conn = self.conn
         conn.execute("SAVEPOINT trial")
         previous = self.rows
         try:
-            _apply_delta(conn, self.app, previous, rows)
+            delta.apply(conn, self.app)
             self.rows = rows  # run() reads unwritten tables from here
             run = self.run(calls)
         except BaseException as exc:
@@ -107,27 +107,29 @@ class Workspace:
         return run
 
 
-def _apply_delta(conn: sqlite3.Connection, app: App, old: Rows, new: Rows) -> None:
-    """Turn the loaded ``old`` rows into ``new`` with INSERT, UPDATE and DELETE statements."""
-    changed: list[tuple[Any, list[dict[str, Any]]]] = []
-    removed: list[tuple[Any, list[Any]]] = []
-    for ent in app.order:
-        key = ent.id_field
-        a = {r[key]: r for r in old.get(ent.name, [])}
-        b = {r[key]: r for r in new.get(ent.name, [])}
-        added = [r for k, r in b.items() if k not in a]
-        if added:
-            insert_rows(conn, [ent], {ent.name: added})
-        changed.append((ent, [r for k, r in b.items() if k in a and a[k] != r]))
-        removed.append((ent, [k for k in a if k not in b]))
-    for ent, rows in changed:
-        cols = [f.name for f in ent.fields[1:]]
-        sets = ", ".join(f'"{c}" = ?' for c in cols)
-        for r in rows:
-            conn.execute(f'UPDATE "{ent.name}" SET {sets} WHERE "{ent.id_field}" = ?', (*(r.get(c) for c in cols), r[ent.id_field]))
-    for ent, keys in reversed(removed):
-        for k in keys:
-            conn.execute(f'DELETE FROM "{ent.name}" WHERE "{ent.id_field}" = ?', (k,))
+@dataclass
+class Delta:
+    """Row changes by table: rows added, rows changed (their new values), keys removed."""
+
+    added: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    changed: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    removed: dict[str, list[Any]] = field(default_factory=dict)
+
+    def apply(self, conn: sqlite3.Connection, app: App) -> None:
+        """The same changes as INSERT, UPDATE and DELETE statements (parents inserted first, deleted last)."""
+        if self.added:
+            insert_rows(conn, app.order, self.added)
+        for ent in app.order:
+            rows = self.changed.get(ent.name)
+            if rows:
+                cols = [f.name for f in ent.fields[1:]]
+                sets = ", ".join(f'"{c}" = ?' for c in cols)
+                sql = f'UPDATE "{ent.name}" SET {sets} WHERE "{ent.id_field}" = ?'
+                conn.executemany(sql, [(*(r.get(c) for c in cols), r[ent.id_field]) for r in rows])
+        for ent in reversed(app.order):
+            keys = self.removed.get(ent.name)
+            if keys:
+                conn.executemany(f'DELETE FROM "{ent.name}" WHERE "{ent.id_field}" = ?', [(k,) for k in keys])
 
 
 def execute(app: App, rows: Rows, calls: list[Call], seed: int = 0) -> Run:
@@ -136,23 +138,27 @@ def execute(app: App, rows: Rows, calls: list[Call], seed: int = 0) -> Run:
         return ws.run(calls, seed)
 
 
-def _carry_back(app: App, s0: Rows, before: Rows, after: Rows) -> None:
-    """Apply the solver's repairs (``before`` -> ``after``) to s0, or raise ChainFailed."""
+def _carry_back(app: App, s0: Rows, before: Rows, after: Rows) -> Delta:
+    """Apply the solver's repairs (``before`` -> ``after``) to s0 and return them as a Delta, or raise ChainFailed."""
     s0_index = {(e.name, r[e.id_field]): r for e in app.blueprint.entities for r in s0.get(e.name, [])}
+    delta = Delta()
     for ent in app.blueprint.entities:
         key = ent.id_field
         b = {r[key]: r for r in before.get(ent.name, [])}
         a = {r[key]: r for r in after.get(ent.name, [])}
         for k, row in a.items():
-            if k not in b:
+            old = b.get(k)
+            if old is None:
                 for f in ent.fields:
                     if f.type == "ref" and row.get(f.name) is not None and (f.ref, row[f.name]) not in s0_index:
                         raise ChainFailed(f"a needed {ent.name} row refers to a row the chain creates")
                 new = dict(row)
                 s0.setdefault(ent.name, []).append(new)
                 s0_index[(ent.name, k)] = new
+                delta.added.setdefault(ent.name, []).append(new)
                 continue
-            old = b[k]
+            if row == old:
+                continue
             changed = {c for c in row if row[c] != old.get(c)}
             if not changed:
                 continue
@@ -163,11 +169,14 @@ def _carry_back(app: App, s0: Rows, before: Rows, after: Rows) -> None:
                 if target.get(c) != old.get(c):
                     raise ChainFailed(f"{ent.name}.{c} must differ before and after an earlier step")
                 target[c] = row[c]
+            delta.changed.setdefault(ent.name, []).append(target)
         for k in b.keys() - a.keys():
             row = s0_index.pop((ent.name, k), None)
             if row is None:
                 raise ChainFailed(f"a {ent.name} row the chain creates would have to go")
             s0[ent.name] = [r for r in s0[ent.name] if r is not row]
+            delta.removed.setdefault(ent.name, []).append(k)
+    return delta
 
 
 def _created_rows(app: App, steps: list[Step], results: list[Any]) -> dict[tuple[str, Any], Ref]:
@@ -184,7 +193,7 @@ def _created_rows(app: App, steps: list[Step], results: list[Any]) -> dict[tuple
     return out
 
 
-def instantiate(app: App, steps: list[Step], world: Rows, seed: int, attempts: int = 4) -> tuple[Rows, list[Call], list[dict[str, Any]]]:
+def instantiate(app: App, steps: list[Step], world: Rows, seed: int, attempts: int = 3) -> tuple[Rows, list[Call], list[dict[str, Any]]]:
     """Arguments and s0 for ``steps``.
 
     Returns:
@@ -235,14 +244,14 @@ def _instantiate(app: App, ws: Workspace, steps: list[Step], seed: int, attempts
                 continue
             trial = copy_rows(s0)
             try:
-                _carry_back(app, trial, current, fx.rows)
+                delta = _carry_back(app, trial, current, fx.rows)
             except ChainFailed as exc:
                 last_error = f"step {i} ({step.spec.name}): {exc}"
                 continue
             literal = {k: v for k, v in fx.call_args().items() if k not in refs}
             call = Call(tool=step.spec.name, args=literal, refs=refs)
             try:
-                trial_run = ws.try_rows(trial, [*calls, call])
+                trial_run = ws.try_rows(trial, delta, [*calls, call])
             except (ChainFailed, Exception) as exc:
                 last_error = f"step {i} ({step.spec.name}): {exc}"
                 continue

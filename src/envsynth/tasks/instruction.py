@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from typing import Any
 
 from envsynth.blueprint.models import Blueprint
@@ -205,9 +206,13 @@ def compose(clauses: list[str], question: str | None, rng: random.Random, greeti
 
 
 def profile(
-    bp: Blueprint, rows: dict[str, list[dict[str, Any]]], targets: list[tuple[str, Any]], rng: random.Random, fake_name: str
+    bp: Blueprint,
+    rows: dict[str, list[dict[str, Any]]],
+    targets: list[tuple[str, Any]],
+    rng: random.Random,
+    fake_name: Callable[[], str],
 ) -> UserProfile:
-    """The user: a person the task names (a customer, a member), else a staff member."""
+    """The user: a person the task names (a customer, a member), else a staff member (named by ``fake_name()``)."""
     for table, key in targets:
         ent = bp.entity(table)
         label = bp.entity(table).field(ent.label) if ent.label else None
@@ -220,7 +225,7 @@ def profile(
         phone = next((row[f.name] for f in ent.fields if f.type == "phone"), None)
         prefs = {f.name: row[f.name] for f in ent.fields if f.type in ("enum", "bool") and row.get(f.name) is not None}
         return UserProfile(name=row[ent.label], role=human(table), email=email, phone=phone, preferences=prefs)  # type: ignore[index]
-    return UserProfile(name=fake_name, role=f"{bp.title} staff member", preferences={})
+    return UserProfile(name=fake_name(), role=f"{bp.title} staff member", preferences={})
 
 
 def leaks_id(text: str) -> bool:

@@ -7,9 +7,11 @@ with the reason.
 
 from __future__ import annotations
 
+import ast
 import random
 from typing import Any
 
+from envsynth.blueprint.expr import parse
 from envsynth.blueprint.values import ValueMaker
 from envsynth.graph import expand_subgraph, missing_inputs
 from envsynth.graph.model import ToolGraph
@@ -28,6 +30,7 @@ from envsynth.tasks.state import copy_rows, count_rows, merged
 KINDS: tuple[tuple[TaskKind, float], ...] = (("action", 0.55), ("info", 0.2), ("mixed", 0.25))
 WORLD_ROWS = 2
 MIN_VISIBLE = 20
+STAFF_NAMES = 64
 ANSWER_TYPES = ("money", "quantity", "int", "float", "enum", "state", "date", "string", "name", "email", "company")
 
 
@@ -41,6 +44,19 @@ def value_pool(app: App) -> Rows:
     if pool is None:
         pool = _POOLS[key] = StateBuilder(app.blueprint, 7919, app.order).fill({e.name: 24 for e in app.blueprint.entities})
     return pool
+
+
+_STAFF: dict[str, list[str]] = {}
+
+
+def staff_names(app: App) -> list[str]:
+    """Pre-drawn person names for staff users (drawn once per app and process; Faker is slow per call)."""
+    key = app.manifest.get("provenance", {}).get("content_hash") or app.name
+    names = _STAFF.get(key)
+    if names is None:
+        values = ValueMaker(app.blueprint, 104729)
+        names = _STAFF[key] = [values.fake("name") for _ in range(STAFF_NAMES)]
+    return names
 
 
 def task_seed(seed: int, app_index: int, task_index: int) -> int:
@@ -73,7 +89,9 @@ def synthesize(
         s0, calls, bound = instantiate(app, steps, world, base)
     except ChainFailed as exc:
         return reject("not_instantiable", str(exc))
-    core = _prune(app, s0, steps, bound, calls)
+    core = _prune(app, s0, steps, bound)
+    core_verified = False  # the chain runs on the pruned core: checked by the first state run, see below
+    guarded = _guarded(steps)
     targets = _targets(app, steps, calls, bound, core)
     answer_step, answer_field = _answer_spec(app, steps, calls, rng, core)
     visible = _visible(graph, [c.tool for c in calls], rng)
@@ -90,9 +108,11 @@ def synthesize(
         state_targets = [(t, mapping.get((t, k), k)) for t, k in targets]
         made = None
         why = "description_ambiguous_in_state"
-        for attempt in range(3):
+        attempt = -1
+        while attempt < 2:
+            attempt += 1
             extra, per_level = add_distractors(
-                app.blueprint, app.order, state_core, state_targets, depth, base * 7 + s * 101 + attempt, value_pool(app)
+                app.blueprint, app.order, state_core, state_targets, depth, base * 7 + s * 101 + attempt, value_pool(app), guarded
             )
             if s > 0:  # the instruction is fixed: drop distractors its descriptions would also match
                 extra = _without_matches(app, state_core, extra, [descs[tk] for tk in targets])
@@ -102,6 +122,12 @@ def synthesize(
                     run = ws.run(state_calls)
                     check = ws.run(state_calls, seed=1)
             except ChainFailed:
+                if s == 0 and not core_verified:
+                    core_verified = True
+                    if not (extra and _runs(app, core, calls)):  # pruning broke the chain: keep all of s0, try again
+                        core = state_core = copy_rows(s0)
+                        attempt -= 1
+                        continue
                 why = "chain_broken_by_distractors"
                 continue
             if s == 0:
@@ -134,8 +160,7 @@ def synthesize(
             return reject("no_effect")
         if s == 0:
             param_descs = _param_descriptions(app, calls, descs)
-            fake = ValueMaker(app.blueprint, base).fake("name")
-            user, me = profile(app.blueprint, full, targets, srng, fake), None
+            user, me = profile(app.blueprint, full, targets, srng, lambda: random.Random(base).choice(staff_names(app))), None
             if user.role != f"{app.blueprint.title} staff member":
                 me = next(
                     (
@@ -250,8 +275,50 @@ def _only(app: App, d: Description, full: Rows, table: str, key: Any) -> bool:
     return all(r[ent.id_field] == key for r in full[table] if d.matches(app.blueprint, full, r))
 
 
-def _prune(app: App, s0: Rows, steps: list[Step], bound: list[dict[str, Any]], calls: list[Call]) -> Rows:
-    """The minimal core: rows the chain binds, rows its reads range over, and their parents."""
+def _guarded(steps: list[Step]) -> frozenset[str]:
+    """Tables whose rows the chain's pre-conditions look for with ``exists()`` or ``count()``."""
+    out: set[str] = set()
+    for st in steps:
+        for check in st.spec.pre:
+            out |= _counted_tables(check.check)
+    return frozenset(out)
+
+
+_COUNTED: dict[str, frozenset[str]] = {}
+
+
+def _counted_tables(condition: str) -> frozenset[str]:
+    """Tables a condition looks for rows in (memoised per condition text)."""
+    hit = _COUNTED.get(condition)
+    if hit is None:
+        hit = _COUNTED[condition] = frozenset(
+            node.args[0].id
+            for node in ast.walk(parse(condition).tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("exists", "count")
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+        )
+    return hit
+
+
+def _runs(app: App, rows: Rows, calls: list[Call]) -> bool:
+    """Whether the chain runs on ``rows`` with every call a Success."""
+    try:
+        execute(app, rows, calls)
+    except ChainFailed:
+        return False
+    return True
+
+
+def _prune(app: App, s0: Rows, steps: list[Step], bound: list[dict[str, Any]]) -> Rows:
+    """The minimal core: rows the chain binds, rows its reads range over, and their parents.
+
+    Not verified here: the first run on the task state (core plus distractors) shows
+    whether the chain still runs, and ``synthesize`` falls back to all of s0 when the
+    core alone does not.
+    """
     bp = app.blueprint
     keep: set[tuple[str, Any]] = {tk for b in bound for tk in b.values()}
     for st in steps:
@@ -268,12 +335,7 @@ def _prune(app: App, s0: Rows, steps: list[Step], bound: list[dict[str, Any]], c
             if f.type == "ref" and v is not None and (f.ref, v) not in keep and (f.ref, v) in index:
                 keep.add((f.ref, v))  # type: ignore[arg-type]
                 todo.append((f.ref, v))  # type: ignore[arg-type]
-    core = {e.name: [r for r in s0.get(e.name, []) if (e.name, r[e.id_field]) in keep] for e in bp.entities}
-    try:
-        execute(app, core, calls)
-    except Exception:
-        return copy_rows(s0)
-    return core
+    return {e.name: [r for r in s0.get(e.name, []) if (e.name, r[e.id_field]) in keep] for e in bp.entities}
 
 
 def _targets(app: App, steps: list[Step], calls: list[Call], bound: list[dict[str, Any]], core: Rows) -> list[tuple[str, Any]]:
