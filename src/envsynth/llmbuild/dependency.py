@@ -1,0 +1,354 @@
+"""The dependency agent: edges the static analysis missed, kept only when a chain through them runs.
+
+The model sees every tool (description, parameters, pre-conditions, effects) and the
+edges :func:`~envsynth.graph.build_graph` found, and proposes missing ``data`` or
+``logic`` edges. Each proposal is checked by execution on a fresh state, with the same
+machinery task synthesis uses (:func:`~envsynth.tasks.instantiate.instantiate`: the
+fixture solver builds a state where the calls' pre-conditions hold, then the chain runs):
+
+* ``data`` ``A -> B`` (``param``): the two-step chain ``A; B`` where ``B.param`` is taken
+  from A's result (``field``, inferred when not given) runs with both calls a Success. An
+  id parameter must be filled by a column that carries that entity's id.
+* ``logic`` ``A -> B``: B acts on the row A created or acted on, ``A; B`` runs with both
+  calls a Success, and B alone on the same state does not: A's effect is what makes B's
+  pre-condition hold.
+
+Usage::
+
+    result = await propose_dependencies(client, app, graph, seed=0)
+    result.kept, result.rejected          # each rejected proposal has a ``why``
+    write_augmented_graph(app_dir, result.graph)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import networkx as nx
+from pydantic import BaseModel, ConfigDict, Field
+
+from envsynth.blueprint.spec import ToolSpec
+from envsynth.graph import GRAPH_FILE, ToolGraph
+from envsynth.graph.schema import schema_from_blueprint
+from envsynth.llmbuild.prompts import prompt
+from envsynth.runtime.app import App
+from envsynth.runtime.state import StateBuilder
+from envsynth.tasks.chain import Step
+from envsynth.tasks.instantiate import ChainFailed, execute, instantiate
+from envsynth.tasks.model import Call, Ref
+from envsynth.tasks.synth import WORLD_ROWS, value_pool
+
+__all__ = [
+    "DependencyProposal",
+    "DependencyResult",
+    "ProposedEdge",
+    "check_edge",
+    "propose_dependencies",
+    "write_augmented_graph",
+]
+
+ROLE = "dependency"
+ATTEMPTS = 3  # fresh worlds tried per proposed edge
+
+
+class ProposedEdge(BaseModel):
+    """One edge the model says the static analysis missed."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    source: str = Field(description="the tool that runs first")
+    target: str = Field(description="the tool that depends on it")
+    kind: Literal["data", "logic"]
+    param: str | None = Field(None, description="data: the target parameter filled from the source's result")
+    field: str | None = Field(None, description="data: the field of the source's result that fills it")
+    reason: str = ""
+
+
+class DependencyProposal(BaseModel):
+    """The dependency agent's reply."""
+
+    edges: list[ProposedEdge] = Field(default_factory=list)
+
+
+@dataclass
+class DependencyResult:
+    """The augmented graph and what happened to each proposal.
+
+    Attributes:
+        graph: a new graph: the input's edges plus the kept ones (attrs ``origin="llm"``, ``reason``).
+        kept: the kept edges (``source``, ``target``, ``key`` and the edge attrs).
+        rejected: the rejected proposals, each with ``why``.
+    """
+
+    graph: ToolGraph
+    kept: list[dict[str, Any]] = field(default_factory=list)
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+
+
+async def propose_dependencies(client: Any, app: App, graph: ToolGraph, *, seed: int = 0, max_edges: int = 20) -> DependencyResult:
+    """Ask the dependency agent for missing edges and keep those that execute.
+
+    Args:
+        client: a :class:`~envsynth.llmbuild.client.BuilderClient`.
+        app: the built app.
+        graph: its static tool graph (not changed).
+        seed: seeds the fresh worlds the edges are executed on.
+        max_edges: proposals beyond this many are rejected unchecked.
+
+    Returns:
+        The augmented graph, the kept edges and the rejected proposals.
+
+    Raises:
+        StructuredOutputError: no valid reply.
+        BudgetExceeded: the token budget is spent.
+    """
+    text = prompt(ROLE, app_title=app.blueprint.title, tools=tools_text(app), edges=edges_text(graph), max_edges=max_edges)
+    proposal = await client.structured(ROLE, [{"role": "user", "content": text}], DependencyProposal)
+    return apply_proposal(app, graph, proposal.edges, seed=seed, max_edges=max_edges)
+
+
+def apply_proposal(app: App, graph: ToolGraph, edges: Iterable[ProposedEdge], *, seed: int = 0, max_edges: int = 20) -> DependencyResult:
+    """Check each proposed edge (see :func:`check_edge`) and add the kept ones to a copy of ``graph``."""
+    g = nx.MultiDiGraph(graph.g)
+    kept: list[dict[str, Any]] = []
+    rejected: list[dict[str, Any]] = []
+    seen: set[tuple[str, str, str, str | None]] = set()
+    for i, edge in enumerate(edges):
+        record = edge.model_dump(exclude_none=True)
+        ident = (edge.source, edge.target, edge.kind, edge.param if edge.kind == "data" else None)
+        if i >= max_edges:
+            rejected.append({**record, "why": f"beyond the first {max_edges} proposals"})
+            continue
+        if ident in seen:
+            rejected.append({**record, "why": "duplicate of an earlier proposal"})
+            continue
+        seen.add(ident)
+        attrs, why = check_edge(app, graph, edge, seed=seed * 1009 + i)
+        if attrs is None:
+            rejected.append({**record, "why": why})
+            continue
+        key = f"data:{edge.param}" if edge.kind == "data" else f"logic:llm:{attrs['entity']}"
+        g.add_edge(edge.source, edge.target, key=key, **attrs)
+        kept.append({"source": edge.source, "target": edge.target, "key": key, **attrs})
+    return DependencyResult(ToolGraph(g, graph.name), kept, rejected)
+
+
+def write_augmented_graph(app_dir: str | Path, graph: ToolGraph) -> Path:
+    """Write ``graph`` as the app folder's ``graph.json`` (replacing the static one); returns the path."""
+    out = Path(app_dir) / GRAPH_FILE
+    out.write_text(graph.to_json(), encoding="utf-8")
+    return out
+
+
+# --- checking one edge --------------------------------------------------------------------
+
+
+def check_edge(app: App, graph: ToolGraph, edge: ProposedEdge, *, seed: int = 0) -> tuple[dict[str, Any] | None, str]:
+    """Whether a proposed edge is new and executes.
+
+    Returns:
+        ``(edge attrs, "")`` for an edge to keep, else ``(None, why)``.
+    """
+    specs = app.spec_by_name
+    for name in (edge.source, edge.target):
+        if name not in specs:
+            return None, f"unknown tool {name!r}"
+    if edge.source == edge.target:
+        return None, "self-loop"
+    src, tgt = specs[edge.source], specs[edge.target]
+    if edge.kind == "data":
+        return _check_data(app, graph, src, tgt, edge, seed)
+    return _check_logic(app, graph, src, tgt, edge, seed)
+
+
+def _result_entity(spec: ToolSpec) -> str | None:
+    """The entity whose row a tool returns (None: a list, an aggregate, custom data or nothing)."""
+    if spec.returns == "new":
+        return next((ef.entity for ef in spec.effects if ef.op == "insert"), None)
+    if spec.returns == "query":
+        return spec.query.entity if spec.query is not None and spec.query.op == "get" else None
+    aliases = {b.alias: b.entity for b in spec.bindings} | {ef.alias: ef.entity for ef in spec.effects}
+    return aliases.get(spec.returns)
+
+
+def _source_field(app: App, src: ToolSpec, tgt: ToolSpec, edge: ProposedEdge) -> tuple[str | None, str]:
+    """The field of the source's result that fills ``edge.param``, or ``(None, why)``."""
+    p = next(x for x in tgt.params if x.name == edge.param)
+    ent = _result_entity(src)
+    fields = {f.name for f in app.blueprint.entity(ent).fields} if ent else None
+    if edge.field:
+        if fields is not None and edge.field not in fields:
+            return None, f"{src.name} returns a {ent} row, which has no field {edge.field!r}"
+        name = edge.field
+    elif ent is None:
+        name = edge.param or ""
+    elif p.field and p.field.split(".", 1)[0] == ent:
+        name = p.field.split(".", 1)[1]
+    elif p.ref == ent:
+        name = app.blueprint.entity(ent).id_field
+    elif p.ref:
+        refs = [f.name for f in app.blueprint.entity(ent).fields if f.type == "ref" and f.ref == p.ref]
+        name = refs[0] if refs else ""
+    else:
+        name = edge.param if fields is not None and edge.param in fields else ""
+    if not name:
+        return None, f"no field of {src.name}'s result fills {edge.param!r}"
+    if p.ref and ent is not None:
+        carried = schema_from_blueprint(app.blueprint).carried(f"{ent}.{name}")
+        if carried != p.ref:
+            return None, f"{ent}.{name} does not carry a {p.ref} id, which {tgt.name}.{edge.param} takes"
+    return name, ""
+
+
+def _check_data(
+    app: App, graph: ToolGraph, src: ToolSpec, tgt: ToolSpec, edge: ProposedEdge, seed: int
+) -> tuple[dict[str, Any] | None, str]:
+    if not edge.param:
+        return None, "a data edge needs the target parameter (param)"
+    p = next((x for x in tgt.params if x.name == edge.param), None)
+    if p is None:
+        return None, f"{tgt.name} has no parameter {edge.param!r}"
+    if graph.has_edge(src.name, tgt.name, "data", param=edge.param):
+        return None, "already in the graph"
+    fname, why = _source_field(app, src, tgt, edge)
+    if fname is None:
+        return None, why
+    steps = [Step(src), Step(tgt, refs={edge.param: Ref(step=0, field=fname)})]
+    ok, why = _runs(app, steps, seed, need_source=False)
+    if not ok:
+        return None, why
+    ent = _result_entity(src) or src.entity
+    return {
+        "kind": "data",
+        "param": edge.param,
+        "entity": p.ref or (p.field.split(".", 1)[0] if p.field else ent),
+        "via": f"{ent}.{fname}",
+        "fresh": src.returns == "new",
+        "required": p.required,
+        "origin": "llm",
+        "reason": edge.reason,
+    }, ""
+
+
+def _shared_row(app: App, src: ToolSpec, tgt: ToolSpec, param: str | None) -> tuple[str, Step] | None:
+    """``(entity, target step)`` with the target acting on the row the source created or bound."""
+    created = {ef.entity for ef in src.effects if ef.op == "insert"} if src.returns == "new" else set()
+    bound = {b.entity: b.alias for b in src.bindings if b.param is not None}
+    options = [(b.param, b.entity) for b in tgt.bindings if b.param is not None and tgt.param(b.param).required]
+    options.sort(key=lambda o: (o[0] != param, o[1] != tgt.entity))
+    for p, entity in options:
+        if entity in created:
+            return entity, Step(tgt, refs={p: Ref(step=0, field=app.blueprint.entity(entity).id_field)})
+        if entity in bound:
+            return entity, Step(tgt, pins={p: (0, bound[entity])})
+    return None
+
+
+def _check_logic(
+    app: App, graph: ToolGraph, src: ToolSpec, tgt: ToolSpec, edge: ProposedEdge, seed: int
+) -> tuple[dict[str, Any] | None, str]:
+    if graph.has_edge(src.name, tgt.name, "logic"):
+        return None, "already in the graph"
+    shared = _shared_row(app, src, tgt, edge.param)
+    if shared is None:
+        return None, f"{tgt.name} takes no row that {src.name} creates or acts on"
+    entity, step = shared
+    ok, why = _runs(app, [Step(src), step], seed, need_source=True)
+    if not ok:
+        return None, why
+    return {
+        "kind": "logic",
+        "how": "llm",
+        "entity": entity,
+        "field": None,
+        "value": None,
+        "check": " and ".join(c.check for c in tgt.pre),
+        "origin": "llm",
+        "reason": edge.reason,
+    }, ""
+
+
+def _runs(app: App, steps: list[Step], seed: int, *, need_source: bool) -> tuple[bool, str]:
+    """Whether the chain can be instantiated on a fresh world and runs (and, for logic, needs its first call)."""
+    last = "no attempt"
+    for attempt in range(ATTEMPTS):
+        s = seed * 7 + attempt
+        world = (
+            StateBuilder(app.blueprint, s, app.order).use_pool(value_pool(app)).fill({e.name: WORLD_ROWS for e in app.blueprint.entities})
+        )
+        try:
+            s0, calls, _ = instantiate(app, steps, world, s)
+            execute(app, s0, calls)
+        except ChainFailed as exc:
+            last = f"does not execute: {exc}"
+            continue
+        if need_source and not calls[1].refs and _alone_runs(app, s0, calls[1]):
+            last = f"{calls[1].tool} runs without {calls[0].tool} on the same state: no dependency"
+            continue
+        return True, ""
+    return False, last
+
+
+def _alone_runs(app: App, s0: Any, call: Call) -> bool:
+    try:
+        execute(app, s0, [call])
+    except ChainFailed:
+        return False
+    return True
+
+
+# --- what the model sees --------------------------------------------------------------------
+
+
+def tools_text(app: App) -> str:
+    """Each tool: kind, mode, description, parameters, pre-conditions, effects and what it returns."""
+    out = []
+    for s in app.specs:
+        lines = [f"- {s.name} ({s.kind}, {s.mode}, entity {s.entity}): {s.description}"]
+        params = []
+        for p in s.params:
+            bits = [p.type, "required" if p.required else "optional"]
+            if p.ref:
+                bits.append(f"id of {p.ref}")
+            elif p.field:
+                bits.append(f"= {p.field}")
+            if p.enum:
+                bits.append("one of " + "/".join(p.enum))
+            params.append(f"{p.name} ({', '.join(bits)})")
+        lines.append("  params: " + ("; ".join(params) or "none"))
+        if s.pre:
+            lines.append("  pre: " + "; ".join(c.check for c in s.pre))
+        for ef in s.effects:
+            vals = ", ".join(f"{k}={v}" for k, v in ef.values.items())
+            lines.append(f"  effect: {ef.op} {ef.entity}" + (f" ({vals})" if vals else ""))
+        declared = [c.check for c in s.post if c.origin == "declared"]
+        if declared:
+            lines.append("  post: " + "; ".join(declared))
+        ent = _result_entity(s)
+        lines.append(f"  returns: {f'the {ent} row' if ent else s.returns_doc or s.returns}")
+        out.append("\n".join(lines))
+    return "\n".join(out)
+
+
+def edges_text(graph: ToolGraph) -> str:
+    """The found edges, compactly: data grouped by target parameter, logic one a line, state per table."""
+    lines = ["data (target.param <- sources):"]
+    groups: dict[tuple[str, str], list[str]] = {}
+    for u, v, _, a in graph.edges("data"):
+        groups.setdefault((v, a["param"]), []).append(u)
+    lines += [f"  {v}.{p} <- {', '.join(sorted(us))}" for (v, p), us in sorted(groups.items())]
+    lines.append("logic (source -> target: what the source establishes):")
+    for u, v, _, a in graph.edges("logic"):
+        what = f"{a.get('field') or a.get('entity')}" + (f"={a['value']!r}" if a.get("value") is not None else f" {a.get('how')}")
+        lines.append(f"  {u} -> {v}: {what}")
+    tables: dict[str, set[str]] = {}
+    for u, _, _, a in graph.edges("state"):
+        tables.setdefault(a["table"], set()).add(u)
+    lines.append(
+        "state (a writer of the table -> every reader of it): "
+        + "; ".join(f"{t} written by {len(w)} tools" for t, w in sorted(tables.items()))
+    )
+    return "\n".join(lines)

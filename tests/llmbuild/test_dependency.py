@@ -1,0 +1,117 @@
+"""The dependency agent: proposed edges are kept only when a chain through them executes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import networkx as nx
+import pytest
+
+from envsynth import catalog
+from envsynth.compiler.compile import compile_app
+from envsynth.graph import ToolGraph, build_graph, read_graph
+from envsynth.llm import ScriptedProvider
+from envsynth.llmbuild.client import BuilderClient
+from envsynth.llmbuild.dependency import ProposedEdge, apply_proposal, propose_dependencies, write_augmented_graph
+from envsynth.runtime.app import App
+
+
+@pytest.fixture(scope="module")
+def harbor() -> tuple[App, ToolGraph]:
+    app = compile_app(catalog.load("harbor_market"), 0)
+    return app, build_graph(app)
+
+
+PROPOSAL = {
+    "edges": [
+        {
+            "source": "register_customer",
+            "target": "find_customer_by_email",
+            "kind": "data",
+            "param": "email",
+            "field": "email",
+            "reason": "The new customer's email can be used to look the account up again.",
+        },
+        {
+            "source": "cancel_order",
+            "target": "ship_order",
+            "kind": "logic",
+            "param": "order_id",
+            "reason": "Cancelling an order prepares it for shipping.",
+        },
+        {
+            "source": "register_customer",
+            "target": "send_welcome_email",
+            "kind": "data",
+            "param": "email",
+            "reason": "A new customer gets a welcome email.",
+        },
+        {"source": "place_order", "target": "place_order", "kind": "logic", "reason": "Orders follow orders."},
+        {"source": "place_order", "target": "pay_order", "kind": "data", "param": "order_id", "reason": "Pay the new order."},
+        {
+            "source": "register_customer",
+            "target": "get_product",
+            "kind": "data",
+            "param": "product_id",
+            "field": "customer_id",
+            "reason": "Look up a product for the customer.",
+        },
+    ]
+}
+
+
+def test_proposed_edges_are_kept_only_when_they_execute(harbor: tuple[App, ToolGraph], tmp_path) -> None:
+    app, graph = harbor
+    before = graph.to_json()
+    llm = ScriptedProvider(["```json\n" + json.dumps(PROPOSAL) + "\n```"])
+    result = asyncio.run(propose_dependencies(BuilderClient(llm), app, graph, seed=0))
+
+    asked = llm.requests[0][-1]["content"]
+    assert "find_customer_by_email" in asked and "place_order.customer_id <- " in asked  # tools and found edges shown
+
+    assert [(k["source"], k["target"], k["param"]) for k in result.kept] == [("register_customer", "find_customer_by_email", "email")]
+    kept = result.kept[0]
+    assert kept["origin"] == "llm" and kept["via"] == "customer.email" and "look the account up" in kept["reason"]
+    why = {(r["source"], r["target"]): r["why"] for r in result.rejected}
+    assert why[("cancel_order", "ship_order")].startswith("does not execute")
+    assert why[("register_customer", "send_welcome_email")] == "unknown tool 'send_welcome_email'"
+    assert why[("place_order", "place_order")] == "self-loop"
+    assert why[("place_order", "pay_order")] == "already in the graph"
+    assert "does not carry a product id" in why[("register_customer", "get_product")]
+
+    new = result.graph
+    assert new.has_edge("register_customer", "find_customer_by_email", "data", param="email", origin="llm")
+    assert new.edge_counts()["data"] == graph.edge_counts()["data"] + 1
+    assert graph.to_json() == before  # the input graph is not changed
+
+    path = write_augmented_graph(tmp_path, new)
+    assert read_graph(tmp_path).to_json() == new.to_json() == path.read_text(encoding="utf-8")
+
+
+def test_a_logic_edge_needs_the_source(harbor: tuple[App, ToolGraph]) -> None:
+    app, graph = harbor
+    g = nx.MultiDiGraph(graph.g)  # forget two logic edges the static analysis found
+    for u, v, k in list(g.edges(keys=True)):
+        if k.startswith("logic:") and (u, v) in {("ship_order", "deliver_order"), ("pay_order", "cancel_order")}:
+            g.remove_edge(u, v, k)
+    blind = ToolGraph(g, graph.name)
+    edges = [
+        ProposedEdge(source="ship_order", target="deliver_order", kind="logic", reason="Only a shipped order can be delivered."),
+        ProposedEdge(source="pay_order", target="cancel_order", kind="logic", reason="A paid order can be cancelled."),
+        ProposedEdge(source="publish_review", target="update_product", kind="logic", reason="Reviews change products."),
+    ]
+    result = apply_proposal(app, blind, edges, seed=1)
+    assert [(k["source"], k["target"], k["entity"]) for k in result.kept] == [("ship_order", "deliver_order", "customer_order")]
+    why = {(r["source"], r["target"]): r["why"] for r in result.rejected}
+    assert "runs without pay_order" in why[("pay_order", "cancel_order")]  # a pending order can be cancelled too
+    assert "takes no row" in why[("publish_review", "update_product")]
+
+
+def test_proposals_beyond_the_limit_and_duplicates_are_rejected(harbor: tuple[App, ToolGraph]) -> None:
+    app, graph = harbor
+    edge = ProposedEdge(source="add_product", target="get_product_by_sku", kind="data", param="sku", reason="Look up by SKU.")
+    other = ProposedEdge(source="register_customer", target="find_customer_by_email", kind="data", param="email", reason="x")
+    result = apply_proposal(app, graph, [edge, edge, other], max_edges=2)
+    assert [k["target"] for k in result.kept] == ["get_product_by_sku"]
+    assert [r["why"] for r in result.rejected] == ["duplicate of an earlier proposal", "beyond the first 2 proposals"]
