@@ -45,8 +45,11 @@ __all__ = [
     "DependencyProposal",
     "DependencyResult",
     "ProposedEdge",
+    "apply_proposal",
     "check_edge",
+    "edges_text",
     "propose_dependencies",
+    "tools_text",
     "write_augmented_graph",
 ]
 
