@@ -17,10 +17,11 @@ from envsynth.blueprint.models import Blueprint, Entity
 from envsynth.blueprint.values import ValueMaker
 
 Rows = dict[str, list[dict[str, Any]]]
+STATEMENT_CACHE = 1024  # prepared statements kept per connection (tools, deltas, reads: well over the default 128)
 
 
 def empty_db(schema: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False, cached_statements=STATEMENT_CACHE)
     conn.executescript(schema)
     return conn
 

@@ -27,7 +27,7 @@ def _builder(bp: Blueprint, order: list[Any], rows: Rows, seed: int, pool: Rows 
     b = StateBuilder(bp, seed, order)
     if pool is not None:
         b.use_pool(pool)
-    b.rows = {k: [dict(r) for r in v] for k, v in rows.items()}
+    b.rows = {k: list(v) for k, v in rows.items()}  # rows are only appended, never changed
     for ent in bp.entities:
         b.rows.setdefault(ent.name, [])
         b.taken_ids[ent.name] = {r[ent.id_field] for r in b.rows[ent.name]}
@@ -63,6 +63,7 @@ def add_distractors(
     rows = [(t, index[(t, k)]) for t, k in targets if (t, k) in index]
     for level in range(1, min(depth, 4) + 1):
         n0 = sum(len(v) for v in b.rows.values())
+        start = {k: len(v) for k, v in b.rows.items()}
         for table, target in rows:
             ent = bp.entity(table)
             for _ in range(PER_LEVEL):
@@ -82,9 +83,13 @@ def add_distractors(
                     if children:
                         child, f = rng.choice(children)
                         b.add(child, {f.name: target[ent.id_field]})
-        for table, target in rows:  # a copy that equals its target in every field could never be told apart
+        for table, target in rows:  # a new copy that equals its target in every field could never be told apart
             ent = bp.entity(table)
-            b.rows[table] = [r for r in b.rows[table] if r is target or any(r.get(f.name) != target.get(f.name) for f in ent.fields[1:])]
+            names = [f.name for f in ent.fields[1:]]
+            table_rows = b.rows[table]
+            new = [r for r in table_rows[start[table] :] if any(r.get(n) != target.get(n) for n in names)]
+            if len(new) < len(table_rows) - start[table]:
+                b.rows[table] = table_rows[: start[table]] + new
         counts[f"d{level}"] = sum(len(v) for v in b.rows.values()) - n0
     added = {k: v[before.get(k, 0) :] for k, v in b.rows.items() if len(v) > before.get(k, 0)}
     return added, counts

@@ -253,7 +253,10 @@ def _instantiate(app: App, ws: Workspace, steps: list[Step], seed: int, attempts
             try:
                 trial_run = ws.try_rows(trial, delta, [*calls, call])
             except (ChainFailed, Exception) as exc:
-                last_error = f"step {i} ({step.spec.name}): {exc}"
+                error = f"step {i} ({step.spec.name}): {exc}"
+                if error == last_error:  # the same conflict twice: the plan itself is at fault
+                    raise ChainFailed(error) from None
+                last_error = error
                 continue
             s0 = trial
             calls.append(call)

@@ -83,7 +83,7 @@ def synthesize(
     if not steps:
         return reject("no_chain", f"no {kind} chain")
     world = (
-        StateBuilder(app.blueprint, base, app.order).use_pool(value_pool(app)).fill({e.name: WORLD_ROWS for e in app.blueprint.entities})
+        StateBuilder(app.blueprint, base, app.order).use_pool(value_pool(app)).fill(dict.fromkeys(_world_tables(app, steps), WORLD_ROWS))
     )
     try:
         s0, calls, bound = instantiate(app, steps, world, base)
@@ -273,6 +273,28 @@ def _nonempty(rows: Rows) -> Rows:
 def _only(app: App, d: Description, full: Rows, table: str, key: Any) -> bool:
     ent = app.blueprint.entity(table)
     return all(r[ent.id_field] == key for r in full[table] if d.matches(app.blueprint, full, r))
+
+
+def _world_tables(app: App, steps: list[Step]) -> list[str]:
+    """Tables the chain's tools touch (read, write, bind, count), and the tables they refer to.
+
+    Rows of other tables could never be bound, read or kept in the core, so the world
+    the chain is instantiated in leaves them out.
+    """
+    bp = app.blueprint
+    todo = set()
+    for st in steps:
+        spec = st.spec
+        todo |= {spec.entity, *spec.reads, *spec.writes, *spec.creates, *spec.deletes, *(b.entity for b in spec.bindings)}
+        if spec.query is not None:
+            todo.add(spec.query.entity)
+    todo &= {e.name for e in bp.entities}
+    out: set[str] = set()
+    while todo:
+        t = todo.pop()
+        out.add(t)
+        todo |= {f.ref for f in bp.entity(t).fields if f.type == "ref" and f.ref and f.ref not in out}
+    return [e.name for e in bp.entities if e.name in out]
 
 
 def _guarded(steps: list[Step]) -> frozenset[str]:
