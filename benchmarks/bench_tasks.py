@@ -1,7 +1,8 @@
 """Task synthesis and episode evaluation throughput (issue 3 targets).
 
 - admitted tasks per second per core, at distractor depth D=0 and D=4;
-- evaluated episodes per second per core: TaskEpisode start + oracle replay + reward.
+- evaluated episodes per second per core: TaskEpisode start + oracle replay + reward, on the
+  tasks' own states (core + distractors) and on the same tasks padded to ~100 rows per table.
 
 Single process (one core). Usage:
     .venv/bin/python benchmarks/bench_tasks.py [--app harbor_market] [--tasks 200] [--json OUT]
@@ -20,9 +21,16 @@ from typing import Any
 from envsynth import catalog
 from envsynth.compiler.compile import compile_app
 from envsynth.graph import build_graph
+from envsynth.runtime.reward import effects_of
+from envsynth.runtime.state import StateBuilder, open_state, read_rows
 from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synthesize
 from envsynth.tasks.episode import EpisodePool
+from envsynth.tasks.instantiate import ChainFailed, execute
 from envsynth.tasks.state import merged
+from envsynth.tasks.synth import value_pool
+
+WARM = 5
+PAD_ROWS = 100  # rows per table of the large-state evaluation (issue 3: "apps of ~100 rows per table")
 
 
 def synth_rate(app: Any, graph: Any, n_indexes: int, depth: int, states: int = 1) -> tuple[float, int, int, list[Task]]:
@@ -46,11 +54,43 @@ def replay(ep: TaskEpisode, task: Task) -> Any:
     return results[task.answer_step][task.answer_field] if task.answer_step is not None else None
 
 
-def eval_rate(app: Any, tasks: list[Task], rounds: int) -> tuple[float, float]:
-    prepared = [(t, state_bytes(app, t), merged(t.state.core, t.state.distractors)) for t in tasks]
-    from envsynth.runtime.state import open_state, read_rows
+def padded(app: Any, task: Task, rows_per_table: int, seed: int) -> Task | None:
+    """``task`` on a state padded to ``rows_per_table`` rows per table with world-like rows.
 
-    ready = [(t, b, read_rows(open_state(b), app.blueprint)) for t, b, _ in prepared]
+    Padding rows refer only to other padding rows (no new children of the task's rows),
+    and the ground truth is recomputed on the padded state (a search or an aggregate may
+    now range over more rows). None when the oracle no longer runs there.
+    """
+    bp = app.blueprint
+    rows = merged(task.state.core, task.state.distractors)
+    b = StateBuilder(bp, seed, app.order).use_pool(value_pool(app))
+    for ent in bp.entities:
+        own = rows.get(ent.name, [])
+        b.taken_ids[ent.name] = {r[ent.id_field] for r in own}
+        for f in ent.fields:
+            if f.unique:
+                b.unique_seen[(ent.name, f.name)] = {r[f.name] for r in own}
+    pad = b.fill({e.name: max(0, rows_per_table - len(rows.get(e.name, []))) for e in bp.entities})
+    full = merged(rows, pad)
+    try:
+        run = execute(app, full, list(task.oracle))
+    except ChainFailed:
+        return None
+    answer = None
+    if task.answer_step is not None and isinstance(run.results[task.answer_step], dict):
+        answer = run.results[task.answer_step].get(task.answer_field)
+    state = task.state.model_copy(update={"distractors": merged(task.state.distractors, pad)})
+    update = {
+        "state": state,
+        "expected_effects": effects_of(bp, full, run.final, now=app.now).to_dict(),
+        "expected_answer": answer,
+    }
+    return task.model_copy(update=update).sealed()
+
+
+def eval_rate(app: Any, tasks: list[Task], rounds: int) -> tuple[float, float]:
+    prepared = [(t, state_bytes(app, t)) for t in tasks]
+    ready = [(t, b, read_rows(open_state(b), app.blueprint)) for t, b in prepared]
     pool = EpisodePool()  # what Corpus.start uses: one warm connection per task state
     times = []
     for _ in range(rounds):
@@ -73,7 +113,8 @@ def main() -> None:
     args = ap.parse_args()
     app = compile_app(catalog.load(args.app), 0)
     graph = build_graph(app)
-    synthesize(app, graph, app_index=0, task_index=10**6, states=1, depth=0, seed=0)  # warm caches
+    for i in range(WARM):  # warm per-process caches (validators, value pools, memoised plans) on other task indexes
+        synthesize(app, graph, app_index=0, task_index=10**6 + i, states=1, depth=4, seed=0)
     out: dict[str, Any] = {"app": args.app, "python": platform.python_version(), "machine": platform.machine()}
     for depth in (0, 4):
         rate, n, tried, tasks = synth_rate(app, graph, args.tasks, depth)
@@ -94,6 +135,17 @@ def main() -> None:
                 "mean_core_rows": round(rows, 1),
             }
             print(f"evaluation: {best:.0f} episodes/s (best round), {med:.0f} median; {len(tasks)} tasks")
+            big = [p for i, t in enumerate(tasks) if (p := padded(app, t, PAD_ROWS, seed=i)) is not None]
+            best, med = eval_rate(app, big, args.rounds)
+            rows = statistics.mean(sum(len(v) for v in merged(t.state.core, t.state.distractors).values()) for t in big)
+            out["evaluation_100_rows"] = {
+                "episodes_per_s_best": round(best, 1),
+                "episodes_per_s_median": round(med, 1),
+                "tasks": len(big),
+                "skipped": len(tasks) - len(big),
+                "mean_rows_per_table": round(rows / len(app.blueprint.entities), 1),
+            }
+            print(f"evaluation, ~{PAD_ROWS} rows per table: {best:.0f} episodes/s (best round), {med:.0f} median; {len(big)} tasks")
     for depth in (0, 4):  # S=4 (SynthAPI's best composition): later states reuse the chain and the instruction
         rate, n, tried, _ = synth_rate(app, graph, args.tasks // 2, depth, states=4)
         out[f"synthesis_D{depth}_S4"] = {"admitted_per_s": round(rate, 1), "admitted": n, "attempted": tried}

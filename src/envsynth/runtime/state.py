@@ -145,6 +145,56 @@ def read_rows(conn: sqlite3.Connection, bp: Blueprint, tables: Iterable[str] | N
     return out
 
 
+CHANGE_LOG = "envsynth_changed"
+
+
+def track_changes(conn: sqlite3.Connection, bp: Blueprint) -> None:
+    """Log the primary key of every row inserted, updated or deleted on ``conn`` from now on.
+
+    The log is a TEMP table filled by TEMP triggers: nothing is added to the main
+    database (its bytes and schema stay as they are), and a rolled-back transaction
+    rolls its log entries back too. Read it with :func:`changed_keys`.
+    """
+    conn.execute(f'CREATE TEMP TABLE IF NOT EXISTS "{CHANGE_LOG}" (tbl TEXT NOT NULL, pk)')
+    for ent in bp.entities:
+        t, k = ent.name, ent.id_field
+        log = f'INSERT INTO "{CHANGE_LOG}" VALUES'  # unqualified inside a trigger; TEMP names come first
+        for event, values in (
+            ("INSERT", f"('{t}', NEW.\"{k}\")"),
+            ("UPDATE", f"('{t}', OLD.\"{k}\"), ('{t}', NEW.\"{k}\")"),
+            ("DELETE", f"('{t}', OLD.\"{k}\")"),
+        ):
+            conn.execute(
+                f'CREATE TEMP TRIGGER IF NOT EXISTS "{CHANGE_LOG}_{event.lower()}_{t}" AFTER {event} ON main."{t}" BEGIN {log} {values}; END'
+            )
+
+
+def changed_keys(conn: sqlite3.Connection) -> dict[str, set[Any]]:
+    """Table -> primary keys of rows written since :func:`track_changes` (in the current transaction's view)."""
+    out: dict[str, set[Any]] = {}
+    for table, pk in conn.execute(f'SELECT tbl, pk FROM temp."{CHANGE_LOG}"'):
+        out.setdefault(table, set()).add(pk)
+    return out
+
+
+def read_keyed_rows(conn: sqlite3.Connection, bp: Blueprint, keys: dict[str, set[Any]]) -> Rows:
+    """The current rows with the given primary keys, table by table (as :func:`read_rows` returns them)."""
+    out: Rows = {}
+    for table, pks in keys.items():
+        ent = bp.entity(table)
+        _, bools = _select_sql(ent)
+        wanted = sorted(pks, key=str)
+        cur = conn.execute(f'SELECT * FROM "{table}" WHERE "{ent.id_field}" IN ({", ".join("?" * len(wanted))})', wanted)
+        cols = [c[0] for c in cur.description]
+        rows = [dict(zip(cols, r)) for r in cur.fetchall()]
+        for d in rows:
+            for b in bools:
+                if d[b] is not None:
+                    d[b] = bool(d[b])
+        out[table] = rows
+    return out
+
+
 _SELECTS: dict[int, tuple[Entity, str, tuple[str, ...]]] = {}
 
 
@@ -173,6 +223,8 @@ def diff_rows(bp: Blueprint, before: Rows, after: Rows) -> dict[str, TableDiff]:
     """Per-table differences (only tables that changed appear)."""
     out: dict[str, TableDiff] = {}
     for ent in bp.entities:
+        if before.get(ent.name) is after.get(ent.name):  # the same list (a table nothing could write): no change
+            continue
         key = ent.id_field
         a = {r[key]: r for r in before.get(ent.name, [])}
         b = {r[key]: r for r in after.get(ent.name, [])}

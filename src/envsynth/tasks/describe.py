@@ -107,11 +107,13 @@ def describe(bp: Blueprint, rows: Rows, entity: str, row: dict[str, Any], rng: r
     rng.shuffle(rest)
     # people and titled things are named first; other rows by their most telling fields
     rest.sort(key=lambda f: 0 if f.type in ("date", "datetime", "money", "name", "company", "string") else 1)
+    matching = rows.get(entity, [])  # rows that the facts so far match (no parent yet)
     for f in [*label_first, *rest]:
         if row.get(f.name) is None:
             continue
-        d.facts[f.name] = row[f.name]
-        if d.count(bp, rows) == 1:
+        d.facts[f.name] = v = row[f.name]
+        matching = [r for r in matching if r.get(f.name) == v]
+        if len(matching) == 1:
             break
     if d.count(bp, rows) != 1 and depth < 1:
         for f in ent.fields:

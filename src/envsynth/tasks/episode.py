@@ -15,7 +15,7 @@ from typing import Any
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import REJECTION, CallResult, Episode
 from envsynth.runtime.reward import Effects, Reward, compare, effects_of
-from envsynth.runtime.state import Rows, open_state, read_rows
+from envsynth.runtime.state import Rows, changed_keys, open_state, read_keyed_rows, read_rows, track_changes
 from envsynth.runtime.toolkit import Context
 from envsynth.tasks.model import Task
 from envsynth.tasks.state import writable_tables
@@ -51,6 +51,7 @@ class TaskEpisode:
         "_release",
         "_s0",
         "_task",
+        "_tracked",
         "_visible",
         "answer",
         "finished",
@@ -67,11 +68,14 @@ class TaskEpisode:
         initial_rows: Rows | None = None,
         connection: sqlite3.Connection | None = None,
         release: Callable[[sqlite3.Connection], None] | None = None,
+        tracked: bool = False,
     ) -> None:
         """Start on ``state`` (s0 bytes); ``initial_rows`` (s0 as rows) saves re-reading s0 at the end.
 
         ``connection`` (with ``release``) is an open connection already holding s0 inside a
         transaction, as handed out by :class:`EpisodePool`; ``release`` takes it back.
+        ``tracked``: the connection logs written rows (:func:`track_changes`) and its log
+        started empty with this episode, so only those rows are read back at the end.
         """
         self._app = app
         self._task = task
@@ -81,6 +85,7 @@ class TaskEpisode:
         else:
             self._episode = Episode.start(app, state, seed)
         self._release = release
+        self._tracked = tracked and connection is not None
         self._expected = Effects.from_dict(task.expected_effects)
         self._expected_answer = task.expected_answer
         self._visible = set(task.visible_tools)
@@ -101,6 +106,16 @@ class TaskEpisode:
 
     def effects(self) -> Effects:
         """What the agent changed so far."""
+        if isinstance(self._s0, dict) and self._tracked:  # only the rows the episode wrote may differ from s0
+            keys = changed_keys(self._episode.db)
+            if not keys:
+                return Effects({})
+            before = {}
+            for table, pks in keys.items():
+                idf = self._app.blueprint.entity(table).id_field
+                before[table] = [r for r in self._s0.get(table, []) if r[idf] in pks]
+            after = read_keyed_rows(self._episode.db, self._app.blueprint, keys)
+            return effects_of(self._app.blueprint, before, after, now=self._app.now)
         if isinstance(self._s0, dict):  # only tables a visible tool can write may differ from s0
             written = writable_tables(self._app, self._task.visible_tools)
             after = {t: rows for t, rows in self._s0.items() if t not in written}
@@ -151,8 +166,9 @@ class EpisodePool:
                 self._count -= 1
         if conn is None:
             conn = open_state(state)
+            track_changes(conn, app.blueprint)
         conn.execute("BEGIN")
-        return TaskEpisode(app, task, state, seed, initial_rows, connection=conn, release=lambda c: self._give(key, c))
+        return TaskEpisode(app, task, state, seed, initial_rows, connection=conn, release=lambda c: self._give(key, c), tracked=True)
 
     def _give(self, key: str, conn: sqlite3.Connection) -> None:
         if not conn.in_transaction:  # something committed: this copy of s0 is spoiled
