@@ -40,6 +40,10 @@ class AppJob:
     distractors: int
     seed: int
     shard_size: int = SHARD_SIZE
+    task_stage: Any = None
+    """``(app, graph, tasks) -> tasks``, applied to the S states of every admitted task index
+    before they are written (the LLM builder's task writer and gating); its ``name``
+    attribute is recorded with the tasks. None: tasks are written as synthesized."""
 
     @property
     def name(self) -> str:
@@ -139,6 +143,8 @@ def run_app_job(job: AppJob, progress: ProgressFn | None = None) -> AppOutcome:
                 raise
             except Exception as exc:  # a synthesis bug is recorded as data, never a crash of the batch
                 result = _error_rejection(job, t, exc)
+            if isinstance(result, list) and job.task_stage is not None:
+                result = job.task_stage(app, graph, result)  # its failures (a spent token budget) stop the job
             if isinstance(result, list):
                 log.admit(t, [task if task.hash else task.sealed() for task in result])
             else:
@@ -188,6 +194,8 @@ def _check_state(job: AppJob) -> None:
         "distractors": job.distractors,
         "shard_size": job.shard_size,
     }
+    if job.task_stage is not None:
+        state["task_stage"] = str(getattr(job.task_stage, "name", type(job.task_stage).__name__))
     path = job.tasks_dir / STATE_FILE
     if path.is_file():
         try:

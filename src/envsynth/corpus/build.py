@@ -59,6 +59,7 @@ def build_corpus(
     workers: int = 1,
     progress: ProgressFn | None = None,
     shard_size: int = SHARD_SIZE,
+    task_stage: Any = None,
 ) -> CorpusSummary:
     """Build (or resume) the corpus in ``out``: apps, sharded tasks and ``corpus.json``.
 
@@ -78,6 +79,9 @@ def build_corpus(
         workers: processes, one app at a time each (0: one per CPU).
         progress: called with an :class:`AppProgress` when an app starts and after every attempt.
         shard_size: task records per shard file.
+        task_stage: ``(app, graph, tasks) -> tasks`` applied to each admitted task index
+            before it is written (see :class:`AppJob`); it runs in this process, so the
+            build then uses one worker.
 
     Raises:
         ValueError: a composition out of range, or two blueprints with one name.
@@ -89,8 +93,8 @@ def build_corpus(
     _check_args(chosen, apps, tasks_per_app, states, distractors, shard_size, workers)
     composition = Composition(apps=len(chosen), tasks_per_app=tasks_per_app, states=states, distractors=distractors)
     _check_existing(root, composition, seed, shard_size)
-    jobs = [AppJob(bp, i, root, tasks_per_app, states, distractors, seed, shard_size) for i, bp in enumerate(chosen)]
-    n = (os.cpu_count() or 1) if workers == 0 else workers
+    jobs = [AppJob(bp, i, root, tasks_per_app, states, distractors, seed, shard_size, task_stage) for i, bp in enumerate(chosen)]
+    n = 1 if task_stage is not None else (os.cpu_count() or 1) if workers == 0 else workers
     outcomes = run_jobs(jobs, n, progress)
     manifest = corpus_manifest(jobs, outcomes, composition, seed, shard_size)
     write_atomic(root / MANIFEST, (json.dumps(manifest.model_dump(mode="json"), indent=2) + "\n").encode())
