@@ -77,9 +77,7 @@ def add_distractors(
                         change = rng.choice([f for f in facts if target.get(f) is not None] or facts)
                         b.add(ent, _fixed(ent, target, keep=set(facts) - {change} | {f.name for f in ent.fields if f.type == "ref"}))
                 elif level == 4:
-                    children = [
-                        (o, f) for o in bp.entities if o.name not in guarded for f in o.fields if f.type == "ref" and f.ref == table
-                    ]
+                    children = _children(bp, table, guarded)
                     if children:
                         child, f = rng.choice(children)
                         b.add(child, {f.name: target[ent.id_field]})
@@ -98,3 +96,16 @@ def add_distractors(
 def _fixed(ent: Any, target: dict[str, Any], keep: set[str]) -> dict[str, Any]:
     """Field values a distractor copies from its target (unique fields are never copied)."""
     return {f.name: target[f.name] for f in ent.fields[1:] if f.name in keep and not f.unique and target.get(f.name) is not None}
+
+
+_CHILDREN: dict[tuple[int, str, frozenset[str]], tuple[Blueprint, list[tuple[Any, Any]]]] = {}
+
+
+def _children(bp: Blueprint, table: str, guarded: frozenset[str]) -> list[tuple[Any, Any]]:
+    """(entity, ref field) pairs that refer to ``table``, outside ``guarded`` tables (memoised)."""
+    key = (id(bp), table, guarded)
+    hit = _CHILDREN.get(key)
+    if hit is None or hit[0] is not bp:
+        found = [(o, f) for o in bp.entities if o.name not in guarded for f in o.fields if f.type == "ref" and f.ref == table]
+        hit = _CHILDREN[key] = (bp, found)
+    return hit[1]

@@ -39,7 +39,8 @@ class Run:
 class Workspace:
     """A state loaded once into the working database; chains run in savepoints and roll back.
 
-    Use as a context manager; everything is rolled back when it closes.
+    Use as a context manager; everything is rolled back when it closes. While a chain is
+    being instantiated, the state its accepted prefix leaves is kept (see :meth:`extend`).
     """
 
     def __init__(self, app: App, rows: Rows) -> None:
@@ -52,6 +53,8 @@ class Workspace:
             self.conn.execute("ROLLBACK")
             raise ChainFailed(f"invalid state: {exc}") from None
         self.rows = rows
+        self._kept: list[Call] | None = None  # the calls whose resulting state is kept (savepoint "kept")
+        self._kept_rng: Any = None  # the episode random state after them
 
     def __enter__(self) -> Workspace:
         return self
@@ -61,40 +64,30 @@ class Workspace:
 
     def run(self, calls: list[Call], seed: int = 0) -> Run:
         """Execute calls on the current state and undo them; ChainFailed on any non-Success."""
+        self._rewind()
         conn = self.conn
         conn.execute("SAVEPOINT chain_run")
         try:
-            ep = Episode(app=self.app, db=conn, ctx=Context(conn, self.app.now, seed, self.app.bool_columns))
-            results: list[Any] = []
-            for i, c in enumerate(calls):
-                args = dict(c.args)
-                for p, ref in c.refs.items():
-                    src = results[ref.step]
-                    if not isinstance(src, dict) or ref.field not in src:
-                        raise ChainFailed(f"step {i}: result of step {ref.step} has no {ref.field!r}")
-                    args[p] = src[ref.field]
-                res = ep.call(c.tool, args, replay=True)
-                if res.outcome != SUCCESS:
-                    raise ChainFailed(f"step {i} ({c.tool}): {res.outcome}: {res.content[:160]}")
-                results.append(res.data)
-            # only tables the calls can write may differ from the loaded rows
-            written = writable_tables(self.app, [c.tool for c in calls])
-            final = {t: rows for t, rows in self.rows.items() if t not in written}
-            final.update(read_rows(conn, self.app.blueprint, written))
+            run, _ = self._execute(calls, seed)
         finally:
             conn.execute("ROLLBACK TO chain_run")
             conn.execute("RELEASE chain_run")
-        return Run(results, final)
+        return run
 
     def try_rows(self, rows: Rows, delta: Delta, calls: list[Call]) -> Run:
-        """Switch to ``rows`` (the loaded rows changed by ``delta``) and run ``calls``; on failure the previous state is restored."""
+        """Switch to ``rows`` (the loaded rows changed by ``delta``) and run ``calls``, keeping the state they leave.
+
+        On failure the previous rows are restored (and no state is kept).
+        """
+        self._rewind()
         conn = self.conn
         conn.execute("SAVEPOINT trial")
         previous = self.rows
         try:
             delta.apply(conn, self.app)
-            self.rows = rows  # run() reads unwritten tables from here
-            run = self.run(calls)
+            self.rows = rows  # runs read unwritten tables from here
+            conn.execute("SAVEPOINT kept")
+            run, ctx = self._execute(calls, 0)
         except BaseException as exc:
             self.rows = previous
             conn.execute("ROLLBACK TO trial")
@@ -102,9 +95,73 @@ class Workspace:
             if isinstance(exc, sqlite3.Error):
                 raise ChainFailed(f"invalid state: {exc}") from None
             raise
-        conn.execute("RELEASE trial")
-        self.rows = rows
+        # "trial" stays open under "kept": the delta is part of the rows now
+        self._kept, self._kept_rng = list(calls), ctx.rng.getstate()
         return run
+
+    def extend(self, run: Run, call: Call) -> Run:
+        """``run`` (the kept run) plus ``call``, executed on the kept state only: the same outcome as
+        re-running the whole chain on unchanged rows, without replaying the prefix. ChainFailed on a
+        non-Success, and the kept state stays as it was.
+        """
+        kept = self._kept
+        if kept is None or len(kept) != len(run.results):
+            raise ValueError("extend() needs the state of the last try_rows() or extend() run")
+        conn = self.conn
+        conn.execute("SAVEPOINT step")
+        try:
+            ctx = Context(conn, self.app.now, 0, self.app.bool_columns)
+            ctx.rng.setstate(self._kept_rng)
+            ep = Episode(app=self.app, db=conn, ctx=ctx)
+            result = _call(ep, len(kept), call, run.results)
+        except BaseException:
+            conn.execute("ROLLBACK TO step")
+            conn.execute("RELEASE step")
+            raise
+        conn.execute("RELEASE step")
+        calls = [*kept, call]
+        self._kept, self._kept_rng = calls, ctx.rng.getstate()
+        return Run([*run.results, result], self._final(calls))
+
+    def _execute(self, calls: list[Call], seed: int) -> tuple[Run, Context]:
+        ctx = Context(self.conn, self.app.now, seed, self.app.bool_columns)
+        ep = Episode(app=self.app, db=self.conn, ctx=ctx)
+        results: list[Any] = []
+        for i, c in enumerate(calls):
+            results.append(_call(ep, i, c, results))
+        return Run(results, self._final(calls)), ctx
+
+    def keeps(self, run: Run) -> bool:
+        """Whether the kept state is the one ``run`` left."""
+        return self._kept is not None and len(self._kept) == len(run.results)
+
+    def _final(self, calls: list[Call]) -> Rows:
+        """The current rows: only tables the calls can write may differ from the loaded rows."""
+        written = writable_tables(self.app, [c.tool for c in calls])
+        final = {t: rows for t, rows in self.rows.items() if t not in written}
+        final.update(read_rows(self.conn, self.app.blueprint, written))
+        return final
+
+    def _rewind(self) -> None:
+        """Back to the loaded rows (drop the kept state)."""
+        if self._kept is not None:
+            self.conn.execute("ROLLBACK TO kept")
+            self.conn.execute("RELEASE kept")
+            self._kept = self._kept_rng = None
+
+
+def _call(ep: Episode, i: int, c: Call, results: list[Any]) -> Any:
+    """Make call ``i`` of a chain (references resolved against earlier results); its result, or ChainFailed."""
+    args = dict(c.args)
+    for p, ref in c.refs.items():
+        src = results[ref.step]
+        if not isinstance(src, dict) or ref.field not in src:
+            raise ChainFailed(f"step {i}: result of step {ref.step} has no {ref.field!r}")
+        args[p] = src[ref.field]
+    res = ep.call(c.tool, args, replay=True)
+    if res.outcome != SUCCESS:
+        raise ChainFailed(f"step {i} ({c.tool}): {res.outcome}: {res.content[:160]}")
+    return res.data
 
 
 @dataclass
@@ -114,6 +171,9 @@ class Delta:
     added: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     changed: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     removed: dict[str, list[Any]] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.changed or self.removed)
 
     def apply(self, conn: sqlite3.Connection, app: App) -> None:
         """The same changes as INSERT, UPDATE and DELETE statements (parents inserted first, deleted last)."""
@@ -143,6 +203,8 @@ def _carry_back(app: App, s0: Rows, before: Rows, after: Rows) -> Delta:
     s0_index = {(e.name, r[e.id_field]): r for e in app.blueprint.entities for r in s0.get(e.name, [])}
     delta = Delta()
     for ent in app.blueprint.entities:
+        if before.get(ent.name, []) == after.get(ent.name, []):  # the solver left this table alone
+            continue
         key = ent.id_field
         b = {r[key]: r for r in before.get(ent.name, [])}
         a = {r[key]: r for r in after.get(ent.name, [])}
@@ -214,7 +276,7 @@ def _instantiate(app: App, ws: Workspace, steps: list[Step], seed: int, attempts
     for i, step in enumerate(steps):
         last_error = "no attempt"
         for attempt in range(attempts):
-            run = last_run if last_run is not None else ws.run(calls)
+            run = last_run if last_run is not None else ws.run(calls) if calls else Run([], ws.rows)
             current = run.final
             fixed: dict[str, Any] = {}
             for p, ref in step.refs.items():
@@ -251,7 +313,10 @@ def _instantiate(app: App, ws: Workspace, steps: list[Step], seed: int, attempts
             literal = {k: v for k, v in fx.call_args().items() if k not in refs}
             call = Call(tool=step.spec.name, args=literal, refs=refs)
             try:
-                trial_run = ws.try_rows(trial, delta, [*calls, call])
+                if delta or last_run is None or not ws.keeps(last_run):
+                    trial_run = ws.try_rows(trial, delta, [*calls, call])
+                else:  # s0 unchanged: the prefix would run as before, so only the new call runs
+                    trial_run = ws.extend(last_run, call)
             except (ChainFailed, Exception) as exc:
                 error = f"step {i} ({step.spec.name}): {exc}"
                 if error == last_error:  # the same conflict twice: the plan itself is at fault
