@@ -255,7 +255,9 @@ def _created_rows(app: App, steps: list[Step], results: list[Any]) -> dict[tuple
     return out
 
 
-def instantiate(app: App, steps: list[Step], world: Rows, seed: int, attempts: int = 3) -> tuple[Rows, list[Call], list[dict[str, Any]]]:
+def instantiate(
+    app: App, steps: list[Step], world: Rows, seed: int, attempts: int = 3, pool: Rows | None = None
+) -> tuple[Rows, list[Call], list[dict[str, Any]]]:
     """Arguments and s0 for ``steps``.
 
     Returns:
@@ -265,10 +267,12 @@ def instantiate(app: App, steps: list[Step], world: Rows, seed: int, attempts: i
         ChainFailed: no instantiation found; the message says why.
     """
     with Workspace(app, copy_rows(world)) as ws:
-        return _instantiate(app, ws, steps, seed, attempts)
+        return _instantiate(app, ws, steps, seed, attempts, pool)
 
 
-def _instantiate(app: App, ws: Workspace, steps: list[Step], seed: int, attempts: int) -> tuple[Rows, list[Call], list[dict[str, Any]]]:
+def _instantiate(
+    app: App, ws: Workspace, steps: list[Step], seed: int, attempts: int, pool: Rows | None
+) -> tuple[Rows, list[Call], list[dict[str, Any]]]:
     s0 = ws.rows
     last_run: Run | None = None  # the accepted trial run of the steps so far (saves a replay)
     calls: list[Call] = []
@@ -300,7 +304,7 @@ def _instantiate(app: App, ws: Workspace, steps: list[Step], seed: int, attempts
                         fixed[flt.param] = None
             solver = Solver(app.blueprint, step.spec, app.order, app.now, seed * 131 + i * 17 + attempt)
             mode = "some" if step.spec.mode == "write" else "all"
-            fx = solver.on_rows(current, fixed, mode, attempt)
+            fx = solver.on_rows(current, fixed, mode, attempt, pool)
             if not solver.satisfy(fx, step.spec.pre) or any(fx.args.get(k) != v for k, v in fixed.items()):
                 last_error = f"step {i} ({step.spec.name}): pre-conditions not satisfiable here"
                 continue

@@ -86,7 +86,7 @@ def synthesize(
         StateBuilder(app.blueprint, base, app.order).use_pool(value_pool(app)).fill(dict.fromkeys(_world_tables(app, steps), WORLD_ROWS))
     )
     try:
-        s0, calls, bound = instantiate(app, steps, world, base)
+        s0, calls, bound = instantiate(app, steps, world, base, pool=value_pool(app))
     except ChainFailed as exc:
         return reject("not_instantiable", str(exc))
     core = _prune(app, s0, steps, bound)

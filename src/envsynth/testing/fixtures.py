@@ -102,13 +102,17 @@ class Solver:
         builder.fill({e.name: max(self.rows_per_entity, 2) for e in self.bp.entities})
         return self._arguments(builder, mode, {})
 
-    def on_rows(self, rows: Rows, fixed: dict[str, Any], mode: str, attempt: int = 0) -> Fixture:
+    def on_rows(self, rows: Rows, fixed: dict[str, Any], mode: str, attempt: int = 0, pool: Rows | None = None) -> Fixture:
         """A fixture over a copy of given rows, with some arguments fixed in advance.
 
         ``mode`` is ``all`` (every optional parameter given), ``required`` (none) or
-        ``some`` (a random subset; an update gets at least one field).
+        ``some`` (a random subset; an update gets at least one field). ``pool``: pre-drawn
+        rows whose plain values new rows and non-unique field parameters take (see
+        :meth:`StateBuilder.use_pool`) instead of drawing them with Faker.
         """
         builder = StateBuilder(self.bp, self.seed * 1009 + attempt, self.order)
+        if pool is not None:
+            builder.use_pool(pool)
         builder.rows = {k: [dict(r) for r in v] for k, v in rows.items()}
         for ent in self.bp.entities:
             builder.rows.setdefault(ent.name, [])
@@ -198,7 +202,9 @@ class Solver:
         if p.type == "boolean":
             return rng.random() < 0.5
         if f is not None:
-            return builder.values.value(f)
+            source = builder.pool.get((p.field or "").split(".")[0]) if builder.pool and not f.unique else None
+            v = rng.choice(source).get(f.name) if source else None
+            return v if v is not None else builder.values.value(f)
         return builder.values.value(FieldDef(name="x", type=p.semantic if p.semantic not in ("int", "float", "bool") else "string"))  # type: ignore[arg-type]
 
     def _field_of(self, p: ParamSpec) -> FieldDef | None:
