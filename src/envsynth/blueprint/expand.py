@@ -791,11 +791,19 @@ def _custom(x: _Expander, a: CustomAction) -> ToolSpec:
     x.entity(a.entity)
     x.explicit_params()
     x.extra_bindings()
-    try:
-        compile("def _tool():\n" + textwrap.indent(a.code, "    "), f"<{a.name}>", "exec")
-    except SyntaxError as exc:
-        raise x.err("code", f"does not compile: {exc.msg} (line {exc.lineno})") from None
-    return x.build(code=a.code, returns="custom", returns_doc=a.returns or "A JSON object.", mode=a.mode)
+    if a.untrusted:  # parsed by the checker, never compiled or run in this process
+        from envsynth.sandbox.checks import check_tool_code
+
+        problems = check_tool_code(a.code)
+        if problems:
+            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+            raise x.err("code", "untrusted code refused: " + "; ".join(problems[:3]) + more)
+    else:
+        try:
+            compile("def _tool():\n" + textwrap.indent(a.code, "    "), f"<{a.name}>", "exec")
+        except SyntaxError as exc:
+            raise x.err("code", f"does not compile: {exc.msg} (line {exc.lineno})") from None
+    return x.build(code=a.code, untrusted=a.untrusted, returns="custom", returns_doc=a.returns or "A JSON object.", mode=a.mode)
 
 
 _BY_KIND = {

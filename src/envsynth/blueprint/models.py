@@ -372,11 +372,16 @@ class CustomAction(_Action):
     The body uses ``db`` (sqlite3 connection), ``ctx`` (clock, ids, randomness), the
     bound row dicts, and raises ``ToolError`` to reject. ``writes`` declares what it may
     change (entity -> fields), ``creates``/``deletes`` which entities gain or lose rows.
+
+    ``untrusted: true`` (LLM-written code) checks the code statically when the blueprint
+    is loaded and runs it only in a sandboxed worker, never in the main process (see
+    docs/sandbox.md, "LLM-written tool code").
     """
 
     kind: Literal["custom"]
     mode: Literal["read", "write"]
     code: str = Field(min_length=1)
+    untrusted: bool = False
     writes: dict[Ident, list[Ident]] = Field(default_factory=dict)
     creates: list[Ident] = Field(default_factory=list)
     deletes: list[Ident] = Field(default_factory=list)

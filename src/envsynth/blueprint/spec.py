@@ -138,6 +138,7 @@ class ToolSpec(_Spec):
     returns: str = Field(description="alias of the returned row, 'new', 'query', 'custom' or 'none'")
     returns_doc: str = ""
     code: str | None = None
+    untrusted: bool = Field(False, description="code is untrusted: it runs only in a sandboxed worker")
     reads: list[str] = Field(default_factory=list)
     writes: dict[str, list[str]] = Field(default_factory=dict)
     creates: list[str] = Field(default_factory=list)

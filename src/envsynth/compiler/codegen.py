@@ -104,12 +104,22 @@ class ToolWriter:
         body += self._bindings(spec)
         if spec.query is not None and spec.query.op in ("search", "aggregate"):
             body += self._query(spec)
+        elif spec.code is not None and spec.untrusted:
+            body += self._sandboxed(spec)
         elif spec.code is not None:
             body += textwrap.dedent(spec.code).rstrip().splitlines()
         else:
             body += self._effects(spec)
         doc = textwrap.indent(self.docstring(spec), "    ")
-        return "\n".join([self.signature(spec), doc, "    db = ctx.db", *("    " + line if line else "" for line in body)]) + "\n"
+        head = [f"{untrusted_constant(spec.name)} = {spec.code!r}", "", ""] if spec.untrusted else []
+        return "\n".join([*head, self.signature(spec), doc, "    db = ctx.db", *("    " + line if line else "" for line in body)]) + "\n"
+
+    def _sandboxed(self, spec: ToolSpec) -> list[str]:
+        """Untrusted code: the body stays a string constant, run by ``ctx.sandboxed`` in a worker."""
+        names = [p.name for p in spec.params] + [b.alias for b in spec.bindings]
+        values = "{" + ", ".join(f"{n!r}: {n}" for n in names) + "}"
+        scope = f"writes={spec.writes!r}, creates={spec.creates!r}, deletes={spec.deletes!r}"
+        return [f"return ctx.sandboxed({spec.name!r}, {untrusted_constant(spec.name)}, {values}, {scope})"]
 
     # -- parts ---------------------------------------------------------------
     def _fetch(self, b: Binding, key_expr: str) -> str:
@@ -276,6 +286,11 @@ class ToolWriter:
         return out
 
 
+def untrusted_constant(tool: str) -> str:
+    """The module-level name holding an untrusted tool's code (text, never compiled here)."""
+    return f"UNTRUSTED_CODE_{tool}"
+
+
 def _param_doc(p: ParamSpec) -> str:
     extra = []
     if p.enum:
@@ -314,4 +329,4 @@ def write_tools_module(bp: Blueprint, specs: list[ToolSpec], version: str) -> st
     return src
 
 
-__all__ = ["Effect", "ToolWriter", "message_code", "py", "q", "write_tools_module"]
+__all__ = ["Effect", "ToolWriter", "message_code", "py", "q", "untrusted_constant", "write_tools_module"]

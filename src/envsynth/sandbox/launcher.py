@@ -133,7 +133,7 @@ def _interpreter() -> str:
     return os.path.realpath(sys.executable)
 
 
-def _bwrap_args() -> list[str]:
+def _bwrap_args(script: Path = WORKER_SOURCE, modules: tuple[Path, ...] = ()) -> list[str]:
     args = [
         "bwrap",
         "--unshare-all",
@@ -158,10 +158,10 @@ def _bwrap_args() -> list[str]:
     for root in sorted(roots):
         if not root.startswith("/usr") and os.path.isdir(root):
             args += ["--ro-bind", root, root]
+    args += ["--ro-bind", str(script), inside(script)]
+    for module in modules:
+        args += ["--ro-bind", str(module), inside(module)]
     args += [
-        "--ro-bind",
-        str(WORKER_SOURCE),
-        WORKER_INSIDE,
         "--dev",
         "/dev",
         "--proc",
@@ -180,6 +180,11 @@ def _bwrap_args() -> list[str]:
         "/usr/bin:/bin",
     ]
     return args
+
+
+def inside(path: Path) -> str:
+    """Where a file bound into the sandbox appears there: ``/sandbox/<name>``."""
+    return f"/sandbox/{path.name}"
 
 
 def _probe(cmd: list[str], **kw: Any) -> str | None:
@@ -266,27 +271,32 @@ def resolve_mode(require_bwrap: bool = False) -> Mode:
 
 
 class Worker:
-    """One sandboxed Python process speaking the line protocol of ``worker.py``."""
+    """One sandboxed Python process speaking the line protocol of ``worker.py`` (or of ``script``).
 
-    def __init__(self, mode: Mode, limits: Limits) -> None:
+    ``modules`` are stdlib-only files the script loads by path (bound read-only at
+    ``/sandbox/<name>`` under bubblewrap); their paths follow the three limit arguments.
+    """
+
+    def __init__(self, mode: Mode, limits: Limits, script: Path = WORKER_SOURCE, modules: tuple[Path, ...] = ()) -> None:
         self.mode = mode
         self.limits = limits
         worker_args = [str(limits.memory), str(limits.cpu_total), str(limits.output)]
+        worker_args += [inside(m) if mode.isolated else str(m) for m in modules]
         py = [_interpreter(), "-I", "-S", "-B"]
         pass_fds: tuple[int, ...] = ()
         fd = None
         if mode.isolated:
-            cmd = _bwrap_args()
+            cmd = _bwrap_args(script, modules)
             if mode.seccomp:
                 flt = seccomp_filter()
                 assert flt is not None
                 fd = _seccomp_fd(flt)
                 cmd += ["--seccomp", str(fd)]
                 pass_fds = (fd,)
-            cmd += [*py, WORKER_INSIDE, *worker_args]
+            cmd += [*py, inside(script), *worker_args]
             cwd = None
         else:
-            cmd = [*mode.prefix, *py, str(WORKER_SOURCE), *worker_args]
+            cmd = [*mode.prefix, *py, str(script), *worker_args]
             cwd = "/tmp"
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8"}
         try:

@@ -1,0 +1,150 @@
+"""Static check of untrusted (LLM-written) custom-tool code: the first line of defence.
+
+:func:`check_tool_code` parses the body of a custom tool (never compiles it to bytecode,
+never runs it) and lists what it refuses, one short reason per problem with its line.
+The sandbox (:mod:`envsynth.sandbox.untrusted`) is the second line: code that gets past
+this check still runs only in a sandboxed worker.
+
+Stdlib only: the sandboxed tool worker loads this file by path and checks the code again.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+
+ALLOWED_MODULES = frozenset(
+    {
+        "math",
+        "cmath",
+        "datetime",
+        "json",
+        "re",
+        "decimal",
+        "fractions",
+        "statistics",
+        "itertools",
+        "collections",
+        "functools",
+        "operator",
+        "string",
+        "textwrap",
+        "typing",
+    }
+)
+"""Top-level modules the code may import (and their submodules, e.g. ``collections.abc``).
+
+Not ``random`` or ``time``: randomness comes from ``ctx.rng`` and the clock from
+``ctx.now()`` / ``ctx.today()``, so replays of an episode stay deterministic.
+"""
+
+FORBIDDEN_NAMES = frozenset(
+    {
+        "open",
+        "exec",
+        "eval",
+        "compile",
+        "__import__",
+        "globals",
+        "locals",
+        "vars",
+        "getattr",
+        "setattr",
+        "delattr",
+        "input",
+        "breakpoint",
+        "exit",
+        "quit",
+        "memoryview",
+        "help",
+        "copyright",
+        "credits",
+        "license",
+    }
+)
+"""Builtins the code may not name (reading, writing, or reaching past the tool's own objects)."""
+
+CLOCK_METHODS = frozenset({"now", "today", "utcnow", "fromtimestamp", "utcfromtimestamp"})
+MAX_CODE_CHARS = 20_000
+_FORMAT_DUNDER = re.compile(r"\{[^{}]*(\.|\[)\s*_")
+
+
+def check_tool_code(code: str) -> list[str]:
+    """The problems of a custom tool body, each ``line N: reason``; an empty list means OK.
+
+    Refused: imports outside :data:`ALLOWED_MODULES` (and relative or ``*`` imports),
+    the names in :data:`FORBIDDEN_NAMES`, any dunder name, any attribute starting with
+    ``_`` (``x.__class__``, ``ctx._dict``), format strings reaching attributes that start
+    with ``_`` (``"{0.__class__}"``), the host clock (``datetime.now()``: use
+    ``ctx.now()``), and code longer than :data:`MAX_CODE_CHARS` characters.
+    """
+    if not isinstance(code, str):
+        return ["line 0: the code is not text"]
+    if len(code) > MAX_CODE_CHARS:
+        return [f"line 0: the code is {len(code)} characters long (at most {MAX_CODE_CHARS})"]
+    source = "def _tool():\n" + "".join("    " + line + "\n" for line in _dedent(code).splitlines())
+    try:
+        tree = ast.parse(source, "<tool>", "exec")
+    except SyntaxError as exc:
+        return [f"line {max((exc.lineno or 1) - 1, 0)}: does not parse: {exc.msg}"]
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return [f"line 0: does not parse: {type(exc).__name__}"]
+    problems: list[str] = []
+    for node in ast.walk(tree):
+        line = max(getattr(node, "lineno", 1) - 1, 0)
+        for reason in _node_problems(node):
+            problems.append(f"line {line}: {reason}")
+    problems.sort(key=lambda p: int(p.split(":", 1)[0].split()[1]))
+    return problems
+
+
+def _dedent(code: str) -> str:
+    return textwrap.dedent(code).rstrip()
+
+
+def _allowed(module: str) -> bool:
+    return module.split(".", 1)[0] in ALLOWED_MODULES
+
+
+def _node_problems(node: ast.AST) -> list[str]:
+    out: list[str] = []
+    if isinstance(node, ast.Import):
+        out += [f"import of {a.name!r} is not allowed" for a in node.names if not _allowed(a.name)]
+    elif isinstance(node, ast.ImportFrom):
+        if node.level:
+            out.append("relative imports are not allowed")
+        elif not _allowed(node.module or ""):
+            out.append(f"import from {node.module!r} is not allowed")
+        out += ["'import *' is not allowed" for a in node.names if a.name == "*"]
+        out += [f"importing {a.name!r} is not allowed" for a in node.names if a.name.startswith("_")]
+    elif isinstance(node, ast.Name):
+        if node.id in FORBIDDEN_NAMES:
+            out.append(f"{node.id!r} is not allowed")
+        elif node.id.startswith("__"):
+            out.append(f"dunder name {node.id!r} is not allowed")
+    elif isinstance(node, ast.Attribute):
+        if node.attr.startswith("_"):
+            out.append(f"access to attribute {node.attr!r} is not allowed")
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if node.name.startswith("__"):
+            out.append(f"dunder name {node.name!r} is not allowed")
+    elif isinstance(node, ast.arg):
+        if node.arg.startswith("__"):
+            out.append(f"dunder name {node.arg!r} is not allowed")
+    elif isinstance(node, ast.alias):
+        if node.asname and node.asname.startswith("__"):
+            out.append(f"dunder name {node.asname!r} is not allowed")
+    elif isinstance(node, (ast.Global, ast.Nonlocal)):
+        out += [f"dunder name {n!r} is not allowed" for n in node.names if n.startswith("__")]
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        if _FORMAT_DUNDER.search(node.value):
+            out.append("format fields reaching attributes that start with '_' are not allowed")
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        receiver = node.func.value
+        if node.func.attr in CLOCK_METHODS and not (isinstance(receiver, ast.Name) and receiver.id == "ctx"):
+            out.append(f"the host clock ({node.func.attr}()) is not allowed: use ctx.now() / ctx.today()")
+    return out
+
+
+__all__ = ["ALLOWED_MODULES", "CLOCK_METHODS", "FORBIDDEN_NAMES", "MAX_CODE_CHARS", "check_tool_code"]

@@ -1,0 +1,289 @@
+"""The sandboxed tool worker: runs untrusted custom-tool bodies, one call at a time (stdlib only).
+
+Executed *inside* the sandbox as a script (``python -I -S tool_worker.py MEMORY CPU_TOTAL
+OUTPUT TOOLKIT CHECKS``); never imported by the parent. ``TOOLKIT`` and ``CHECKS`` are
+the paths of ``envsynth/runtime/toolkit.py`` and ``envsynth/sandbox/checks.py`` (both
+dependency-free), loaded by path so the code gets the very same ``Context`` and
+``ToolError`` as trusted tools, and is checked again here. One JSON object per line:
+
+parent -> worker::
+
+    {"op": "call", "id": 7, "tool": "restock_book", "code": "...", "check": true,
+     "names": ["book_id", "copies", "book"], "values": {...}, "now": "2025-...T12:00:00",
+     "rng": [3, [625 ints], null], "bools": {...}, "cpu": 2.0,
+     "schema": ["CREATE TABLE ...", ...],
+     "tables": {"book": {"columns": [...], "rows": [[rowid, v1, v2, ...], ...]}}}
+
+worker -> parent::
+
+    {"op": "hello"}
+    {"op": "done", "id": 7, "status": "ok", "result": ..., "draws": 1,
+     "changes": {"book": {"insert": [[rowid, ...]], "update": [[rowid, ...]], "delete": [rowid]}}}
+    {"op": "done", "id": 7, "status": "tool_error", "message": "...", "code": "..." | null, "draws": 0}
+    {"op": "done", "id": 7, "status": "error", "error": "traceback text", "recycle": true}
+
+Every call gets a FRESH in-memory SQLite database built from the schema and rows sent;
+the row changes are the difference between the rows sent and the rows after the call,
+with values in the column order the parent sent. ``draws`` counts the 32-bit words the
+code drew from ``ctx.rng`` (which continues the parent's random stream), so the parent
+advances its own generator by as much and ids stay identical to a trusted run.
+"""
+
+import ast
+import contextlib
+import importlib.util
+import json
+import os
+import random
+import resource
+import signal
+import sqlite3
+import sys
+import textwrap
+import traceback
+
+MAX_ANSWER = (4 << 20) - 4096  # the parent drops lines over 4 MB
+_SQLITE_ATTACH, _SQLITE_DETACH, _SQLITE_DENY, _SQLITE_OK = 24, 25, 1, 0
+
+
+class CPUTimeExceeded(BaseException):
+    """The call used more CPU time than allowed."""
+
+
+class CountingRandom(random.Random):
+    """A Random that counts the 32-bit words it draws (``random()`` takes two)."""
+
+    def __init__(self, state):
+        super().__init__(0)
+        self.setstate(state)
+        self.words = 0
+
+    def random(self):
+        self.words += 2
+        return super().random()
+
+    def getrandbits(self, k):
+        self.words += (k + 31) // 32
+        return super().getrandbits(k)
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _guarded_import(allowed, real_import):
+    def guarded(name, globals=None, locals=None, fromlist=(), level=0):
+        if level or name.split(".", 1)[0] not in allowed:
+            raise ImportError(f"import of {name!r} is not allowed")
+        return real_import(name, globals, locals, fromlist, level)
+
+    return guarded
+
+
+def _no_attach(action, *args):
+    return _SQLITE_DENY if action in (_SQLITE_ATTACH, _SQLITE_DETACH) else _SQLITE_OK
+
+
+def _q(name):
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _read(db, table, columns):
+    cols = ", ".join(_q(c) for c in columns)
+    return {r[0]: tuple(r[1:]) for r in db.execute(f"SELECT rowid, {cols} FROM {_q(table)}")}
+
+
+def _same(a, b):
+    return len(a) == len(b) and all(type(x) is type(y) and x == y for x, y in zip(a, b))
+
+
+def _changes(db, tables, before):
+    out = {}
+    for table, spec in tables.items():
+        after = _read(db, table, spec["columns"])
+        old = before[table]
+        entry = {}
+        inserted = [[rid, *after[rid]] for rid in sorted(after) if rid not in old]
+        updated = [[rid, *after[rid]] for rid in sorted(after) if rid in old and not _same(old[rid], after[rid])]
+        deleted = [rid for rid in sorted(old) if rid not in after]
+        for key, rows in (("insert", inserted), ("update", updated), ("delete", deleted)):
+            if rows:
+                entry[key] = rows
+        if entry:
+            out[table] = entry
+    return out
+
+
+def _schema(db):
+    sql = "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
+    return [r[0] for r in db.execute(sql)]
+
+
+_CACHE_SIZE = 256
+_checked = {}  # code -> problems (the check is a pure function of the text)
+_compiled = {}  # (tool, names, code) -> code object defining _tool
+_templates = {}  # schema statements -> an empty database holding them, serialized
+
+
+def _cached(cache, key, make):
+    if key not in cache:
+        if len(cache) >= _CACHE_SIZE:
+            cache.clear()
+        cache[key] = make()
+    return cache[key]
+
+
+def _compile(tool, names, code):
+    filename = f"<tool {tool}>"
+    source = "def _tool(db, ctx, " + ", ".join(names) + "):\n" + textwrap.indent(textwrap.dedent(code).rstrip() or "pass", "    ")
+    tree = ast.parse(source + "\n", filename)
+    ast.increment_lineno(tree, -1)  # body line 1 is line 1
+    return compile(tree, filename, "exec")
+
+
+def _template(schema):
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        for sql in schema:
+            db.execute(sql)
+        return db.serialize()
+    finally:
+        db.close()
+
+
+def run_call(msg, toolkit, checks, guard):
+    """One call: a fresh database, the code compiled as a function body, the answer as a dict."""
+    tool = str(msg.get("tool", "tool"))
+    code = msg["code"]
+    if msg.get("check", True):
+        problems = _cached(_checked, code, lambda: checks.check_tool_code(code))
+        if problems:
+            return {"status": "error", "error": "untrusted code refused: " + "; ".join(problems[:5])}
+    db = sqlite3.connect(":memory:", isolation_level=None)  # fresh for every call
+    try:
+        return _run(db, msg, tool, code, toolkit, guard)
+    finally:
+        db.close()
+
+
+def _run(db, msg, tool, code, toolkit, guard):
+    tables = msg["tables"]
+    schema = tuple(msg["schema"])
+    db.deserialize(_cached(_templates, schema, lambda: _template(schema)))  # a new connection, never a reused one
+    db.execute("BEGIN")
+    for table, spec in tables.items():
+        cols = spec["columns"]
+        marks = ", ".join("?" for _ in range(len(cols) + 1))
+        names = ", ".join(["rowid", *(_q(c) for c in cols)])
+        db.executemany(f"INSERT INTO {_q(table)} ({names}) VALUES ({marks})", spec["rows"])
+    db.execute("COMMIT")
+    db.execute("PRAGMA foreign_keys = ON")
+    before = {t: _read(db, t, spec["columns"]) for t, spec in tables.items()}
+    loaded = db.total_changes
+    if msg.get("check", True):
+        db.set_authorizer(_no_attach)
+    ctx = toolkit.Context(db, msg["now"], 0, {k: tuple(v) for k, v in msg.get("bools", {}).items()})
+    rng = CountingRandom((msg["rng"][0], tuple(msg["rng"][1]), msg["rng"][2]))
+    ctx.rng = rng
+    names = list(msg["names"])
+    builtins = dict(__builtins__.__dict__ if hasattr(__builtins__, "__dict__") else __builtins__)
+    if guard is not None:
+        builtins["__import__"] = guard
+    namespace = {"__name__": "tool", "__builtins__": builtins, "ToolError": toolkit.ToolError, "like_pattern": toolkit.like_pattern}
+    exec(_cached(_compiled, (tool, tuple(names), code), lambda: _compile(tool, names, code)), namespace)
+    values = msg["values"]
+    try:
+        result = namespace["_tool"](db, ctx, *(values.get(n) for n in names))
+    except toolkit.ToolError as exc:
+        return {
+            "status": "tool_error",
+            "message": str(exc.message),
+            "code": exc.code if isinstance(exc.code, str) else None,
+            "draws": rng.words,
+        }
+    if _schema(db) != list(schema):
+        return {"status": "error", "error": "the code changed the database schema", "draws": rng.words}
+    try:
+        text = json.dumps(result, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        return {"status": "error", "error": f"the result is not JSON data: {exc}", "draws": rng.words}
+    if len(text) > int(msg.get("max_result", 1 << 20)):
+        return {"status": "error", "error": f"the result is too large ({len(text)} characters)", "draws": rng.words}
+    changes = _changes(db, tables, before) if db.total_changes != loaded else {}
+    return {"status": "ok", "result": json.loads(text), "changes": changes, "draws": rng.words}
+
+
+def _main():
+    memory, cpu_total = int(sys.argv[1]), int(sys.argv[2])  # argv[3] (output) is unused: results are capped per call
+    toolkit = _load("envsynth_toolkit", sys.argv[4])
+    checks = _load("envsynth_checks", sys.argv[5])
+    if memory > 0:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_total, cpu_total))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 20, 64 << 20))
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NPROC, (64, 64))
+    os.register_at_fork(after_in_child=lambda: os._exit(70))
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+
+    rfd, wfd = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    rfile = os.fdopen(rfd, "r", encoding="utf-8", newline="\n")
+    wfile = os.fdopen(wfd, "w", encoding="utf-8", newline="\n")
+
+    def send(msg):
+        wfile.write(json.dumps(msg, ensure_ascii=False) + "\n")
+        wfile.flush()
+
+    def on_xcpu(signum, frame):
+        raise CPUTimeExceeded("the call used more CPU time than allowed")
+
+    signal.signal(signal.SIGXCPU, on_xcpu)
+    real_import = __builtins__.__import__ if hasattr(__builtins__, "__import__") else __builtins__["__import__"]
+    guard = _guarded_import(checks.ALLOWED_MODULES, real_import)
+    send({"op": "hello"})
+    while True:
+        line = rfile.readline()
+        if not line:
+            os._exit(0)
+        msg = json.loads(line)
+        if msg.get("op") != "call":
+            continue
+        used = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
+        soft = min(cpu_total, int(used + float(msg.get("cpu", 2))) + 1)
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, cpu_total))
+        try:
+            answer = run_call(msg, toolkit, checks, guard if msg.get("check", True) else None)
+        except BaseException as exc:  # the code's failure, reported back; the parent replaces this worker
+            try:
+                error = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            except BaseException:
+                error = type(exc).__name__
+            if len(error) > 4000:
+                error = error[:1000] + "\n...\n" + error[-3000:]
+            answer = {"status": "error", "error": error}
+        if answer["status"] == "error":
+            answer["recycle"] = True
+        answer.update(op="done", id=msg.get("id"))
+        try:
+            text = json.dumps(answer, ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            text = json.dumps(
+                {"op": "done", "id": msg.get("id"), "status": "error", "error": f"unencodable answer: {exc}", "recycle": True}
+            )
+        if len(text) > MAX_ANSWER:
+            text = json.dumps({"op": "done", "id": msg.get("id"), "status": "error", "error": "the answer is too large", "recycle": True})
+        wfile.write(text + "\n")
+        wfile.flush()
+
+
+if __name__ == "__main__":
+    _main()
