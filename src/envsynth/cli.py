@@ -99,8 +99,35 @@ def build(
     states: Annotated[int, typer.Option("--states", "-S", help="S: initial states per task.")] = 1,
     distractors: Annotated[int, typer.Option("--distractors", "-D", help="D: distractor depth, 0 to 4.")] = 0,
     workers: Annotated[int, typer.Option("--workers", "-w", help="Processes building apps in parallel (0: one per CPU).")] = 1,
+    builder: Annotated[
+        str,
+        typer.Option(
+            help="procedural (the shipped catalogue and your YAML, offline) or llm (a model designs, codes, tests "
+            "and debugs a new domain per --domain keyword; see docs/llm-builder.md)."
+        ),
+    ] = "procedural",
+    model: Annotated[
+        str | None, typer.Option(help="--builder llm: the model (on --base-url, or OPENAI_BASE_URL); 'scripted' runs the offline demo.")
+    ] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="--builder llm: API root, e.g. http://localhost:8000/v1.")] = None,
+    max_tokens_total: Annotated[
+        int | None,
+        typer.Option("--max-tokens-total", help="--builder llm: stop cleanly once this many tokens are spent (rerun to resume)."),
+    ] = None,
+    cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help="--builder llm: the reply cache (default OUT/.llm-cache).")] = None,
+    debug_rounds: Annotated[int, typer.Option("--debug-rounds", help="--builder llm: debug agent rounds per custom tool.")] = 3,
+    task_writer: Annotated[
+        bool, typer.Option("--task-writer/--no-task-writer", help="--builder llm: the model rewrites each task's instruction.")
+    ] = True,
+    gating: Annotated[bool, typer.Option("--gating/--no-gating", help="--builder llm: LLM-gated expansion of each task's tools.")] = True,
+    tau: Annotated[float, typer.Option(help="--builder llm: the gating threshold: expand while p >= tau.")] = 0.5,
 ) -> None:
     """Compile blueprints into apps and test every tool procedurally; with -T, build a corpus of tasks.
+
+    With --builder llm, each --domain is a free keyword ("Job Seeking"): the model designs the
+    domain, writes and debugs its custom tools (run only in sandboxed workers), proposes
+    dependencies, and, with -T, rewrites task instructions and gates tool expansion. Apps land
+    in OUT/apps/, metrics in OUT/llm_build.json and each app's provenance.
 
     Each app lands in OUT/<name>/ (app.json, schema.sql, tools.py, state.db,
     tests.json, graph.json) only if all of its test cases pass; a failing app leaves nothing behind.
@@ -117,6 +144,31 @@ def build(
         fail(f"--apps must be at least 1, got {apps}")
     if tasks_per_app < 0:
         fail(f"--tasks-per-app must be 0 (apps only) or more, got {tasks_per_app}")
+    if builder not in ("procedural", "llm"):
+        fail(f"--builder: unknown builder {builder!r} (choose procedural or llm)")
+    if builder == "llm":
+        if blueprint:
+            fail("--blueprint is for --builder procedural; with --builder llm give --domain keywords")
+        if debug_rounds < 0 or not 0 <= tau <= 1:
+            fail("--debug-rounds must be 0 or more and --tau between 0 and 1")
+        _build_llm(
+            out,
+            list(domain or [])[:apps],
+            seed=seed,
+            tasks_per_app=tasks_per_app,
+            states=states,
+            distractors=distractors,
+            model=model,
+            base_url=base_url,
+            max_tokens_total=max_tokens_total,
+            cache_dir=cache_dir,
+            debug_rounds=debug_rounds,
+            task_writer=task_writer,
+            gating=gating,
+            tau=tau,
+            as_json=as_json,
+        )
+        return
     bps = _blueprints(domain, blueprint)[:apps]
     if out.exists() and not out.is_dir():
         fail(f"{out} exists and is not a folder")
@@ -406,6 +458,79 @@ def run(
     console.print(t)
 
 
+def _build_llm(out: Path, domains: list[str], *, as_json: bool, **options: Any) -> None:
+    """``build --builder llm``: apps (and tasks) from keywords, a progress bar, the metrics table."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from envsynth.corpus import CorpusError
+    from envsynth.corpus.console import TaskBar, summary_data, summary_tables
+    from envsynth.llmbuild.client import BudgetExceeded
+    from envsynth.llmbuild.command import builder_client, metrics_rows
+    from envsynth.llmbuild.pipeline import LLMBuilder
+
+    if not domains:
+        fail("--builder llm needs at least one --domain keyword, e.g. --domain 'Job Seeking'")
+    if out.exists() and not out.is_dir():
+        fail(f"{out} exists and is not a folder")
+    try:
+        client = builder_client(
+            out,
+            model=options["model"],
+            base_url=options["base_url"],
+            cache_dir=options["cache_dir"],
+            max_tokens_total=options["max_tokens_total"],
+        )
+    except ValueError as exc:
+        fail(str(exc))
+    summary = None
+    quiet = not err.is_terminal and as_json
+    with LLMBuilder(
+        client,
+        out,
+        seed=options["seed"],
+        rounds=options["debug_rounds"],
+        tau=options["tau"],
+        rewrite=options["task_writer"],
+        gate=options["gating"],
+    ) as llm:
+        try:
+            with Progress(
+                SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True, disable=quiet
+            ) as bar:
+                job = bar.add_task("designing", total=None)
+                llm.build_apps(domains, progress=lambda keyword, stage: bar.update(job, description=f"{keyword}: {stage}"))
+            if options["tasks_per_app"] > 0 and llm.blueprints:
+                with TaskBar(err, len(llm.blueprints), options["tasks_per_app"], transient=as_json, disable=quiet) as tbar:
+                    summary = llm.build_tasks(
+                        tasks_per_app=options["tasks_per_app"],
+                        states=options["states"],
+                        distractors=options["distractors"],
+                        progress=tbar.update,
+                    )
+        except BudgetExceeded as exc:
+            llm.write_metrics()
+            err.print(f"[yellow]stopped:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(3) from None
+        except (CorpusError, ValueError) as exc:
+            llm.write_metrics()
+            fail(str(exc))
+        metrics = llm.write_metrics()
+    if as_json:
+        print(json.dumps({"llm_build": metrics, "corpus": summary_data(summary) if summary is not None else None}, indent=2, default=str))
+    else:
+        t = Table(title=f"LLM build into {out}")
+        t.add_column("")
+        t.add_column("value")
+        for label, value in metrics_rows(metrics):
+            t.add_row(label, value)
+        console.print(t)
+        if summary is not None:
+            for table in summary_tables(summary):
+                console.print(table)
+    if len(metrics["app_names"]) < len(domains):
+        raise typer.Exit(1)
+
+
 serve_app = typer.Typer(help="Serve a corpus's episodes: to trainers over HTTP, to agents over MCP.", no_args_is_help=True)
 app.add_typer(serve_app, name="serve")
 
@@ -548,8 +673,14 @@ def inspect(
             corpus_stats = stats_of(load_corpus(out))
         except CorpusError as exc:
             fail(str(exc))
+    llm_build = json.loads((out / "llm_build.json").read_text(encoding="utf-8")) if (out / "llm_build.json").is_file() else None
     if as_json:
-        print(json.dumps({"apps": summary} if corpus_stats is None else {"apps": summary, "corpus": corpus_stats}, indent=2))
+        data: dict[str, Any] = {"apps": summary}
+        if corpus_stats is not None:
+            data["corpus"] = corpus_stats
+        if llm_build is not None:
+            data["llm_build"] = llm_build
+        print(json.dumps(data, indent=2))
         return
     t = Table(title=f"apps in {out}")
     for col in ("app", "category", "tables", "tools", "reads", "writes", "cases", "success", "rejection", "unexpected"):
@@ -574,6 +705,15 @@ def inspect(
 
         for table in stats_tables(corpus_stats):
             console.print(table)
+    if llm_build is not None:
+        from envsynth.llmbuild.command import metrics_rows
+
+        t = Table(title="LLM builder (llm_build.json)")
+        t.add_column("")
+        t.add_column("value")
+        for label, value in metrics_rows(llm_build):
+            t.add_row(label, value)
+        console.print(t)
 
 
 def _inspect_app(d: Path) -> dict[str, Any]:

@@ -1,0 +1,342 @@
+"""The LLM builder's pipeline: keywords -> designed, coded, tested apps -> verified tasks.
+
+Per domain keyword:
+
+1. the designer drafts a blueprint (:mod:`envsynth.llmbuild.design`);
+2. each custom tool is coded, tested and debugged (:mod:`envsynth.llmbuild.tooldev`);
+   tools that never pass are dropped with the reason;
+3. the app is compiled and every tool passes the procedural tests (the same build stage
+   as the catalogue's apps: :func:`envsynth.compiler.build.build_app`);
+4. the dependency agent proposes graph edges; each is kept only if a chain through it
+   executes (:mod:`envsynth.llmbuild.dependency`);
+5. the operational metrics (calls and tokens per role, debug rounds per tool, tools
+   dropped and why, success rate, cache hits, wall time) go into the app's provenance.
+
+Then the corpus is built like any other (A x T x S x D, resumable), with the task writer
+and the gating policy applied to every admitted task index
+(:class:`envsynth.llmbuild.taskstage.TaskStage`). Every reply is cached on disk, so a
+rerun costs no tokens and reproduces the same artifacts; a spent token budget stops the
+build with :class:`~envsynth.llmbuild.client.BudgetExceeded`, and a rerun with a larger
+budget continues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envsynth.blueprint.models import Blueprint
+from envsynth.llm.types import ChatModel
+from envsynth.llmbuild.client import BuilderClient
+from envsynth.llmbuild.design import DomainDesign, design_domain
+from envsynth.llmbuild.runner import LoopRunner
+from envsynth.llmbuild.tooldev import DEFAULT_ROUNDS, ToolOutcome, develop_tool
+
+METRICS_FILE = "llm_build.json"
+"""The corpus-level metrics of an LLM build (per domain and totals), beside ``corpus.json``."""
+
+CACHE_DIR = ".llm-cache"
+"""The default response cache folder, inside the output folder."""
+
+ProgressFn = Callable[[str, str], None]
+"""``(domain keyword, stage)`` as the build moves on (``design``, ``tools``, ``app``, ``dependencies``, ``done``, ``failed``)."""
+
+
+@dataclass
+class DomainResult:
+    """One keyword's outcome.
+
+    Attributes:
+        keyword: the domain keyword.
+        blueprint: the final blueprint (shipped custom tools only), None if the domain failed.
+        design: the designer's reply.
+        tools: each custom tool's outcome.
+        error: why the domain produced no app (None if it did).
+        metrics: the operational metrics (see the module docstring).
+    """
+
+    keyword: str
+    blueprint: Blueprint | None = None
+    design: DomainDesign | None = None
+    tools: list[ToolOutcome] = field(default_factory=list)
+    error: str | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+def _role_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for role, now in after["roles"].items():
+        was = before["roles"].get(role, {})
+        diff = {k: v - int(was.get(k, 0)) for k, v in now.items()}
+        if any(diff.values()):
+            out[role] = diff
+    return out
+
+
+def _totals(roles: dict[str, dict[str, int]]) -> dict[str, int]:
+    keys = sorted({k for r in roles.values() for k in r})
+    return {k: sum(r.get(k, 0) for r in roles.values()) for k in keys}
+
+
+async def synthesize_domain(
+    client: BuilderClient, keyword: str, description: str | None = None, *, rounds: int = DEFAULT_ROUNDS, seed: int = 0
+) -> DomainResult:
+    """Design a domain and develop its custom tools concurrently (stages 1 and 2)."""
+    from envsynth.llmbuild.client import StructuredOutputError
+
+    result = DomainResult(keyword)
+    try:
+        result.design = await design_domain(client, keyword, description)
+    except StructuredOutputError as exc:
+        result.error = f"the designer gave no valid blueprint: {exc.errors[-1] if exc.errors else exc}"
+        return result
+    design = result.design
+    result.tools = list(
+        await asyncio.gather(*(develop_tool(client, design, t.name, rounds=rounds, seed=seed) for t in design.custom_tools))
+    )
+    shipped = {o.name: o.code for o in result.tools if o.passed and o.code is not None}
+    result.blueprint = design.to_blueprint(shipped, keep=set(shipped))  # type: ignore[arg-type]
+    return result
+
+
+def domain_metrics(result: DomainResult, roles: dict[str, dict[str, int]], seconds: float) -> dict[str, Any]:
+    """The operational metrics of one domain, as stored in its app's provenance."""
+    designed = len(result.tools)
+    shipped = sum(o.passed for o in result.tools)
+    total = _totals(roles)
+    return {
+        "keyword": result.keyword,
+        "wall_seconds": round(seconds, 3),
+        "roles": roles,
+        "calls": total.get("calls", 0),
+        "cache_hits": total.get("cache_hits", 0),
+        "tokens": total.get("total_tokens", 0),
+        "custom_tools": {"designed": designed, "shipped": shipped, "success_rate": round(shipped / designed, 4) if designed else 1.0},
+        "debug_rounds": {o.name: o.debug_rounds for o in result.tools},
+        "tools_dropped": {o.name: o.dropped for o in result.tools if o.dropped},
+        "tools": {o.name: o.metrics() for o in result.tools},
+        "error": result.error,
+    }
+
+
+@dataclass
+class LLMBuildResult:
+    """What :func:`build_llm_corpus` did: per-domain results, the corpus summary and the metrics written."""
+
+    domains: list[DomainResult]
+    corpus: Any = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+def make_client(
+    chat: ChatModel, out: Path, *, cache_dir: str | Path | None = None, max_tokens_total: int | None = None, structured: str = "auto"
+) -> BuilderClient:
+    """A builder client over ``chat`` with its cache in ``cache_dir`` (default ``out/.llm-cache``)."""
+    return BuilderClient(
+        chat,
+        cache_dir=Path(cache_dir) if cache_dir is not None else out / CACHE_DIR,
+        max_tokens_total=max_tokens_total,
+        structured=structured,  # type: ignore[arg-type]
+    )
+
+
+class LLMBuilder:
+    """Runs the pipeline (see the module docstring) over one client, one event loop and one output folder.
+
+    Use as a context manager; :meth:`build_apps` then :meth:`build_tasks`, then
+    :meth:`write_metrics` (or :func:`build_llm_corpus` for all three).
+    """
+
+    def __init__(
+        self,
+        client: BuilderClient,
+        out: str | Path,
+        *,
+        seed: int = 0,
+        rounds: int = DEFAULT_ROUNDS,
+        tau: float = 0.5,
+        rewrite: bool = True,
+        gate: bool = True,
+    ) -> None:
+        self.client = client
+        self.out = Path(out)
+        self.seed = seed
+        self.rounds = rounds
+        self.tau = tau
+        self.rewrite = rewrite
+        self.gate = gate
+        self.runner = LoopRunner()
+        self.results: list[DomainResult] = []
+        self.stage: Any = None
+
+    def __enter__(self) -> LLMBuilder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.runner.close()
+
+    def build_apps(
+        self, domains: list[str], descriptions: dict[str, str] | None = None, progress: ProgressFn | None = None
+    ) -> list[DomainResult]:
+        """Stages 1 to 5 for each keyword: apps in ``out/apps/<name>/``; a failed domain is recorded, the others go on.
+
+        Raises:
+            envsynth.llmbuild.client.BudgetExceeded: the token budget is spent.
+            ValueError: no domains, or two domains designed with one app name.
+        """
+        from envsynth.compiler.build import BuildError, build_app
+        from envsynth.corpus.layout import APPS_DIR
+        from envsynth.graph import read_graph
+        from envsynth.llmbuild.dependency import propose_dependencies, write_augmented_graph
+        from envsynth.runtime.app import App
+
+        if not domains:
+            raise ValueError("no domains to build: give at least one --domain keyword")
+        self.out.mkdir(parents=True, exist_ok=True)
+        report = progress or (lambda _k, _s: None)
+        for keyword in domains:
+            started = time.perf_counter()
+            before = self.client.metrics()
+            dependencies: dict[str, Any] = {"kept": [], "rejected": []}
+            report(keyword, "design")
+            result = self.runner.run(
+                synthesize_domain(self.client, keyword, (descriptions or {}).get(keyword), rounds=self.rounds, seed=self.seed)
+            )
+            first = None
+            if result.blueprint is not None:
+                report(keyword, "app")
+                app_dir = self.out / APPS_DIR / result.blueprint.name
+                first = _recorded_metrics(app_dir, result.blueprint)
+                try:
+                    built = build_app(result.blueprint, self.out / APPS_DIR, self.seed)
+                except BuildError as exc:
+                    result.error = f"the app failed its procedural tests: {exc}"
+                else:
+                    report(keyword, "dependencies")
+                    deps = self.runner.run(propose_dependencies(self.client, App.load(built.path), read_graph(built.path), seed=self.seed))
+                    write_augmented_graph(built.path, deps.graph)
+                    dependencies = {"kept": deps.kept, "rejected": deps.rejected}
+            result.metrics = domain_metrics(result, _role_delta(before, self.client.metrics()), time.perf_counter() - started)
+            result.metrics["dependencies"] = dependencies
+            if result.blueprint is not None and result.error is None:
+                # a rebuild from cached replies keeps the metrics of the run that paid for them
+                _record_provenance(self.out / APPS_DIR / result.blueprint.name, first or result.metrics)
+            report(keyword, "failed" if result.error else "done")
+            self.results.append(result)
+        names = [b.name for b in self.blueprints]
+        if len(set(names)) != len(names):
+            raise ValueError(f"two domains were designed with one app name: {sorted({n for n in names if names.count(n) > 1})}")
+        return self.results
+
+    @property
+    def blueprints(self) -> list[Blueprint]:
+        """The blueprints of the domains that produced an app."""
+        return [r.blueprint for r in self.results if r.blueprint is not None and r.error is None]
+
+    def build_tasks(self, *, tasks_per_app: int, states: int = 1, distractors: int = 0, progress: Any = None) -> Any:
+        """The corpus over the built apps, with the task writer and gating on every admitted task index.
+
+        Returns:
+            The :class:`~envsynth.corpus.CorpusSummary`.
+
+        Raises:
+            ValueError: no app was built.
+            envsynth.llmbuild.client.BudgetExceeded: the token budget is spent (rerun to resume).
+        """
+        from envsynth.corpus import build_corpus
+        from envsynth.llmbuild.taskstage import TaskStage
+
+        if not self.blueprints:
+            raise ValueError("no app was built, so there are no tasks to build")
+        self.stage = TaskStage(self.client, self.runner.run, tau=self.tau, rewrite=self.rewrite, gate=self.gate)
+        return build_corpus(
+            self.out,
+            blueprints=self.blueprints,
+            tasks_per_app=tasks_per_app,
+            states=states,
+            distractors=distractors,
+            seed=self.seed,
+            workers=1,
+            progress=progress,
+            task_stage=self.stage,
+        )
+
+    def write_metrics(self) -> dict[str, Any]:
+        """Write ``out/llm_build.json`` (this run's metrics: per domain, per role, the task stage) and return it."""
+        from envsynth.corpus.layout import write_atomic
+
+        metrics = {
+            "model": self.client.chat.model,
+            "domains": {r.keyword: r.metrics for r in self.results},
+            "app_names": {r.keyword: r.blueprint.name for r in self.results if r.blueprint is not None and r.error is None},
+            "generation_success_rate": round(sum(r.error is None for r in self.results) / len(self.results), 4) if self.results else None,
+            "client": self.client.metrics(),
+            "task_stage": self.stage.metrics() if self.stage is not None else None,
+        }
+        write_atomic(self.out / METRICS_FILE, (json.dumps(metrics, indent=2, sort_keys=True, default=str) + "\n").encode())
+        return metrics
+
+
+def build_llm_corpus(
+    out: str | Path,
+    domains: list[str],
+    client: BuilderClient,
+    *,
+    descriptions: dict[str, str] | None = None,
+    tasks_per_app: int = 0,
+    states: int = 1,
+    distractors: int = 0,
+    seed: int = 0,
+    rounds: int = DEFAULT_ROUNDS,
+    tau: float = 0.5,
+    rewrite: bool = True,
+    gate: bool = True,
+) -> LLMBuildResult:
+    """Apps for ``domains``, then (``tasks_per_app`` > 0) a corpus over them, then the metrics file.
+
+    Raises:
+        envsynth.llmbuild.client.BudgetExceeded: the token budget is spent (rerun with a
+            larger one: the replies so far are cached).
+        ValueError: no domains, two domains with one app name, or tasks asked and no app built.
+    """
+    with LLMBuilder(client, out, seed=seed, rounds=rounds, tau=tau, rewrite=rewrite, gate=gate) as builder:
+        try:
+            results = builder.build_apps(domains, descriptions)
+            summary = builder.build_tasks(tasks_per_app=tasks_per_app, states=states, distractors=distractors) if tasks_per_app else None
+        finally:
+            metrics = builder.write_metrics()
+    return LLMBuildResult(results, summary, metrics)
+
+
+def _recorded_metrics(app_dir: Path, bp: Blueprint) -> dict[str, Any] | None:
+    """The LLM metrics already in ``app_dir/app.json`` when it holds an app of the same blueprint."""
+    from envsynth.compiler.compile import blueprint_data, canonical_json, sha256
+
+    path = app_dir / "app.json"
+    if not path.is_file():
+        return None
+    try:
+        prov = json.loads(path.read_text(encoding="utf-8")).get("provenance", {})
+    except ValueError:
+        return None
+    same = prov.get("blueprint_hash") == sha256(canonical_json(blueprint_data(bp)))
+    return prov.get("llm_builder") if same else None
+
+
+def _record_provenance(app_dir: Path, metrics: dict[str, Any]) -> None:
+    """Add the LLM builder's metrics to ``app.json``'s provenance (atomically, canonical JSON)."""
+    from envsynth.compiler.compile import canonical_json
+    from envsynth.corpus.layout import write_atomic
+
+    path = app_dir / "app.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data.setdefault("provenance", {})["llm_builder"] = metrics
+    write_atomic(path, canonical_json(data).encode())

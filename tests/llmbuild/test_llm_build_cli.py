@@ -1,0 +1,123 @@
+"""`envsynth build --builder llm` end to end: a subprocess against a local OpenAI-compatible server.
+
+The server plays every builder role with the scripted builder, refuses JSON-schema
+``response_format`` (so the client falls back to prompt mode, as with many local servers)
+and answers the first request with a 429. The app it builds must pass its procedural tests
+(`envsynth test`) and its tasks the corpus contract (`envsynth run --agent oracle`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envsynth.llmbuild.scripted import ScriptedBuilder, role_of
+
+pytest.importorskip("openai")
+
+
+class Server:
+    def __init__(self) -> None:
+        self.builder = ScriptedBuilder()
+        self.bodies: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+
+    def reply(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        with self.lock:
+            self.bodies.append(body)
+            first = len(self.bodies) == 1
+        if first:
+            return 429, {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}
+        if "response_format" in body:
+            return 400, {"error": {"message": "response_format json_schema is not supported", "type": "invalid_request_error"}}
+        text = self.builder(body["messages"])
+        return 200, {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop", "logprobs": None}],
+            "usage": {"prompt_tokens": len(json.dumps(body["messages"])) // 4, "completion_tokens": len(text) // 4, "total_tokens": 0},
+        }
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, Server]]:
+    scripted = Server()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            status, payload = scripted.reply(body)
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            if status == 429:
+                self.send_header("Retry-After", "0")
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", scripted
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def envsynth(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")} | {"NO_PROXY": "127.0.0.1,localhost"}
+    return subprocess.run([sys.executable, "-m", "envsynth.cli", *args], capture_output=True, text=True, timeout=900, env=env)
+
+
+def test_build_llm_against_a_local_server(server: tuple[str, Server], tmp_path: Path) -> None:
+    url, scripted = server
+    out = tmp_path / "out"
+    args = ["build", str(out), "--builder", "llm", "--domain", "Job Seeking", "--model", "local-model", "--base-url", url]
+    res = envsynth(*args, "-T", "3", "-S", "2", "-D", "1", "--json")
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    metrics = report["llm_build"]
+    assert metrics["app_names"] == {"Job Seeking": "job_seeking"} and report["corpus"]["tasks"] == 6
+    assert metrics["client"]["structured_mode"] == "prompt"  # the server refused response_format
+    assert metrics["client"]["total"]["retries"] >= 1  # the 429
+    roles = {role_of(b["messages"]) for b in scripted.bodies}
+    assert {"designer", "coder", "tester", "debugger", "dependency", "task_writer", "gating"} <= roles
+    # the app passes its procedural tests, re-run from the folder
+    tested = envsynth("test", str(out / "apps" / "job_seeking"), "--show", "failed")
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    # the tasks pass the corpus contract: the oracle scores 1 on every task
+    ran = envsynth("run", str(out), "--agent", "oracle", "--out", str(tmp_path / "run"), "--json")
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["pass@1"] == 1.0
+    # inspect shows the operational metrics
+    shown = json.loads(envsynth("inspect", str(out), "--json").stdout)
+    assert shown["llm_build"]["domains"]["Job Seeking"]["tools_dropped"].keys() == {"candidate_match_score"}
+    assert shown["apps"][0]["provenance"]["llm_builder"]["custom_tools"]["shipped"] == 2
+    # a rerun costs nothing: every call is a cache hit, and the server sees no request
+    before = len(scripted.bodies)
+    again = envsynth(*args, "-T", "3", "-S", "2", "-D", "1", "--json")
+    assert again.returncode == 0, again.stderr
+    assert len(scripted.bodies) == before
+    assert json.loads(again.stdout)["llm_build"]["client"]["total"]["calls"] == 0
+
+
+def test_build_llm_needs_a_model(tmp_path: Path) -> None:
+    res = envsynth("build", str(tmp_path / "o"), "--builder", "llm", "--domain", "Job Seeking")
+    assert res.returncode == 2 and "--model" in res.stderr and "Traceback" not in res.stderr
+    res = envsynth("build", str(tmp_path / "o"), "--builder", "magic")
+    assert res.returncode == 2 and "unknown builder" in res.stderr
