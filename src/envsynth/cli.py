@@ -110,6 +110,11 @@ def build(
         str | None, typer.Option(help="--builder llm: the model (on --base-url, or OPENAI_BASE_URL); 'scripted' runs the offline demo.")
     ] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="--builder llm: API root, e.g. http://localhost:8000/v1.")] = None,
+    api_key: Annotated[str | None, typer.Option("--api-key", help="--builder llm: the API key (default: OPENAI_API_KEY).")] = None,
+    description: Annotated[
+        list[str] | None,
+        typer.Option("--description", help="--builder llm: a description of the domain, one per --domain, in the same order."),
+    ] = None,
     max_tokens_total: Annotated[
         int | None,
         typer.Option("--max-tokens-total", help="--builder llm: stop cleanly once this many tokens are spent (rerun to resume)."),
@@ -151,6 +156,8 @@ def build(
             fail("--blueprint is for --builder procedural; with --builder llm give --domain keywords")
         if debug_rounds < 0 or not 0 <= tau <= 1:
             fail("--debug-rounds must be 0 or more and --tau between 0 and 1")
+        if description and len(description) != len(domain or []):
+            fail(f"give one --description per --domain ({len(description)} descriptions for {len(domain or [])} domains)")
         _build_llm(
             out,
             list(domain or [])[:apps],
@@ -160,6 +167,8 @@ def build(
             distractors=distractors,
             model=model,
             base_url=base_url,
+            api_key=api_key,
+            descriptions=dict(zip(domain or [], description or [])),
             max_tokens_total=max_tokens_total,
             cache_dir=cache_dir,
             debug_rounds=debug_rounds,
@@ -375,6 +384,7 @@ def run(
     base_url: Annotated[
         str | None, typer.Option("--base-url", help="API root, e.g. http://localhost:8000/v1 (default: OPENAI_BASE_URL).")
     ] = None,
+    api_key: Annotated[str | None, typer.Option("--api-key", help="The API key (default: OPENAI_API_KEY).")] = None,
     attempts: Annotated[int, typer.Option("--attempts", "-k", help="Attempts per task (pass@k).")] = 1,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Episodes in flight.")] = 8,
     requests: Annotated[int | None, typer.Option(help="Model requests in flight at most (default: --concurrency).")] = None,
@@ -426,6 +436,7 @@ def run(
                 mode=mode,
                 model=model,
                 base_url=base_url,
+                api_key=api_key,
                 attempts=attempts,
                 concurrency=concurrency,
                 requests=requests,
@@ -477,6 +488,7 @@ def _build_llm(out: Path, domains: list[str], *, as_json: bool, **options: Any) 
             out,
             model=options["model"],
             base_url=options["base_url"],
+            api_key=options["api_key"],
             cache_dir=options["cache_dir"],
             max_tokens_total=options["max_tokens_total"],
         )
@@ -498,7 +510,9 @@ def _build_llm(out: Path, domains: list[str], *, as_json: bool, **options: Any) 
                 SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True, disable=quiet
             ) as bar:
                 job = bar.add_task("designing", total=None)
-                llm.build_apps(domains, progress=lambda keyword, stage: bar.update(job, description=f"{keyword}: {stage}"))
+                llm.build_apps(
+                    domains, options["descriptions"], progress=lambda keyword, stage: bar.update(job, description=f"{keyword}: {stage}")
+                )
             if options["tasks_per_app"] > 0 and llm.blueprints:
                 with TaskBar(err, len(llm.blueprints), options["tasks_per_app"], transient=as_json, disable=quiet) as tbar:
                     summary = llm.build_tasks(

@@ -87,7 +87,8 @@ def envsynth(*args: str) -> subprocess.CompletedProcess[str]:
 def test_build_llm_against_a_local_server(server: tuple[str, Server], tmp_path: Path) -> None:
     url, scripted = server
     out = tmp_path / "out"
-    args = ["build", str(out), "--builder", "llm", "--domain", "Job Seeking", "--model", "local-model", "--base-url", url]
+    args = ["build", str(out), "--builder", "llm", "--domain", "Job Seeking", "--description", "A job board for graduates."]
+    args += ["--model", "local-model", "--base-url", url]
     res = envsynth(*args, "-T", "3", "-S", "2", "-D", "1", "--json")
     assert res.returncode == 0, res.stderr
     report = json.loads(res.stdout)
@@ -96,6 +97,8 @@ def test_build_llm_against_a_local_server(server: tuple[str, Server], tmp_path: 
     assert metrics["client"]["structured_mode"] == "prompt"  # the server refused response_format
     assert metrics["client"]["total"]["retries"] >= 1  # the 429
     roles = {role_of(b["messages"]) for b in scripted.bodies}
+    design = next(b for b in scripted.bodies if role_of(b["messages"]) == "designer")
+    assert "Description: A job board for graduates." in design["messages"][-1]["content"]
     assert {"designer", "coder", "tester", "debugger", "dependency", "task_writer", "gating"} <= roles
     # the app passes its procedural tests, re-run from the folder
     tested = envsynth("test", str(out / "apps" / "job_seeking"), "--show", "failed")
@@ -121,3 +124,5 @@ def test_build_llm_needs_a_model(tmp_path: Path) -> None:
     assert res.returncode == 2 and "--model" in res.stderr and "Traceback" not in res.stderr
     res = envsynth("build", str(tmp_path / "o"), "--builder", "magic")
     assert res.returncode == 2 and "unknown builder" in res.stderr
+    res = envsynth("build", str(tmp_path / "o"), "--builder", "llm", "--domain", "A", "--domain", "B", "--description", "x", "--model", "m")
+    assert res.returncode == 2 and "one --description per --domain" in res.stderr
