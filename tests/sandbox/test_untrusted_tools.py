@@ -107,6 +107,11 @@ def isolated() -> bool:
         ("import datetime\nreturn datetime.datetime.now().isoformat()", "the host clock (now())"),
         ("return ctx._dict", "access to attribute '_dict' is not allowed"),
         ("from . import x", "relative imports are not allowed"),
+        ("import statistics\nreturn statistics.sys.modules['os'].getcwd()", "access to attribute 'sys' is not allowed"),
+        ("import json\nreturn json.codecs.open('/etc/passwd').read()", "access to attribute 'codecs' is not allowed"),
+        ("g = (x for x in [1])\nreturn g.gi_frame.f_globals", "access to attribute 'gi_frame' is not allowed"),
+        ("db.enable_load_extension(True)", "access to attribute 'enable_load_extension' is not allowed"),
+        ("return {}['__builtins__']", "dunder name '__builtins__' is not allowed, even as text"),
         ("return (", "does not parse"),
     ],
 )
@@ -124,6 +129,13 @@ def test_checker_accepts_ordinary_tool_code() -> None:
         )
         == []
     )
+
+
+def test_every_custom_action_of_the_catalogue_passes_the_checker() -> None:
+    catalogue = Path(__file__).parents[2] / "src" / "envsynth" / "catalog"
+    codes = [a["code"] for f in sorted(catalogue.glob("*.yaml")) for a in yaml.safe_load(f.read_text())["actions"] if a["kind"] == "custom"]
+    assert len(codes) >= 5
+    assert [check_tool_code(c) for c in codes] == [[] for _ in codes]
 
 
 def test_checker_reports_line_numbers() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 import textwrap
 
 ALLOWED_MODULES = frozenset(
@@ -58,26 +59,42 @@ FORBIDDEN_NAMES = frozenset(
         "quit",
         "memoryview",
         "help",
-        "copyright",
-        "credits",
-        "license",
     }
 )
 """Builtins the code may not name (reading, writing, or reaching past the tool's own objects)."""
 
+_COMMON_ATTRIBUTES = frozenset(
+    {"abc", "array", "bisect", "calendar", "code", "copy", "email", "enum", "heapq", "html"}
+    | {"keyword", "numbers", "random", "select", "stat", "struct", "time", "token", "queue", "uuid"}
+)
+FORBIDDEN_ATTRIBUTES = frozenset(
+    # other modules reached through an allowed one (statistics.sys, typing.sys, json.codecs)
+    {m for m in getattr(sys, "stdlib_module_names", ()) if not m.startswith("_")} - ALLOWED_MODULES - _COMMON_ATTRIBUTES
+    | {"sys", "os", "io", "codecs", "builtins", "modules", "system", "popen", "open"}
+    # frames and code objects (generator.gi_frame.f_globals reaches the builtins)
+    | {"gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "ag_frame", "ag_code"}
+    | {"f_globals", "f_locals", "f_builtins", "f_back", "f_code", "tb_frame", "tb_next", "co_code", "co_consts"}
+    # the SQLite connection's escape hatches
+    | {"load_extension", "enable_load_extension", "set_authorizer", "serialize", "deserialize", "backup"}
+)
+"""Attribute names the code may not use, even on objects it may reach."""
+
 CLOCK_METHODS = frozenset({"now", "today", "utcnow", "fromtimestamp", "utcfromtimestamp"})
 MAX_CODE_CHARS = 20_000
 _FORMAT_DUNDER = re.compile(r"\{[^{}]*(\.|\[)\s*_")
+_DUNDER = re.compile(r"\s*__\w+__\s*")
 
 
 def check_tool_code(code: str) -> list[str]:
     """The problems of a custom tool body, each ``line N: reason``; an empty list means OK.
 
     Refused: imports outside :data:`ALLOWED_MODULES` (and relative or ``*`` imports),
-    the names in :data:`FORBIDDEN_NAMES`, any dunder name, any attribute starting with
-    ``_`` (``x.__class__``, ``ctx._dict``), format strings reaching attributes that start
-    with ``_`` (``"{0.__class__}"``), the host clock (``datetime.now()``: use
-    ``ctx.now()``), and code longer than :data:`MAX_CODE_CHARS` characters.
+    the names in :data:`FORBIDDEN_NAMES`, any dunder name (also as a string constant),
+    any attribute starting with ``_`` (``x.__class__``, ``ctx._dict``) or in
+    :data:`FORBIDDEN_ATTRIBUTES` (``statistics.sys``, ``gen.gi_frame``,
+    ``db.load_extension``), format strings reaching attributes that start with ``_``
+    (``"{0.__class__}"``), the host clock (``datetime.now()``: use ``ctx.now()``), and
+    code longer than :data:`MAX_CODE_CHARS` characters.
     """
     if not isinstance(code, str):
         return ["line 0: the code is not text"]
@@ -124,7 +141,7 @@ def _node_problems(node: ast.AST) -> list[str]:
         elif node.id.startswith("__"):
             out.append(f"dunder name {node.id!r} is not allowed")
     elif isinstance(node, ast.Attribute):
-        if node.attr.startswith("_"):
+        if node.attr.startswith("_") or node.attr in FORBIDDEN_ATTRIBUTES:
             out.append(f"access to attribute {node.attr!r} is not allowed")
     elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         if node.name.startswith("__"):
@@ -140,6 +157,8 @@ def _node_problems(node: ast.AST) -> list[str]:
     elif isinstance(node, ast.Constant) and isinstance(node.value, str):
         if _FORMAT_DUNDER.search(node.value):
             out.append("format fields reaching attributes that start with '_' are not allowed")
+        elif _DUNDER.fullmatch(node.value):
+            out.append(f"the dunder name {node.value!r} is not allowed, even as text")
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         receiver = node.func.value
         if node.func.attr in CLOCK_METHODS and not (isinstance(receiver, ast.Name) and receiver.id == "ctx"):
@@ -147,4 +166,4 @@ def _node_problems(node: ast.AST) -> list[str]:
     return out
 
 
-__all__ = ["ALLOWED_MODULES", "CLOCK_METHODS", "FORBIDDEN_NAMES", "MAX_CODE_CHARS", "check_tool_code"]
+__all__ = ["ALLOWED_MODULES", "CLOCK_METHODS", "FORBIDDEN_ATTRIBUTES", "FORBIDDEN_NAMES", "MAX_CODE_CHARS", "check_tool_code"]
