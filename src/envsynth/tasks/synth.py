@@ -213,21 +213,22 @@ def synthesize(
                 "visible_tools": len(visible),
             },
         ).sealed()
-        problem = admit(app, task, full, check)
+        problem = admit(app, task, full, check, expected if check is run else None)
         if problem:
             return reject(problem)
         tasks.append(task)
     return tasks
 
 
-def admit(app: App, task: Task, s0: Rows, replay: Run | None = None) -> str | None:
+def admit(app: App, task: Task, s0: Rows, replay: Run | None = None, replay_effects: Effects | None = None) -> str | None:
     """The admission rule; None when admitted, else the reason.
 
     The verifier must fail on s0 (a do-nothing agent scores 0), every oracle tool must be
     visible, and the oracle, replayed with another episode seed than the one the chain
     was built with (so generated ids differ, and an oracle that hard-codes an id the
     chain itself created fails), must score 1.0. ``replay`` is that run when the caller
-    already made it (seed 1 on s0; for a chain that draws no ids, any seed's run).
+    already made it (seed 1 on s0; for a chain that draws no ids, any seed's run), and
+    ``replay_effects`` its effects on s0 when those are known too.
     """
     expected = Effects.from_dict(task.expected_effects)
     if compare(expected, Effects({}), expected_answer=task.expected_answer, answer=None).score != 0.0:
@@ -240,7 +241,7 @@ def admit(app: App, task: Task, s0: Rows, replay: Run | None = None) -> str | No
             run = execute(app, s0, list(task.oracle), seed=1)
         except ChainFailed:
             return "oracle_fails"
-    actual = effects_of(app.blueprint, s0, run.final, now=app.now)
+    actual = replay_effects if replay_effects is not None and replay is not None else effects_of(app.blueprint, s0, run.final, now=app.now)
     answer = _extract(run.results, task.answer_step, task.answer_field)
     if compare(expected, actual, expected_answer=task.expected_answer, answer=answer).score != 1.0:
         return "oracle_not_rewarded"
