@@ -49,15 +49,19 @@ def _created(spec: ToolSpec, entity: str) -> bool:
     return any(ef.op == "insert" and ef.entity == entity for ef in spec.effects) and spec.returns == "new"
 
 
-def _continuations(app: App, graph: ToolGraph, steps: list[Step]) -> list[Step]:
+Continuation = tuple[ToolSpec, str, str, int, str]  # (tool, "ref" or "pin", param, step, result field or alias)
+
+
+def _continuations(app: App, graph: ToolGraph, steps: list[Step]) -> list[Continuation]:
+    """The possible next steps, as plain tuples (only the chosen one becomes a :class:`Step`)."""
     used = {s.spec.name for s in steps}
-    out: list[Step] = []
+    out: list[Continuation] = []
     for j, st in enumerate(steps):
         for _, tgt, _, a in graph.edges("data", source=st.spec.name):
             spec = app.spec_by_name[tgt]
             if tgt in used or spec.mode != "write" or spec.code is not None or not a.get("fresh") or not a.get("required", True):
                 continue
-            out.append(Step(spec, refs={a["param"]: Ref(step=j, field=a["via"].split(".", 1)[1])}))
+            out.append((spec, "ref", a["param"], j, a["via"].split(".", 1)[1]))
         for _, tgt, _, a in graph.edges("logic", source=st.spec.name):
             spec = app.spec_by_name[tgt]
             if tgt in used or spec.mode != "write" or spec.code is not None:
@@ -67,12 +71,19 @@ def _continuations(app: App, graph: ToolGraph, steps: list[Step]) -> list[Step]:
             if param is None:
                 continue
             if _created(st.spec, ent):
-                out.append(Step(spec, refs={param: Ref(step=j, field=app.blueprint.entity(ent).id_field)}))
+                out.append((spec, "ref", param, j, app.blueprint.entity(ent).id_field))
             else:
                 alias = _alias_of(st.spec, ent)
                 if alias is not None:
-                    out.append(Step(spec, pins={param: (j, alias)}))
+                    out.append((spec, "pin", param, j, alias))
     return out
+
+
+def _step(c: Continuation) -> Step:
+    spec, how, param, j, name = c
+    if how == "ref":
+        return Step(spec, refs={param: Ref(step=j, field=name)})
+    return Step(spec, pins={param: (j, name)})
 
 
 def _reader(app: App, rng: random.Random, steps: list[Step]) -> Step | None:
@@ -120,7 +131,7 @@ def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind) -
                 continue
             if not options:
                 break
-            steps.append(rng.choice(options))
+            steps.append(_step(rng.choice(options)))
     if kind in ("info", "mixed"):
         reader = _reader(app, rng, steps)
         if reader is None:

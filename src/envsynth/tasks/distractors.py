@@ -72,10 +72,10 @@ def add_distractors(
                 elif level == 2 and ent.label:
                     b.add(ent, _fixed(ent, target, keep={ent.label}))
                 elif level == 3:
-                    facts = [f.name for f in ent.fields[1:] if f.type not in ("ref", "text") and not f.unique]
+                    facts, refs = _identifying(ent)
                     if facts:  # change a value the target has, so that the target's own value tells them apart
                         change = rng.choice([f for f in facts if target.get(f) is not None] or facts)
-                        b.add(ent, _fixed(ent, target, keep=set(facts) - {change} | {f.name for f in ent.fields if f.type == "ref"}))
+                        b.add(ent, _fixed(ent, target, keep=set(facts) - {change} | refs))
                 elif level == 4:
                     children = _children(bp, table, guarded)
                     if children:
@@ -109,3 +109,15 @@ def _children(bp: Blueprint, table: str, guarded: frozenset[str]) -> list[tuple[
         found = [(o, f) for o in bp.entities if o.name not in guarded for f in o.fields if f.type == "ref" and f.ref == table]
         hit = _CHILDREN[key] = (bp, found)
     return hit[1]
+
+
+_IDENTIFYING: dict[int, tuple[Any, list[str], set[str]]] = {}
+
+
+def _identifying(ent: Any) -> tuple[list[str], set[str]]:
+    """An entity's identifying facts (plain, non-unique fields) and its ref fields (memoised per entity object)."""
+    hit = _IDENTIFYING.get(id(ent))
+    if hit is None or hit[0] is not ent:
+        facts = [f.name for f in ent.fields[1:] if f.type not in ("ref", "text") and not f.unique]
+        hit = _IDENTIFYING[id(ent)] = (ent, facts, {f.name for f in ent.fields if f.type == "ref"})
+    return hit[1], hit[2]

@@ -54,7 +54,7 @@ class Workspace:
             raise ChainFailed(f"invalid state: {exc}") from None
         self.rows = rows
         self._kept: list[Call] | None = None  # the calls whose resulting state is kept (savepoint "kept")
-        self._kept_rng: Any = None  # the episode random state after them
+        self._kept_rng: Any = None  # the episode's random stream after them
 
     def __enter__(self) -> Workspace:
         return self
@@ -96,7 +96,7 @@ class Workspace:
                 raise ChainFailed(f"invalid state: {exc}") from None
             raise
         # "trial" stays open under "kept": the delta is part of the rows now
-        self._kept, self._kept_rng = list(calls), ctx.rng.getstate()
+        self._kept, self._kept_rng = list(calls), ctx.rng
         return run
 
     def extend(self, run: Run, call: Call) -> Run:
@@ -108,19 +108,22 @@ class Workspace:
         if kept is None or len(kept) != len(run.results):
             raise ValueError("extend() needs the state of the last try_rows() or extend() run")
         conn = self.conn
+        rng = self._kept_rng
+        saved = rng.getstate()
         conn.execute("SAVEPOINT step")
         try:
             ctx = Context(conn, self.app.now, 0, self.app.bool_columns)
-            ctx.rng.setstate(self._kept_rng)
+            ctx.rng = rng  # the episode's random stream continues where the kept calls left it
             ep = Episode(app=self.app, db=conn, ctx=ctx)
             result = _call(ep, len(kept), call, run.results)
         except BaseException:
             conn.execute("ROLLBACK TO step")
             conn.execute("RELEASE step")
+            rng.setstate(saved)
             raise
         conn.execute("RELEASE step")
         calls = [*kept, call]
-        self._kept, self._kept_rng = calls, ctx.rng.getstate()
+        self._kept = calls
         return Run([*run.results, result], self._final(calls))
 
     def _execute(self, calls: list[Call], seed: int) -> tuple[Run, Context]:
@@ -200,11 +203,12 @@ def execute(app: App, rows: Rows, calls: list[Call], seed: int = 0) -> Run:
 
 def _carry_back(app: App, s0: Rows, before: Rows, after: Rows) -> Delta:
     """Apply the solver's repairs (``before`` -> ``after``) to s0 and return them as a Delta, or raise ChainFailed."""
-    s0_index = {(e.name, r[e.id_field]): r for e in app.blueprint.entities for r in s0.get(e.name, [])}
+    tables = [e for e in app.blueprint.entities if before.get(e.name, []) != after.get(e.name, [])]
     delta = Delta()
-    for ent in app.blueprint.entities:
-        if before.get(ent.name, []) == after.get(ent.name, []):  # the solver left this table alone
-            continue
+    if not tables:  # the solver left every table alone
+        return delta
+    s0_index = {(e.name, r[e.id_field]): r for e in app.blueprint.entities for r in s0.get(e.name, [])}
+    for ent in tables:
         key = ent.id_field
         b = {r[key]: r for r in before.get(ent.name, [])}
         a = {r[key]: r for r in after.get(ent.name, [])}
@@ -256,7 +260,7 @@ def _created_rows(app: App, steps: list[Step], results: list[Any]) -> dict[tuple
 
 
 def instantiate(
-    app: App, steps: list[Step], world: Rows, seed: int, attempts: int = 3, pool: Rows | None = None
+    app: App, steps: list[Step], world: Rows, seed: int, attempts: int = 4, pool: Rows | None = None
 ) -> tuple[Rows, list[Call], list[dict[str, Any]]]:
     """Arguments and s0 for ``steps``.
 

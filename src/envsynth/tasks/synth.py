@@ -31,6 +31,7 @@ KINDS: tuple[tuple[TaskKind, float], ...] = (("action", 0.55), ("info", 0.2), ("
 WORLD_ROWS = 2
 MIN_VISIBLE = 20
 STAFF_NAMES = 64
+STEP_ATTEMPTS = 3  # fixture-solver attempts per chain step (a 4th admits almost nothing more)
 ANSWER_TYPES = ("money", "quantity", "int", "float", "enum", "state", "date", "string", "name", "email", "company")
 
 
@@ -86,7 +87,7 @@ def synthesize(
         StateBuilder(app.blueprint, base, app.order).use_pool(value_pool(app)).fill(dict.fromkeys(_world_tables(app, steps), WORLD_ROWS))
     )
     try:
-        s0, calls, bound = instantiate(app, steps, world, base, pool=value_pool(app))
+        s0, calls, bound = instantiate(app, steps, world, base, attempts=STEP_ATTEMPTS, pool=value_pool(app))
     except ChainFailed as exc:
         return reject("not_instantiable", str(exc))
     core = _prune(app, s0, steps, bound)
