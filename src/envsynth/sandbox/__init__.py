@@ -15,11 +15,16 @@ Usage::
 The code never runs in the calling process: it runs in a bubblewrap sandbox (or, where
 bubblewrap is unusable, a restricted subprocess, with a SandboxWarning), and tool calls
 come back over a pipe to be executed here.
+
+The same workers run the bodies of untrusted (LLM-written) custom tools
+(:mod:`envsynth.sandbox.untrusted`, :func:`check_tool_code`).
 """
 
+from envsynth.sandbox.checks import check_tool_code
 from envsynth.sandbox.codeact import META_TOOLS, CodeActEpisode, CodeSandbox, Observation, tool_documentation
 from envsynth.sandbox.launcher import Limits, Mode, SandboxUnavailable, SandboxWarning, detect, fallback_mode
 from envsynth.sandbox.pool import WorkerPool, default_pool
+from envsynth.sandbox.untrusted import SandboxedToolFailure, ToolWorkerPool, set_tool_pool, tool_pool
 
 __all__ = [
     "META_TOOLS",
@@ -30,9 +35,14 @@ __all__ = [
     "Observation",
     "SandboxUnavailable",
     "SandboxWarning",
+    "SandboxedToolFailure",
+    "ToolWorkerPool",
     "WorkerPool",
+    "check_tool_code",
     "default_pool",
     "detect",
     "fallback_mode",
+    "set_tool_pool",
     "tool_documentation",
+    "tool_pool",
 ]
