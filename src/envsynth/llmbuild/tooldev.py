@@ -37,11 +37,7 @@ DEFAULT_ROUNDS = 3
 
 
 def _body_problems(code: str) -> list[str]:
-    """Why a body cannot be accepted: a syntax error, or what the static check rejects."""
-    try:
-        compile("def _tool():\n" + "\n".join("    " + line for line in code.splitlines()), "<tool>", "exec")
-    except SyntaxError as exc:
-        return [f"syntax error: {exc.msg} (line {exc.lineno})"]
+    """Why a body cannot be accepted: a syntax error, or what the static check rejects (parsed, never compiled here)."""
     return check_tool_code(code)
 
 
