@@ -233,3 +233,38 @@ def requirements(spec: ToolSpec) -> list[Requirement]:
                     seen.add(key)
                     out.append(r)
     return out
+
+
+def value_constants(spec: ToolSpec, src: str) -> set[Value] | None:
+    """Constants an effect value of ``spec`` can take (enum parameters included); None when not all known."""
+    tree = _tree(src)
+    return None if tree is None else _constants(tree, {p.name: list(p.enum) for p in spec.params if p.enum})
+
+
+def required_states(spec: ToolSpec) -> list[tuple[str, str, tuple[Value, ...]]]:
+    """``(alias, field, accepted constants)`` for each top-level ``alias.field in [...]`` / ``== c`` pre-condition."""
+    amap = {b.alias: b.alias for b in spec.bindings}  # the requirement's "entity" is then the alias
+    out: list[tuple[str, str, tuple[Value, ...]]] = []
+    for c in spec.pre:
+        for node in X.conjuncts(X.parse(c.check)):
+            for r in _requirement(node, amap, c.check):
+                if r.how == "state" and r.field is not None:
+                    out.append((r.entity, r.field, r.values))
+    return out
+
+
+def required_children(spec: ToolSpec) -> list[tuple[str, str, str, str]]:
+    """``(child entity, child field, alias, alias field)`` for each top-level ``exists(child, field=alias.f, ...)``."""
+    aliases_ = {b.alias for b in spec.bindings}
+    out: list[tuple[str, str, str, str]] = []
+    for c in spec.pre:
+        for node in X.conjuncts(X.parse(c.check)):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "exists"):
+                continue
+            if not (node.args and isinstance(node.args[0], ast.Name)):
+                continue
+            for kw in node.keywords:
+                v = kw.value
+                if kw.arg and isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name) and v.value.id in aliases_:
+                    out.append((node.args[0].id, kw.arg, v.value.id, v.attr))
+    return out

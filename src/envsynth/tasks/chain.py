@@ -16,6 +16,7 @@ from envsynth.blueprint.spec import ToolSpec
 from envsynth.graph.model import ToolGraph
 from envsynth.runtime.app import App
 from envsynth.tasks.model import Ref, TaskKind
+from envsynth.tasks.rowfacts import RowFacts
 
 LENGTHS = (1, 1, 2, 2, 2, 3, 3, 4, 5, 6, 8)
 INDEPENDENT = 0.2  # chance that the next step is a separate request rather than a follow-up
@@ -86,6 +87,14 @@ def _step(c: Continuation) -> Step:
     return Step(spec, pins={param: (j, name)})
 
 
+def _possible(facts: RowFacts, c: Continuation) -> bool:
+    """Whether the continuation's pre-conditions can hold after the planned steps (see :mod:`rowfacts`)."""
+    spec, how, param, j, name = c
+    if how == "ref":
+        return facts.allows(spec, {param: Ref(step=j, field=name)}, {})
+    return facts.allows(spec, {}, {param: (j, name)})
+
+
 def _reader(app: App, rng: random.Random, steps: list[Step]) -> Step | None:
     """A read step for the answer: about a row the chain touched, else about any row."""
     gets = [s for s in app.specs if s.kind == "get"]
@@ -118,20 +127,26 @@ def _reader(app: App, rng: random.Random, steps: list[Step]) -> Step | None:
 def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind) -> list[Step] | None:
     """Plan the steps of one task; None when the graph offers no chain of this kind here."""
     steps: list[Step] = []
+    facts = RowFacts(app)  # continuations whose pre-conditions the earlier steps rule out are not offered
+
+    def append(step: Step) -> None:
+        steps.append(step)
+        facts.add(step.spec, step.refs, step.pins)
+
     if kind in ("action", "mixed"):
         writes = [s for s in app.specs if s.mode == "write"]
-        steps.append(Step(rng.choice(writes)))
+        append(Step(rng.choice(writes)))
         length = rng.choice(LENGTHS)
         while len(steps) < length:
-            options = _continuations(app, graph, steps)
+            options = [c for c in _continuations(app, graph, steps) if _possible(facts, c)]
             used = {s.spec.name for s in steps}
             unrelated = [s for s in writes if s.name not in used and s.code is None]
             if unrelated and (not options or rng.random() < INDEPENDENT):
-                steps.append(Step(rng.choice(unrelated)))  # a second, independent request
+                append(Step(rng.choice(unrelated)))  # a second, independent request
                 continue
             if not options:
                 break
-            steps.append(_step(rng.choice(options)))
+            append(_step(rng.choice(options)))
     if kind in ("info", "mixed"):
         reader = _reader(app, rng, steps)
         if reader is None:

@@ -1,0 +1,230 @@
+"""What the planned steps of a chain establish about the rows they touch, before any instantiation.
+
+``plan_chain`` uses :class:`RowFacts` to refuse continuations that could never run: a
+step whose pre-condition needs a row in a state that the earlier steps rule out (an item
+added to a *pending* order, then returned as if the order were *delivered*; a product the
+chain created as a *draft*, then discontinued as if *active*), or that needs a child row
+of a row the chain itself created when no step adds one (paying an order no step put an
+item in). The fixture solver cannot repair those: changing the row in s0 breaks the
+earlier step, and it cannot add rows referring to rows the chain creates.
+
+Rows are symbols. A step's bound rows get the symbol of the earlier row they are pinned
+or referred to, of the row a reference field leads to (``via`` bindings, the references
+an inserted row was given), or a fresh one. Facts are only ever dropped or widened when
+in doubt: an update may hit any row of its table (other symbols could be the same row),
+custom code forgets what it may write, and a child row whose parent is not known may
+belong to any parent. So a refused continuation is one that can never be instantiated;
+what is allowed may still fail.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any
+
+from envsynth.blueprint.spec import ToolSpec
+from envsynth.graph.conditions import required_children, required_states, value_constants, value_key
+from envsynth.runtime.app import App
+
+Keys = frozenset[tuple[str, Any]]  # value_key()s of the values a field can hold
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """Per tool: state requirements, child-row requirements, constant updates and inserts."""
+
+    states: tuple[tuple[str, str, Keys], ...]  # (alias, field, accepted values)
+    children: tuple[tuple[str, str, str], ...]  # (child entity, child ref field, alias) for exists(child, f=alias.id)
+    updates: tuple[tuple[str, str, str, Keys | None, bool], ...]  # (alias, entity, field, values or None, only when given)
+    inserts: tuple[tuple[str, str, tuple[tuple[str, Keys], ...], tuple[tuple[str, str, str], ...]], ...]
+    # (alias, entity, constant fields, ref fields -> ("param", binding alias, "") or ("via", alias, ref field))
+
+
+def _keys(values: Any) -> Keys:
+    return frozenset(value_key(v) for v in values)
+
+
+_CACHE: dict[int, tuple[ToolSpec, _Facts]] = {}
+
+
+def _facts(app: App, spec: ToolSpec) -> _Facts:
+    hit = _CACHE.get(id(spec))
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    bp = app.blueprint
+    id_of = {b.alias: bp.entity(b.entity).id_field for b in spec.bindings}
+    ent_of = {b.alias: b.entity for b in spec.bindings}
+    states = tuple((a, f, _keys(v)) for a, f, v in required_states(spec) if a in ent_of)
+    children = tuple((c, cf, a) for c, cf, a, af in required_children(spec) if id_of.get(a) == af)
+    updates: list[tuple[str, str, str, Keys | None, bool]] = []
+    inserts = []
+    for ef in spec.effects:
+        if ef.op == "update":
+            for f, src in ef.values.items():
+                vals = value_constants(spec, src)
+                updates.append((ef.alias, ef.entity, f, None if vals is None else _keys(vals), f in ef.when_given))
+        elif ef.op == "insert":
+            ent = bp.entity(ef.entity)
+            consts, links = [], []
+            for f, src in ef.values.items():
+                vals = value_constants(spec, src)
+                if vals is not None:
+                    consts.append((f, _keys(vals)))
+                fld = ent.field(f)
+                if fld.type != "ref" or not fld.ref:
+                    continue
+                try:
+                    node = ast.parse(src.strip(), mode="eval").body
+                except SyntaxError:
+                    continue
+                if isinstance(node, ast.Name):  # a parameter: the row a binding loaded by it
+                    for b in spec.bindings:
+                        if b.param == node.id and b.entity == fld.ref and b.key == bp.entity(fld.ref).id_field:
+                            links.append((f, "param", b.alias, ""))
+                            break
+                elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ent_of:
+                    links.append((f, "via", node.value.id, node.attr))
+            inserts.append((ef.alias, ef.entity, tuple(consts), tuple(links)))
+    facts = _Facts(states, children, tuple(updates), tuple(inserts))  # type: ignore[arg-type]
+    _CACHE[id(spec)] = (spec, facts)
+    return facts
+
+
+class RowFacts:
+    """Symbolic rows of a planned chain and what its steps establish about them (see the module doc)."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.entity: list[str] = []  # symbol -> entity
+        self.known: dict[int, dict[str, Keys]] = {}  # symbol -> field -> values it can hold now
+        self.links: dict[tuple[int, str], int] = {}  # (symbol, ref field) -> symbol of the row referred to
+        self.created: set[int] = set()  # rows the chain creates
+        self.children: dict[tuple[str, str], set[int]] = {}  # (child entity, ref field) -> parents given a child
+        self.any_parent: dict[tuple[str, str], int] = {}  # child added whose parent is not known -> rows existing then
+        self.any_child: set[str] = set()  # entities custom code may add rows to
+        self.bound: list[dict[str, int]] = []  # per step: alias -> symbol
+        self.returned: list[int | None] = []  # per step: the row its result is
+
+    def _new(self, entity: str) -> int:
+        self.entity.append(entity)
+        return len(self.entity) - 1
+
+    def _result_field(self, step: int, name: str) -> int | None:
+        row = self.returned[step]
+        if row is None:
+            return None
+        if name == self.app.blueprint.entity(self.entity[row]).id_field:
+            return row
+        return self.links.get((row, name))
+
+    def _fixed(self, refs: dict[str, Any], pins: dict[str, tuple[int, str]]) -> dict[str, int]:
+        out = {}
+        for p, ref in refs.items():
+            s = self._result_field(ref.step, ref.field)
+            if s is not None:
+                out[p] = s
+        for p, (j, alias) in pins.items():
+            s = self.bound[j].get(alias)
+            if s is not None:
+                out[p] = s
+        return out
+
+    def _bind(self, spec: ToolSpec, fixed: dict[str, int], create: bool) -> dict[str, int]:
+        bp = self.app.blueprint
+        out: dict[str, int] = {}
+        for b in spec.bindings:
+            sym = None
+            if b.key == bp.entity(b.entity).id_field:
+                if b.param is not None:
+                    sym = fixed.get(b.param)
+                elif b.via:
+                    parent, ref_field = b.via.split(".", 1)
+                    p = out.get(parent)
+                    if p is not None:
+                        sym = self.links.get((p, ref_field))
+                        if sym is None and create:
+                            sym = self.links[(p, ref_field)] = self._new(b.entity)
+            if sym is None and create:
+                sym = self._new(b.entity)
+            if sym is not None:
+                out[b.alias] = sym
+        return out
+
+    def allows(self, spec: ToolSpec, refs: dict[str, Any], pins: dict[str, tuple[int, str]]) -> bool:
+        """Whether a next step of ``spec`` (fed by ``refs``, pinned by ``pins``) could meet its pre-conditions."""
+        facts = _facts(self.app, spec)
+        if not facts.states and not facts.children:
+            return True
+        rows = self._bind(spec, self._fixed(refs, pins), create=False)
+        for alias, f, vals in facts.states:
+            s = rows.get(alias)
+            have = None if s is None else self.known.get(s, {}).get(f)
+            if have is not None and have.isdisjoint(vals):
+                return False
+        for child, cf, alias in facts.children:
+            s = rows.get(alias)
+            if (
+                s in self.created
+                and child not in self.any_child
+                and self.any_parent.get((child, cf), 0) <= s  # no child of unknown parent added since s was made
+                and s not in self.children.get((child, cf), ())
+            ):
+                return False
+        return True
+
+    def add(self, spec: ToolSpec, refs: dict[str, Any], pins: dict[str, tuple[int, str]]) -> None:
+        """Record a planned step: what its pre-conditions require, then what its effects leave."""
+        facts = _facts(self.app, spec)
+        rows = self._bind(spec, self._fixed(refs, pins), create=True)
+        for alias, f, vals in facts.states:
+            known = self.known.setdefault(rows[alias], {})
+            known[f] = vals if f not in known else known[f] & vals
+        if spec.code is not None:  # custom code: forget what it may write
+            for ent, fields in spec.writes.items():
+                for f in fields:
+                    self._write(ent, None, f, None)
+            self.any_child.update(spec.creates)
+        for alias, ent, f, vals, when_given in facts.updates:
+            s = rows.get(alias)
+            if when_given and vals is not None:  # written only when the parameter is given
+                old = None if s is None else self.known.get(s, {}).get(f)
+                vals = None if old is None else old | vals
+            self._write(ent, s, f, vals)
+        new: dict[str, int] = {}
+        for alias, ent, consts, links in facts.inserts:
+            s = new[alias] = self._new(ent)
+            self.created.add(s)
+            self.known[s] = dict(consts)
+            linked = set()
+            for f, how, a, ref_field in links:
+                src = rows.get(a)
+                target = src if how == "param" else self.links.get((src, ref_field)) if src is not None else None
+                if target is not None:
+                    self.links[(s, f)] = target
+                    linked.add(f)
+                    if target in self.created:
+                        self.children.setdefault((ent, f), set()).add(target)
+                        continue
+                self.any_parent[(ent, f)] = s  # the parent may be any row existing now, one the chain created too
+            for fld in self.app.blueprint.entity(ent).fields:
+                if fld.type == "ref" and fld.name not in linked:
+                    self.any_parent[(ent, fld.name)] = s
+        self.bound.append(rows)
+        self.returned.append(new.get("new") if spec.returns == "new" else rows.get(spec.returns))
+
+    def _write(self, entity: str, sym: int | None, f: str, vals: Keys | None) -> None:
+        """``sym``.f now holds one of ``vals`` (None: unknown); any other row of the table may be the same row."""
+        for t, ent in enumerate(self.entity):
+            if ent != entity:
+                continue
+            self.links.pop((t, f), None)
+            known = self.known.get(t)
+            if known is None:
+                continue
+            if t == sym and vals is not None:
+                known[f] = vals
+            elif vals is not None and f in known and t != sym:
+                known[f] = known[f] | vals
+            else:
+                known.pop(f, None)

@@ -1,0 +1,95 @@
+"""Plan-time row facts: continuations the earlier steps make impossible are refused, and only those."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from envsynth import catalog
+from envsynth.compiler.compile import compile_app
+from envsynth.graph import build_graph
+from envsynth.runtime.state import StateBuilder
+from envsynth.tasks import chain
+from envsynth.tasks.instantiate import ChainFailed, instantiate
+from envsynth.tasks.model import Ref
+from envsynth.tasks.rowfacts import RowFacts
+from envsynth.tasks.synth import KINDS, STEP_ATTEMPTS, WORLD_ROWS, _world_tables, task_seed, value_pool
+
+
+@pytest.fixture(scope="module")
+def app():
+    return compile_app(catalog.load("harbor_market"), 0)
+
+
+def _facts(app, *steps):
+    """RowFacts after ``steps`` ((tool, refs, pins) each); refuses to add a step it would not allow."""
+    f = RowFacts(app)
+    for tool, refs, pins in steps:
+        assert f.allows(app.spec_by_name[tool], refs, pins), tool
+        f.add(app.spec_by_name[tool], refs, pins)
+    return f
+
+
+def test_return_of_an_item_added_to_a_pending_order_is_refused(app):
+    f = _facts(app, ("add_order_item", {}, {}))
+    assert not f.allows(app.spec_by_name["request_return"], {"order_item_id": Ref(step=0, field="order_item_id")}, {})
+
+
+def test_return_is_allowed_once_the_order_is_delivered(app):
+    pin = {"order_id": (0, "customer_order")}
+    f = _facts(app, ("add_order_item", {}, {}), ("pay_order", {}, pin), ("ship_order", {}, pin), ("deliver_order", {}, pin))
+    assert f.allows(app.spec_by_name["request_return"], {"order_item_id": Ref(step=0, field="order_item_id")}, {})
+
+
+def test_an_update_of_another_row_of_the_table_widens_what_is_known(app):
+    # deliver_order on an unpinned order may hit the order of step 0: nothing is refused
+    f = _facts(app, ("add_order_item", {}, {}), ("deliver_order", {}, {}))
+    assert f.allows(app.spec_by_name["request_return"], {"order_item_id": Ref(step=0, field="order_item_id")}, {})
+
+
+def test_created_rows_start_in_their_initial_state(app):
+    new_product = {"product_id": Ref(step=0, field="product_id")}
+    f = _facts(app, ("add_product", {}, {}))
+    assert not f.allows(app.spec_by_name["discontinue_product"], new_product, {})
+    f.add(app.spec_by_name["activate_product"], new_product, {})
+    assert f.allows(app.spec_by_name["discontinue_product"], {}, {"product_id": (1, "product")})
+
+
+def test_paying_a_new_order_needs_an_item_in_it(app):
+    new_order = {"order_id": Ref(step=0, field="order_id")}
+    f = _facts(app, ("place_order", {}, {}))
+    assert not f.allows(app.spec_by_name["pay_order"], new_order, {})
+    f.add(app.spec_by_name["add_order_item"], new_order, {})
+    assert f.allows(app.spec_by_name["pay_order"], new_order, {})
+
+
+@pytest.mark.parametrize("name", ["harbor_market", "northwind_bank", "taskboard"])
+def test_refused_chains_are_never_instantiable(name, monkeypatch):
+    """Soundness: chains planned without the check that it would refuse all fail to instantiate."""
+    app = compile_app(catalog.load(name), 0)
+    graph = build_graph(app)
+    monkeypatch.setattr(chain, "_possible", lambda facts, c: True)
+    refused = 0
+    for i in range(120):
+        base = task_seed(0, 0, i)
+        rng = random.Random(base)
+        kind = rng.choices([k for k, _ in KINDS], weights=[w for _, w in KINDS])[0]
+        steps = chain.plan_chain(app, graph, rng, kind)
+        if not steps:
+            continue
+        f = RowFacts(app)
+        ok = True
+        for st in steps:
+            ok = f.allows(st.spec, st.refs, st.pins)
+            if not ok:
+                break
+            f.add(st.spec, st.refs, st.pins)
+        if ok:
+            continue
+        refused += 1
+        world = StateBuilder(app.blueprint, base, app.order).use_pool(value_pool(app))
+        world = world.fill(dict.fromkeys(_world_tables(app, steps), WORLD_ROWS))
+        with pytest.raises(ChainFailed):
+            instantiate(app, steps, world, base, attempts=STEP_ATTEMPTS, pool=value_pool(app))
+    assert refused > 0
