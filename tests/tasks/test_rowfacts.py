@@ -93,3 +93,11 @@ def test_refused_chains_are_never_instantiable(name, monkeypatch):
         with pytest.raises(ChainFailed):
             instantiate(app, steps, world, base, attempts=STEP_ATTEMPTS, pool=value_pool(app))
     assert refused > 0
+
+
+def test_an_order_for_a_new_customer_needs_an_address_of_theirs(app):
+    new_customer = {"customer_id": Ref(step=0, field="customer_id")}
+    f = _facts(app, ("register_customer", {}, {}))
+    assert not f.allows(app.spec_by_name["place_order"], new_customer, {})
+    f.add(app.spec_by_name["add_address"], new_customer, {})
+    assert f.allows(app.spec_by_name["place_order"], new_customer, {})

@@ -408,6 +408,9 @@ ARCHETYPES = ("get", "search", "aggregate", "create", "update", "delete", "trans
 CATEGORIES = ("shopping", "music", "productivity", "finance", "fitness", "messaging", "utilities", "social", "other")
 
 
+_ENTITY_INDEX: dict[int, tuple[Blueprint, dict[str, Entity]]] = {}
+
+
 class Blueprint(_Model):
     """A whole domain: what the compiler turns into an app."""
 
@@ -421,10 +424,13 @@ class Blueprint(_Model):
     actions: list[Action] = Field(min_length=1)
 
     def entity(self, name: str) -> Entity:
-        for e in self.entities:
-            if e.name == name:
-                return e
-        raise KeyError(name)
+        index = _ENTITY_INDEX.get(id(self))
+        if index is None or index[0] is not self:  # built once per blueprint object (it is frozen)
+            index = _ENTITY_INDEX[id(self)] = (self, {e.name: e for e in reversed(self.entities)})
+        hit = index[1].get(name)
+        if hit is None:
+            raise KeyError(name)
+        return hit
 
     def has_entity(self, name: str) -> bool:
         return any(e.name == name for e in self.entities)

@@ -53,31 +53,51 @@ def _created(spec: ToolSpec, entity: str) -> bool:
 Continuation = tuple[ToolSpec, str, str, int, str]  # (tool, "ref" or "pin", param, step, result field or alias)
 
 
+_NEXT: dict[tuple[int, int, str], tuple[App, ToolGraph, list[tuple[ToolSpec, str, str, str]]]] = {}
+
+
+def _next_of(app: App, graph: ToolGraph, source: ToolSpec) -> list[tuple[ToolSpec, str, str, str]]:
+    """The steps that can follow a ``source`` step, as (tool, "ref" or "pin", param, result field or alias).
+
+    Depends only on the app and the graph: memoised per (app, graph, tool) objects.
+    """
+    key = (id(app), id(graph), source.name)
+    hit = _NEXT.get(key)
+    if hit is not None and hit[0] is app and hit[1] is graph:
+        return hit[2]
+    out: list[tuple[ToolSpec, str, str, str]] = []
+    for _, tgt, _, a in graph.edges("data", source=source.name):
+        spec = app.spec_by_name[tgt]
+        if spec.mode != "write" or spec.code is not None or not a.get("fresh") or not a.get("required", True):
+            continue
+        out.append((spec, "ref", a["param"], a["via"].split(".", 1)[1]))
+    for _, tgt, _, a in graph.edges("logic", source=source.name):
+        spec = app.spec_by_name[tgt]
+        if spec.mode != "write" or spec.code is not None:
+            continue
+        ent = a.get("entity")
+        param = _param_for(spec, ent) if ent else None
+        if param is None:
+            continue
+        if _created(source, ent):
+            out.append((spec, "ref", param, app.blueprint.entity(ent).id_field))
+        else:
+            alias = _alias_of(source, ent)
+            if alias is not None:
+                out.append((spec, "pin", param, alias))
+    _NEXT[key] = (app, graph, out)
+    return out
+
+
 def _continuations(app: App, graph: ToolGraph, steps: list[Step]) -> list[Continuation]:
     """The possible next steps, as plain tuples (only the chosen one becomes a :class:`Step`)."""
     used = {s.spec.name for s in steps}
-    out: list[Continuation] = []
-    for j, st in enumerate(steps):
-        for _, tgt, _, a in graph.edges("data", source=st.spec.name):
-            spec = app.spec_by_name[tgt]
-            if tgt in used or spec.mode != "write" or spec.code is not None or not a.get("fresh") or not a.get("required", True):
-                continue
-            out.append((spec, "ref", a["param"], j, a["via"].split(".", 1)[1]))
-        for _, tgt, _, a in graph.edges("logic", source=st.spec.name):
-            spec = app.spec_by_name[tgt]
-            if tgt in used or spec.mode != "write" or spec.code is not None:
-                continue
-            ent = a.get("entity")
-            param = _param_for(spec, ent) if ent else None
-            if param is None:
-                continue
-            if _created(st.spec, ent):
-                out.append((spec, "ref", param, j, app.blueprint.entity(ent).id_field))
-            else:
-                alias = _alias_of(st.spec, ent)
-                if alias is not None:
-                    out.append((spec, "pin", param, j, alias))
-    return out
+    return [
+        (spec, how, param, j, name)
+        for j, st in enumerate(steps)
+        for spec, how, param, name in _next_of(app, graph, st.spec)
+        if spec.name not in used
+    ]
 
 
 def _step(c: Continuation) -> Step:

@@ -23,6 +23,7 @@ import ast
 from dataclasses import dataclass
 from typing import Any
 
+from envsynth.blueprint import expr as X
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.graph.conditions import required_children, required_states, value_constants, value_key
 from envsynth.runtime.app import App
@@ -56,7 +57,7 @@ def _facts(app: App, spec: ToolSpec) -> _Facts:
     id_of = {b.alias: bp.entity(b.entity).id_field for b in spec.bindings}
     ent_of = {b.alias: b.entity for b in spec.bindings}
     states = tuple((a, f, _keys(v)) for a, f, v in required_states(spec) if a in ent_of)
-    children = tuple((c, cf, a) for c, cf, a, af in required_children(spec) if id_of.get(a) == af)
+    children = tuple((c, cf, a) for c, cf, a, af in required_children(spec) if id_of.get(a) == af) + _same_parent(app, spec)
     updates: list[tuple[str, str, str, Keys | None, bool]] = []
     inserts = []
     for ef in spec.effects:
@@ -89,6 +90,29 @@ def _facts(app: App, spec: ToolSpec) -> _Facts:
     facts = _Facts(states, children, tuple(updates), tuple(inserts))  # type: ignore[arg-type]
     _CACHE[id(spec)] = (spec, facts)
     return facts
+
+
+def _same_parent(app: App, spec: ToolSpec) -> tuple[tuple[str, str, str], ...]:
+    """``alias.f == param`` pre-conditions, as (entity of alias, f, alias of the row ``param`` loads): the
+    bound row must be a child of that row, like ``exists(child, f=parent.id)``."""
+    bp = app.blueprint
+    ent_of = {b.alias: b.entity for b in spec.bindings}
+    out = []
+    for c in spec.pre:
+        for node in X.conjuncts(X.parse(c.check)):
+            if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)):
+                continue
+            for attr, other in ((node.left, node.comparators[0]), (node.comparators[0], node.left)):
+                if not (isinstance(attr, ast.Attribute) and isinstance(attr.value, ast.Name) and isinstance(other, ast.Name)):
+                    continue
+                child = ent_of.get(attr.value.id)
+                fld = bp.entity(child).field(attr.attr) if child and bp.entity(child).has(attr.attr) else None
+                if fld is None or fld.type != "ref" or not fld.ref:
+                    continue
+                for b in spec.bindings:
+                    if b.param == other.id and b.entity == fld.ref and b.key == bp.entity(fld.ref).id_field:
+                        out.append((child, attr.attr, b.alias))
+    return tuple(out)
 
 
 class RowFacts:
