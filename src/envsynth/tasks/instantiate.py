@@ -11,6 +11,8 @@ every call a Success is kept.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,7 +62,13 @@ class Workspace:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.conn.execute("ROLLBACK")
+        self.close()
+
+    def close(self) -> None:
+        """Roll everything back and let the connection go (its next user finds it empty)."""
+        conn, self.conn = self.conn, None  # type: ignore[assignment]
+        if conn is not None:
+            conn.execute("ROLLBACK")
 
     def run(self, calls: list[Call], seed: int = 0) -> Run:
         """Execute calls on the current state and undo them; ChainFailed on any non-Success."""
@@ -125,6 +133,64 @@ class Workspace:
         calls = [*kept, call]
         self._kept = calls
         return Run([*run.results, result], self._final(calls))
+
+    def prune(self, s0: Rows, core: Rows) -> bool:
+        """Make the loaded state ``core`` by deleting the rows of ``s0`` (the state instantiation left) it lacks.
+
+        ``core`` must be a subset of ``s0`` that holds every row its rows refer to. The rows
+        left keep their relative order, so a chain runs as it would on ``core`` loaded anew.
+        False (and nothing changed) when SQLite refuses a delete. :meth:`unprune` restores s0.
+        """
+        self._rewind()
+        conn = self.conn
+        conn.execute("SAVEPOINT s0")
+        try:
+            for ent in reversed(self.app.order):
+                rows = s0.get(ent.name)
+                if not rows:
+                    continue
+                key = ent.id_field
+                kept = {r[key] for r in core.get(ent.name, ())}
+                gone = [(r[key],) for r in rows if r[key] not in kept]
+                if gone:
+                    conn.executemany(f'DELETE FROM "{ent.name}" WHERE "{key}" = ?', gone)
+        except sqlite3.Error:
+            conn.execute("ROLLBACK TO s0")
+            conn.execute("RELEASE s0")
+            return False
+        self.rows = core
+        return True
+
+    def unprune(self, rows: Rows) -> None:
+        """Back to the state before :meth:`prune` (``rows``, a copy of its s0)."""
+        self._rewind()
+        self.conn.execute("ROLLBACK TO s0")
+        self.rows = rows
+
+    @contextmanager
+    def adding(self, full: Rows, extra: Rows) -> Iterator[Workspace]:
+        """The loaded rows plus ``extra`` (``full`` = both) for the ``with`` block; removed again at its end.
+
+        The same as a Workspace of ``full``: ChainFailed when SQLite refuses a row.
+        """
+        self._rewind()
+        conn = self.conn
+        base = self.rows
+        conn.execute("SAVEPOINT extra")
+        try:
+            insert_rows(conn, self.app.order, extra)
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK TO extra")
+            conn.execute("RELEASE extra")
+            raise ChainFailed(f"invalid state: {exc}") from None
+        self.rows = full
+        try:
+            yield self
+        finally:
+            self._rewind()
+            self.rows = base
+            conn.execute("ROLLBACK TO extra")
+            conn.execute("RELEASE extra")
 
     def _execute(self, calls: list[Call], seed: int) -> tuple[Run, Context]:
         ctx = Context(self.conn, self.app.now, seed, self.app.bool_columns)

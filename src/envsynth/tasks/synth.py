@@ -21,7 +21,7 @@ from envsynth.runtime.state import Rows, StateBuilder
 from envsynth.tasks.chain import Step, plan_chain
 from envsynth.tasks.describe import Description, describe
 from envsynth.tasks.distractors import add_distractors
-from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, execute, instantiate
+from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, _instantiate, execute
 from envsynth.tasks.instruction import Phraser, compose, leaks_id, profile
 from envsynth.tasks.model import Call, Coordinates, Rejection, Task, TaskKind, TaskState
 from envsynth.tasks.oracle import oracle_program
@@ -87,10 +87,40 @@ def synthesize(
         StateBuilder(app.blueprint, base, app.order).use_pool(value_pool(app)).fill(dict.fromkeys(_world_tables(app, steps), WORLD_ROWS))
     )
     try:
-        s0, calls, bound = instantiate(app, steps, world, base, attempts=STEP_ATTEMPTS, pool=value_pool(app))
+        ws0 = Workspace(app, copy_rows(world))
+    except ChainFailed as exc:
+        return reject("not_instantiable", str(exc))
+    # the instantiation workspace stays open: state 0's task state is s0 minus the pruned rows plus
+    # the distractors, made there by deletes and inserts instead of loading every row again
+    try:
+        return _synthesize(app, graph, ws0, steps, kind, rng, coords, base, task_index, states, depth, reject)
+    finally:
+        if ws0.conn is not None:
+            ws0.close()
+
+
+def _synthesize(
+    app: App,
+    graph: ToolGraph,
+    ws0: Workspace,
+    steps: list[Step],
+    kind: TaskKind,
+    rng: random.Random,
+    coords: Coordinates,
+    base: int,
+    task_index: int,
+    states: int,
+    depth: int,
+    reject: Any,
+) -> list[Task] | Rejection:
+    try:
+        s0, calls, bound = _instantiate(app, ws0, steps, base, STEP_ATTEMPTS, value_pool(app))
     except ChainFailed as exc:
         return reject("not_instantiable", str(exc))
     core = _prune(app, s0, steps, bound)
+    derived = ws0.prune(s0, core)  # state 0 runs in ws0 (False: SQLite refused a delete, load anew)
+    if not derived:
+        ws0.close()  # its connection is the one fresh workspaces use
     # a chain that draws no ids (no inserts, no custom code) runs the same under every episode
     # seed, so its admission replay under seed 1 is its ground-truth run
     seeded = any(app.spec_by_name[c.tool].creates or app.spec_by_name[c.tool].code is not None for c in calls)
@@ -107,6 +137,9 @@ def synthesize(
     user = None
     for s in range(states):
         srng = random.Random(base * 31 + s)
+        if s > 0 and ws0.conn is not None:
+            ws0.close()
+            derived = False
         state_core, mapping = (core, {}) if s == 0 else _remap_ids(app, core, srng)
         state_calls = [_remap_call(app, c, mapping) for c in calls]
         state_targets = [(t, mapping.get((t, k), k)) for t, k in targets]
@@ -122,14 +155,17 @@ def synthesize(
                 extra = _without_matches(app, state_core, extra, [descs[tk] for tk in targets])
             full = merged(state_core, extra)
             try:
-                with Workspace(app, full) as ws:  # the ground-truth run, and the admission replay
+                with ws0.adding(full, extra) if derived else Workspace(app, full) as ws:  # the ground-truth run, and the admission replay
                     run = ws.run(state_calls)
                     check = ws.run(state_calls, seed=1) if seeded else run
             except ChainFailed:
                 if s == 0 and not core_verified:
                     core_verified = True
-                    if not (extra and _runs(app, core, calls)):  # pruning broke the chain: keep all of s0, try again
+                    if not (extra and (_runs_in(ws0, calls) if derived else _runs(app, core, calls))):
+                        # pruning broke the chain: keep all of s0, try again
                         core = state_core = copy_rows(s0)
+                        if derived:
+                            ws0.unprune(core)
                         attempt -= 1
                         continue
                 why = "chain_broken_by_distractors"
@@ -334,6 +370,15 @@ def _runs(app: App, rows: Rows, calls: list[Call]) -> bool:
     """Whether the chain runs on ``rows`` with every call a Success."""
     try:
         execute(app, rows, calls)
+    except ChainFailed:
+        return False
+    return True
+
+
+def _runs_in(ws: Workspace, calls: list[Call]) -> bool:
+    """Whether the chain runs on the workspace's loaded rows with every call a Success."""
+    try:
+        ws.run(calls)
     except ChainFailed:
         return False
     return True
