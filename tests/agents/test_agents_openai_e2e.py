@@ -9,12 +9,12 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from chat_server import chat_server, completion
 from envsynth.agents import USER_STOP, ChatAgent, OracleAgent
 from envsynth.corpus import Corpus
 from envsynth.llm import OpenAIChat, RetryPolicy
@@ -61,14 +61,7 @@ class ScriptedServer:
                         self.rate_limited.add(instruction)
                         return 429, {"error": {"message": "Rate limit reached", "type": "rate_limit_error", "code": "rate_limit"}}
                 message = self.agent_reply(self.tasks[instruction], messages)
-        return 200, {
-            "id": f"chatcmpl-{len(self.requests)}",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls", "logprobs": None}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
-        }
+        return 200, completion(body["model"], message, finish="tool_calls")
 
     @staticmethod
     def agent_reply(task: Task, messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -92,35 +85,15 @@ def server(corpus: Corpus) -> Iterator[tuple[str, ScriptedServer, list[Task]]]:
     tasks = list(seen.values())[:4]
     scripted = ScriptedServer(tasks)
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            if self.path == "/v1/chat/completions":
-                status, payload = scripted.reply(body)
-            elif self.path.startswith("/down/"):
-                status, payload = 503, {"error": {"message": "overloaded", "type": "server_error"}}
-            else:
-                status, payload = 404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}}
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            if status == 429:
-                self.send_header("Retry-After", "0")
-            self.end_headers()
-            self.wfile.write(data)
+    def route(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if path == "/v1/chat/completions":
+            return scripted.reply(body)
+        if path.startswith("/down/"):
+            return 503, {"error": {"message": "overloaded", "type": "server_error"}}
+        return 404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}}
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", scripted, tasks
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with chat_server(route) as url:
+        yield url, scripted, tasks
 
 
 def test_run_batch_with_the_openai_client(

@@ -6,14 +6,13 @@ import asyncio
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from chat_server import chat_server, completion
 from envsynth.agents import CODE_SYSTEM_PROMPT, ChatAgent, OracleCodeAgent, UserSimulator, extract_code, oracle_code
 from envsynth.corpus import Corpus
 from envsynth.llm import ScriptedProvider
@@ -159,38 +158,13 @@ def test_run_command_openai_code_mode_against_a_local_server(corpus: Corpus, cor
     chosen = [t.id for t in by_instruction.values()][:3]
     bodies: list[dict[str, Any]] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            bodies.append(body)
-            instruction = next(m["content"] for m in body["messages"] if m["role"] == "user")
-            message = OracleCodeAgent(by_instruction[instruction]).reply(body["messages"])
-            data = json.dumps(
-                {
-                    "id": "chatcmpl-1",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": body["model"],
-                    "choices": [{"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}],
-                    "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
-                }
-            ).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def reply(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        bodies.append(body)
+        instruction = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        return 200, completion(body["model"], OracleCodeAgent(by_instruction[instruction]).reply(body["messages"]))
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        base_url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    with chat_server(reply) as base_url:
         s = run_command(corpus_path, out=tmp_path / "run", agent="code", model="m", base_url=base_url, api_key="k", tasks=chosen)
-    finally:
-        httpd.shutdown()
     assert s["episodes"] == 3 and s["pass@1"] == 1.0
     assert bodies and all("tools" not in b for b in bodies)
     assert bodies[0]["messages"][0]["content"].startswith(CODE_SYSTEM_PROMPT.split("\n")[0])

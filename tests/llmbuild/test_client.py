@@ -6,13 +6,13 @@ import asyncio
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
+from chat_server import chat_server, completion
 from envsynth.llm import ChatResponse, Fail, LLMError, Message, OpenAIChat, RetryPolicy, ScriptedProvider, Usage
 from envsynth.llm.types import message_text
 from envsynth.llmbuild.client import BudgetExceeded, BuilderClient, StructuredOutputError, extract_json_object
@@ -265,42 +265,18 @@ class NoResponseFormatServer:
             return 400, {"error": {"message": "response_format is not supported", "type": "invalid_request_error"}}
         domain = body["messages"][-1]["content"]
         content = f'Here it is:\n```json\n{{"domain": "{domain}", "tools": [{{"name": "t", "params": [],}}]}}\n```'
-        return 200, {
-            "id": "chatcmpl-1",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop", "logprobs": None}],
-            "usage": {"prompt_tokens": 50, "completion_tokens": 20, "total_tokens": 70},
-        }
+        return 200, completion(body["model"], {"role": "assistant", "content": content}, prompt_tokens=50, completion_tokens=20)
 
 
 @pytest.fixture
 def server() -> Iterator[tuple[str, NoResponseFormatServer]]:
     scripted = NoResponseFormatServer()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            status, payload = scripted.reply(body) if self.path == "/v1/chat/completions" else (404, {"error": {"message": "no route"}})
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def route(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        return scripted.reply(body) if path == "/v1/chat/completions" else (404, {"error": {"message": "no route"}})
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", scripted
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with chat_server(route) as url:
+        yield url, scripted
 
 
 def test_openai_client_against_a_server_without_response_format(

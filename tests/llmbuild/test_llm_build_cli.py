@@ -14,12 +14,12 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from chat_server import chat_server, completion
 from envsynth.llmbuild.scripted import ScriptedBuilder, role_of
 
 pytest.importorskip("openai")
@@ -40,43 +40,18 @@ class Server:
         if "response_format" in body:
             return 400, {"error": {"message": "response_format json_schema is not supported", "type": "invalid_request_error"}}
         text = self.builder(body["messages"])
-        return 200, {
-            "id": "chatcmpl-1",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop", "logprobs": None}],
-            "usage": {"prompt_tokens": len(json.dumps(body["messages"])) // 4, "completion_tokens": len(text) // 4, "total_tokens": 0},
-        }
+        message = {"role": "assistant", "content": text}
+        return 200, completion(
+            body["model"], message, prompt_tokens=len(json.dumps(body["messages"])) // 4, completion_tokens=len(text) // 4
+        )
 
 
 @pytest.fixture
 def server() -> Iterator[tuple[str, Server]]:
     scripted = Server()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            status, payload = scripted.reply(body)
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            if status == 429:
-                self.send_header("Retry-After", "0")
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", scripted
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with chat_server(lambda path, body: scripted.reply(body)) as url:
+        yield url, scripted
 
 
 def envsynth(*args: str) -> subprocess.CompletedProcess[str]:
