@@ -1,10 +1,11 @@
 """The sandboxed tool worker: runs untrusted custom-tool bodies, one call at a time (stdlib only).
 
 Executed *inside* the sandbox as a script (``python -I -S tool_worker.py MEMORY CPU_TOTAL
-OUTPUT TOOLKIT CHECKS``); never imported by the parent. ``TOOLKIT`` and ``CHECKS`` are
+OUTPUT TOOLKIT CHECKS WORKER``); never imported by the parent. ``TOOLKIT`` and ``CHECKS`` are
 the paths of ``envsynth/runtime/toolkit.py`` and ``envsynth/sandbox/checks.py`` (both
 dependency-free), loaded by path so the code gets the very same ``Context`` and
-``ToolError`` as trusted tools, and is checked again here. One JSON object per line:
+``ToolError`` as trusted tools, and is checked again here. ``WORKER`` is
+``envsynth/sandbox/worker.py``, whose process limits and pipe setup this worker shares. One JSON object per line:
 
 parent -> worker::
 
@@ -30,7 +31,6 @@ advances its own generator by as much and ids stay identical to a trusted run.
 """
 
 import ast
-import contextlib
 import importlib.util
 import json
 import os
@@ -221,23 +221,9 @@ def _main():
     memory, cpu_total = int(sys.argv[1]), int(sys.argv[2])  # argv[3] (output) is unused: results are capped per call
     toolkit = _load("envsynth_toolkit", sys.argv[4])
     checks = _load("envsynth_checks", sys.argv[5])
-    if memory > 0:
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_total, cpu_total))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 20, 64 << 20))
-    with contextlib.suppress(ValueError, OSError):
-        resource.setrlimit(resource.RLIMIT_NPROC, (64, 64))
-    os.register_at_fork(after_in_child=lambda: os._exit(70))
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-
-    rfd, wfd = os.dup(0), os.dup(1)
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.close(null)
-    rfile = os.fdopen(rfd, "r", encoding="utf-8", newline="\n")
-    wfile = os.fdopen(wfd, "w", encoding="utf-8", newline="\n")
+    worker = _load("envsynth_sandbox_worker", sys.argv[6])  # the code-acting worker: the same limits and pipes
+    worker.confine(memory, cpu_total)
+    rfile, wfile = worker.protocol_pipes()
 
     def send(msg):
         wfile.write(json.dumps(msg, ensure_ascii=False) + "\n")

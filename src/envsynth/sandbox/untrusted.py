@@ -33,14 +33,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envsynth.sandbox.launcher import Limits, Mode, Worker, WorkerDied, WorkerTimeout
+from envsynth.sandbox.launcher import WORKER_SOURCE, Limits, Mode, Worker, WorkerDied, WorkerTimeout
 from envsynth.sandbox.pool import WorkerPool
 
 if TYPE_CHECKING:
     from envsynth.runtime.toolkit import Context
 
 TOOL_WORKER = Path(__file__).with_name("tool_worker.py")
-_MODULES = (Path(__file__).parents[1] / "runtime" / "toolkit.py", Path(__file__).with_name("checks.py"))
+_MODULES = (Path(__file__).parents[1] / "runtime" / "toolkit.py", Path(__file__).with_name("checks.py"), WORKER_SOURCE)
 TOOL_LIMITS = Limits(wall=5.0, cpu=2.0, memory=512 << 20, output=1 << 20, cpu_total=600)
 """Per call: 5 s wall, 2 s CPU, results up to 1 M characters; per worker 512 MB address space."""
 MAX_DRAWS = 1_000_000

@@ -79,8 +79,13 @@ class _Capture(io.TextIOBase):
         return "".join(self.parts)
 
 
-def _main():
-    memory, cpu_total, output_limit = (int(a) for a in sys.argv[1:4])
+def confine(memory, cpu_total):
+    """Set the worker's process limits (address space, CPU, no core files, file size, processes).
+
+    A Python-level fork() child exits at once (it would share the protocol pipes), and
+    children are reaped automatically. Under bwrap the seccomp filter refuses fork anyway.
+    Also used by the tool worker (``tool_worker.py`` loads this file by path).
+    """
     if memory > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_total, cpu_total))
@@ -88,18 +93,28 @@ def _main():
     resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 20, 64 << 20))
     with contextlib.suppress(ValueError, OSError):  # binds where the uid is not root (fallback); bwrap has seccomp
         resource.setrlimit(resource.RLIMIT_NPROC, (64, 64))
-    # A Python-level fork() child exits at once (it would share the protocol pipes), and
-    # children are reaped automatically. Under bwrap the seccomp filter refuses fork anyway.
     os.register_at_fork(after_in_child=lambda: os._exit(70))
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
 
+
+def protocol_pipes():
+    """Move the protocol pipes (stdin, stdout) to private descriptors; fds 0, 1 and 2 then point at /dev/null.
+
+    Returns:
+        ``(rfile, wfile)``: text files for the JSON lines from and to the parent.
+    """
     rfd, wfd = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
     os.close(null)
-    rfile = os.fdopen(rfd, "r", encoding="utf-8", newline="\n")
-    wfile = os.fdopen(wfd, "w", encoding="utf-8", newline="\n")
+    return os.fdopen(rfd, "r", encoding="utf-8", newline="\n"), os.fdopen(wfd, "w", encoding="utf-8", newline="\n")
+
+
+def _main():
+    memory, cpu_total, output_limit = (int(a) for a in sys.argv[1:4])
+    confine(memory, cpu_total)
+    rfile, wfile = protocol_pipes()
 
     def send(msg):
         wfile.write(json.dumps(msg, ensure_ascii=False, default=repr) + "\n")
