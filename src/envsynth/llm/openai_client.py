@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 from typing import Any
 
@@ -28,6 +29,21 @@ def message_dict(message: Any) -> Message:
             for c in calls
         ]
     return out
+
+
+def check_endpoint(who: str, api_key: str | None, base_url: str | None) -> None:
+    """Refuse, before any work, a run that cannot reach a model: no key nor URL, or no openai package.
+
+    Args:
+        who: the option that needs the endpoint, for the message (``--agent openai``...).
+
+    Raises:
+        ValueError: what is missing, and how to provide it.
+    """
+    if not (api_key or base_url or os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
+        raise ValueError(f"{who} needs OPENAI_API_KEY (or --base-url for a local server such as vLLM)")
+    if importlib.util.find_spec("openai") is None:
+        raise ValueError(f"{who} needs the openai package: pip install 'envsynth[llm]'")
 
 
 class OpenAIChat:

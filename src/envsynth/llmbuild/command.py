@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +25,9 @@ def chat_model(model: str | None, base_url: str | None, api_key: str | None, con
         from envsynth.llmbuild.scripted import scripted_builder
 
         return scripted_builder(model)
-    if not (api_key or base_url or os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
-        raise ValueError("--builder llm needs OPENAI_API_KEY (or --base-url for a local server such as vLLM)")
-    if importlib.util.find_spec("openai") is None:
-        raise ValueError("--builder llm needs the openai package: pip install 'envsynth[llm]'")
-    from envsynth.llm.openai_client import OpenAIChat
+    from envsynth.llm.openai_client import OpenAIChat, check_endpoint
+
+    check_endpoint("--builder llm", api_key, base_url)
 
     return OpenAIChat(model, base_url=base_url, api_key=api_key, concurrency=concurrency)
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from envsynth.agents.base import DEFAULT_MAX_TURNS, Policy
 from envsynth.agents.user import DEFAULT_USER_TURNS
 from envsynth.corpus.load import Corpus, load_corpus
+from envsynth.llm.openai_client import check_endpoint
 from envsynth.rollout.batch import ProgressFn, RunError, UserFactory, run_batch
 from envsynth.rollout.summary import summarize
 from envsynth.rollout.trajectory import RUN_CONFIG
@@ -123,7 +122,7 @@ def run_command(
     else:
         if not model:
             raise ValueError("--model is required with --agent openai")
-        _check_endpoint("--agent openai", api_key, base_url)
+        check_endpoint("--agent openai", api_key, base_url)
         from envsynth.agents.chat import ChatAgent
         from envsynth.llm.openai_client import OpenAIChat
 
@@ -173,13 +172,6 @@ def run_command(
     return summarize(out)
 
 
-def _check_endpoint(who: str, api_key: str | None, base_url: str | None) -> None:
-    if not (api_key or base_url or os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
-        raise ValueError(f"{who} needs OPENAI_API_KEY (or --base-url for a local server)")
-    if importlib.util.find_spec("openai") is None:
-        raise ValueError(f"{who} needs the openai package: pip install 'envsynth[llm]'")
-
-
 def _user_factory(
     corpus: Corpus,
     model: str,
@@ -193,7 +185,7 @@ def _user_factory(
     """One UserSimulator per episode over one client (the agent's, when it is the same endpoint and model)."""
     from envsynth.agents.user import UserSimulator
 
-    _check_endpoint("--user-sim", api_key, base_url)
+    check_endpoint("--user-sim", api_key, base_url)
     if agent_llm is not None and agent_llm.model == model and base_url in (None, agent_llm.base_url):
         llm = agent_llm
     else:
