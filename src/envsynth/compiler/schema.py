@@ -15,6 +15,17 @@ def _sql_literal(v: object) -> str:
     return repr(v)
 
 
+def _one_of(col: str, values: list[object]) -> str:
+    """``col`` is one of ``values``, as SQLite evaluates it fastest.
+
+    SQLite builds a temporary b-tree for an ``IN`` list of three or more values every time
+    the constraint is checked (each INSERT); equalities joined by OR are plain comparisons.
+    """
+    if len(values) <= 2:
+        return f"{col} IN ({', '.join(_sql_literal(v) for v in values)})"
+    return " OR ".join(f"{col} = {_sql_literal(v)}" for v in values)
+
+
 def column_sql(f: FieldDef) -> str:
     col = q(f.name)
     parts = [col, _SQL_TYPES.get(f.type, "TEXT")]
@@ -26,7 +37,7 @@ def column_sql(f: FieldDef) -> str:
         parts.append("UNIQUE")
     checks = []
     if f.choices:
-        checks.append(f"{col} IN ({', '.join(_sql_literal(v) for v in f.choices)})")
+        checks.append(_one_of(col, list(f.choices)))
     if f.type == "bool":
         checks.append(f"{col} IN (0, 1)")
     lb = f.lower_bound
@@ -43,7 +54,7 @@ def column_sql(f: FieldDef) -> str:
     if f.type == "email":
         checks.append(f"{col} LIKE '%_@_%'")
     if checks:
-        cond = " AND ".join(checks)
+        cond = " AND ".join(f"({c})" if " OR " in c and len(checks) > 1 else c for c in checks)
         if f.nullable:
             cond = f"{col} IS NULL OR ({cond})"
         parts.append(f"CHECK ({cond})")

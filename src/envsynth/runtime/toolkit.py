@@ -29,14 +29,31 @@ class Context:
     Everything here is derived from the episode seed, so a replay is identical.
     """
 
-    __slots__ = ("_today", "bools", "db", "now_value", "rng")
+    __slots__ = ("_rng", "_seed", "_today", "bools", "db", "now_value")
 
     def __init__(self, db: sqlite3.Connection, now: str, seed: int, bools: dict[str, tuple[str, ...]]) -> None:
         self.db = db
         self.now_value = now
         self._today = now[:10]
-        self.rng = random.Random(seed)
+        self._seed = seed
+        self._rng: random.Random | None = None
         self.bools = bools
+
+    @property
+    def rng(self) -> random.Random:
+        """The episode's random stream (seeded with the episode seed; made on first use, most calls draw nothing)."""
+        if self._rng is None:
+            self._rng = random.Random(self._seed)
+        return self._rng
+
+    @rng.setter
+    def rng(self, value: random.Random) -> None:
+        self._rng = value
+
+    @property
+    def rng_used(self) -> random.Random | None:
+        """The random stream if anything has drawn from it yet, else None (a fresh stream from the seed)."""
+        return self._rng
 
     def now(self) -> str:
         """The episode's current time, ``YYYY-MM-DDTHH:MM:SS``."""

@@ -32,7 +32,7 @@ class ChainFailed(Exception):
 
 @dataclass
 class Run:
-    """An executed chain: each call's result, and the rows each step bound (table, key)."""
+    """An executed chain: each call's result, and the rows it left (empty when the caller did not ask for them)."""
 
     results: list[Any]
     final: Rows
@@ -82,10 +82,11 @@ class Workspace:
             conn.execute("RELEASE chain_run")
         return run
 
-    def try_rows(self, rows: Rows, delta: Delta, calls: list[Call]) -> Run:
+    def try_rows(self, rows: Rows, delta: Delta, calls: list[Call], final: bool = True) -> Run:
         """Switch to ``rows`` (the loaded rows changed by ``delta``) and run ``calls``, keeping the state they leave.
 
-        On failure the previous rows are restored (and no state is kept).
+        On failure the previous rows are restored (and no state is kept). ``final=False``
+        leaves the run's ``final`` rows unread (empty) for a caller that will not look at them.
         """
         self._rewind()
         conn = self.conn
@@ -95,7 +96,7 @@ class Workspace:
             delta.apply(conn, self.app)
             self.rows = rows  # runs read unwritten tables from here
             conn.execute("SAVEPOINT kept")
-            run, ctx = self._execute(calls, 0)
+            run, ctx = self._execute(calls, 0, final)
         except BaseException as exc:
             self.rows = previous
             conn.execute("ROLLBACK TO trial")
@@ -104,35 +105,39 @@ class Workspace:
                 raise ChainFailed(f"invalid state: {exc}") from None
             raise
         # "trial" stays open under "kept": the delta is part of the rows now
-        self._kept, self._kept_rng = list(calls), ctx.rng
+        self._kept, self._kept_rng = list(calls), ctx.rng_used
         return run
 
-    def extend(self, run: Run, call: Call) -> Run:
+    def extend(self, run: Run, call: Call, final: bool = True) -> Run:
         """``run`` (the kept run) plus ``call``, executed on the kept state only: the same outcome as
         re-running the whole chain on unchanged rows, without replaying the prefix. ChainFailed on a
-        non-Success, and the kept state stays as it was.
+        non-Success, and the kept state stays as it was. ``final`` as in :meth:`try_rows`.
         """
         kept = self._kept
         if kept is None or len(kept) != len(run.results):
             raise ValueError("extend() needs the state of the last try_rows() or extend() run")
         conn = self.conn
-        rng = self._kept_rng
-        saved = rng.getstate()
+        rng = self._kept_rng  # None: nothing has drawn from the episode's stream yet
+        spec = self.app.spec_by_name.get(call.tool)
+        draws = spec is None or bool(spec.creates) or spec.code is not None  # only new ids and custom code draw
+        saved = rng.getstate() if rng is not None and draws else None
         conn.execute("SAVEPOINT step")
-        try:
-            ctx = Context(conn, self.app.now, 0, self.app.bool_columns)
+        ctx = Context(conn, self.app.now, 0, self.app.bool_columns)
+        if rng is not None:
             ctx.rng = rng  # the episode's random stream continues where the kept calls left it
+        try:
             ep = Episode(app=self.app, db=conn, ctx=ctx)
             result = _call(ep, len(kept), call, run.results)
         except BaseException:
             conn.execute("ROLLBACK TO step")
             conn.execute("RELEASE step")
-            rng.setstate(saved)
+            if saved is not None:
+                rng.setstate(saved)  # type: ignore[union-attr]
             raise
         conn.execute("RELEASE step")
         calls = [*kept, call]
-        self._kept = calls
-        return Run([*run.results, result], self._final(calls))
+        self._kept, self._kept_rng = calls, ctx.rng_used
+        return Run([*run.results, result], self._final(calls) if final else {})
 
     def prune(self, s0: Rows, core: Rows) -> bool:
         """Make the loaded state ``core`` by deleting the rows of ``s0`` (the state instantiation left) it lacks.
@@ -192,13 +197,13 @@ class Workspace:
             conn.execute("ROLLBACK TO extra")
             conn.execute("RELEASE extra")
 
-    def _execute(self, calls: list[Call], seed: int) -> tuple[Run, Context]:
+    def _execute(self, calls: list[Call], seed: int, final: bool = True) -> tuple[Run, Context]:
         ctx = Context(self.conn, self.app.now, seed, self.app.bool_columns)
         ep = Episode(app=self.app, db=self.conn, ctx=ctx)
         results: list[Any] = []
         for i, c in enumerate(calls):
             results.append(_call(ep, i, c, results))
-        return Run(results, self._final(calls)), ctx
+        return Run(results, self._final(calls) if final else {}), ctx
 
     def keeps(self, run: Run) -> bool:
         """Whether the kept state is the one ``run`` left."""
@@ -387,10 +392,11 @@ def _instantiate(
             literal = {k: v for k, v in fx.call_args().items() if k not in refs}
             call = Call(tool=step.spec.name, args=literal, refs=refs)
             try:
+                more = i + 1 < len(steps)  # the last step's resulting rows are never looked at
                 if delta or last_run is None or not ws.keeps(last_run):
-                    trial_run = ws.try_rows(trial, delta, [*calls, call])
+                    trial_run = ws.try_rows(trial, delta, [*calls, call], final=more)
                 else:  # s0 unchanged: the prefix would run as before, so only the new call runs
-                    trial_run = ws.extend(last_run, call)
+                    trial_run = ws.extend(last_run, call, final=more)
             except (ChainFailed, Exception) as exc:
                 error = f"step {i} ({step.spec.name}): {exc}"
                 if error == last_error:  # the same conflict twice: the plan itself is at fault

@@ -8,7 +8,6 @@ the expected answer) and the tools visible to the agent (the expanded sub-graph 
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -85,9 +84,8 @@ class Task(_Frozen):
     hash: str = ""
 
     def content_hash(self) -> str:
-        """SHA-256 of everything but the hash itself."""
-        data = self.model_dump(mode="json", exclude={"hash"})
-        return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        """SHA-256 of the record's JSON (fields in declaration order, row dicts in their order), hash left out."""
+        return hashlib.sha256(self.model_dump_json(exclude={"hash"}).encode()).hexdigest()
 
     def sealed(self) -> Task:
         """A copy carrying its content hash."""
