@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -115,3 +116,14 @@ def test_errors_are_one_line(tmp_path: Path, reference: CorpusSummary) -> None:
     assert "holds 3 tasks, the manifest says 6" in error(out)
     shard.write_text("{}\n")
     assert "line 1 is not a task" in error(out)
+
+
+def test_older_format_is_refused_with_a_rebuild_hint(tmp_path: Path, reference: CorpusSummary) -> None:
+    out = tmp_path / "c"
+    shutil.copytree(reference.path, out)
+    manifest = json.loads((out / "corpus.json").read_text())
+    assert manifest["version"] == 2
+    manifest["version"] = 1  # task hashes were over key-sorted JSON then
+    (out / "corpus.json").write_text(json.dumps(manifest))
+    with pytest.raises(CorpusError, match=r"corpus format 1 .*reads format 2: rebuild the corpus"):
+        load_corpus(out)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from envsynth.corpus.errors import CorpusError
-from envsynth.corpus.layout import APPS_DIR, MANIFEST
+from envsynth.corpus.layout import APPS_DIR, FORMAT_VERSION, MANIFEST
 from envsynth.corpus.manifest import CorpusManifest, digest
 from envsynth.corpus.tasklog import read_tasks
 from envsynth.runtime.app import App, AppLoadError
@@ -158,6 +158,11 @@ def load_corpus(path: str | Path, *, state_cache: int = 1024) -> Corpus:
         e = exc.errors()[0]
         where = ".".join(str(x) for x in e["loc"]) or "(top)"
         raise CorpusError(f"{mpath}: {where}: {e['msg']}") from None
+    if manifest.version != FORMAT_VERSION:
+        raise CorpusError(
+            f"{mpath}: corpus format {manifest.version} (envsynth {manifest.envsynth_version}); this envsynth reads format"
+            f" {FORMAT_VERSION}: rebuild the corpus into a new folder"
+        )
     tasks: list[Task] = []
     for a in manifest.apps:
         got = list(read_tasks(root / a.tasks_path))
