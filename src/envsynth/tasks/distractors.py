@@ -60,12 +60,11 @@ def add_distractors(
     before = {k: len(v) for k, v in b.rows.items()}
     counts: dict[str, int] = {}
     index = {(e.name, r[e.id_field]): r for e in bp.entities for r in b.rows[e.name]}
-    rows = [(t, index[(t, k)]) for t, k in targets if (t, k) in index]
+    rows = [(bp.entity(t), index[(t, k)]) for t, k in targets if (t, k) in index]
     for level in range(1, min(depth, 4) + 1):
         n0 = sum(len(v) for v in b.rows.values())
-        start = {k: len(v) for k, v in b.rows.items()}
-        for table, target in rows:
-            ent = bp.entity(table)
+        start = {ent.name: len(b.rows[ent.name]) for ent, _ in rows}
+        for ent, target in rows:
             for _ in range(PER_LEVEL):
                 if level == 1:
                     b.add(ent)
@@ -77,17 +76,19 @@ def add_distractors(
                         change = rng.choice([f for f in facts if target.get(f) is not None] or facts)
                         b.add(ent, _fixed(ent, target, keep=set(facts) - {change} | refs))
                 elif level == 4:
-                    children = _children(bp, table, guarded)
+                    children = _children(bp, ent.name, guarded)
                     if children:
                         child, f = rng.choice(children)
-                        b.add(child, {f.name: target[ent.id_field]})
-        for table, target in rows:  # a new copy that equals its target in every field could never be told apart
-            ent = bp.entity(table)
-            names = [f.name for f in ent.fields[1:]]
-            table_rows = b.rows[table]
-            new = [r for r in table_rows[start[table] :] if any(r.get(n) != target.get(n) for n in names)]
-            if len(new) < len(table_rows) - start[table]:
-                b.rows[table] = table_rows[: start[table]] + new
+                        b.add(child, {f.name: target[ent.fields[0].name]})
+        for ent, target in rows:  # a new row that equals a target in every field could never be told apart from it
+            table_rows = b.rows[ent.name]
+            first = start[ent.name]
+            if len(table_rows) == first:
+                continue
+            names = _plain_fields(ent)
+            new = [r for r in table_rows[first:] if any(r.get(n) != target.get(n) for n in names)]
+            if len(new) < len(table_rows) - first:
+                b.rows[ent.name] = table_rows[:first] + new
         counts[f"d{level}"] = sum(len(v) for v in b.rows.values()) - n0
     added = {k: v[before.get(k, 0) :] for k, v in b.rows.items() if len(v) > before.get(k, 0)}
     return added, counts
@@ -108,6 +109,17 @@ def _children(bp: Blueprint, table: str, guarded: frozenset[str]) -> list[tuple[
     if hit is None or hit[0] is not bp:
         found = [(o, f) for o in bp.entities if o.name not in guarded for f in o.fields if f.type == "ref" and f.ref == table]
         hit = _CHILDREN[key] = (bp, found)
+    return hit[1]
+
+
+_PLAIN: dict[int, tuple[Any, list[str]]] = {}
+
+
+def _plain_fields(ent: Any) -> list[str]:
+    """An entity's fields other than its id (memoised per entity object)."""
+    hit = _PLAIN.get(id(ent))
+    if hit is None or hit[0] is not ent:
+        hit = _PLAIN[id(ent)] = (ent, [f.name for f in ent.fields[1:]])
     return hit[1]
 
 

@@ -250,14 +250,21 @@ def _synthesize(
                 "visible_tools": len(visible),
             },
         ).sealed()
-        problem = admit(app, task, full, check, expected if check is run else None)
+        problem = admit(app, task, full, check, expected if check is run else None, expected)
         if problem:
             return reject(problem)
         tasks.append(task)
     return tasks
 
 
-def admit(app: App, task: Task, s0: Rows, replay: Run | None = None, replay_effects: Effects | None = None) -> str | None:
+def admit(
+    app: App,
+    task: Task,
+    s0: Rows,
+    replay: Run | None = None,
+    replay_effects: Effects | None = None,
+    expected: Effects | None = None,
+) -> str | None:
     """The admission rule; None when admitted, else the reason.
 
     The verifier must fail on s0 (a do-nothing agent scores 0), every oracle tool must be
@@ -265,10 +272,13 @@ def admit(app: App, task: Task, s0: Rows, replay: Run | None = None, replay_effe
     was built with (so generated ids differ, and an oracle that hard-codes an id the
     chain itself created fails), must score 1.0. ``replay`` is that run when the caller
     already made it (seed 1 on s0; for a chain that draws no ids, any seed's run), and
-    ``replay_effects`` its effects on s0 when those are known too.
+    ``replay_effects`` its effects on s0 when those are known too. ``expected`` is the
+    task's expected effects as :class:`Effects`, when the caller has them at hand.
     """
-    expected = Effects.from_dict(task.expected_effects)
-    if compare(expected, Effects({}), expected_answer=task.expected_answer, answer=None).score != 0.0:
+    if expected is None:
+        expected = Effects.from_dict(task.expected_effects)
+    # doing nothing scores 0 exactly when some effect or an answer is expected (see runtime.reward.compare)
+    if not expected and task.expected_answer is None:
         return "verifier_passes_on_s0"
     if not {c.tool for c in task.oracle} <= set(task.visible_tools):
         return "tool_not_visible"
