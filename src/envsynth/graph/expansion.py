@@ -67,7 +67,10 @@ def expand_subgraph(graph: ToolGraph, chain: list[str], min_size: int = 20, rng:
         for v in frontier:
             if len(selected) >= min_size:
                 break
-            if all(not suppliers.isdisjoint(in_set) for _, _, suppliers in requirements[v]):  # no missing input
+            for _, _, suppliers in requirements[v]:
+                if suppliers.isdisjoint(in_set):
+                    break  # a required input no selected tool supplies
+            else:
                 selected.append(v)
                 in_set.add(v)
                 around.update(graph.neighbours(v))

@@ -16,6 +16,7 @@ import copy
 import datetime as dt
 import random
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from envsynth.blueprint import expr as X
@@ -106,6 +107,17 @@ def _tool(bp: Blueprint, spec: ToolSpec) -> _Tool:
     return tool
 
 
+_ENTITIES: dict[int, tuple[Blueprint, tuple[tuple[str, itemgetter[Any]], ...]]] = {}
+
+
+def _entities(bp: Blueprint) -> tuple[tuple[str, itemgetter[Any]], ...]:
+    """(name, getter of the id field) of each entity (memoised per blueprint object)."""
+    hit = _ENTITIES.get(id(bp))
+    if hit is None or hit[0] is not bp:
+        hit = _ENTITIES[id(bp)] = (bp, tuple((e.name, itemgetter(e.id_field)) for e in bp.entities))
+    return hit[1]
+
+
 class Unsolvable(Exception):
     """No assignment found for a condition."""
 
@@ -180,10 +192,9 @@ class Solver:
         builder = StateBuilder(self.bp, self.seed * 1009 + attempt, self.order)
         if pool is not None:
             builder.use_pool(pool)
-        builder.rows = {k: [dict(r) for r in v] for k, v in rows.items()}
-        for ent in self.bp.entities:
-            builder.rows.setdefault(ent.name, [])
-            builder.taken_ids[ent.name] = {r[ent.id_field] for r in builder.rows[ent.name]}
+        builder.rows = copied = {k: list(map(dict, v)) for k, v in rows.items()}
+        for name, id_of in _entities(self.bp):
+            builder.taken_ids[name] = set(map(id_of, copied.setdefault(name, [])))
         return self._arguments(builder, mode, fixed)
 
     def _arguments(self, builder: StateBuilder, mode: str, fixed: dict[str, Any]) -> Fixture:
