@@ -22,12 +22,11 @@ def missing_inputs(graph: ToolGraph, tool: str, selected: Iterable[str]) -> dict
     Returns:
         param -> entity for each unfillable required id parameter (empty: all satisfied).
     """
-    requires, suppliers = graph.inputs(tool)
+    requires = graph.requirements()[tool]
     if not requires:
         return {}
     chosen = selected if isinstance(selected, (set, frozenset)) else set(selected)
-    fillable = {p for u, p in suppliers if u != tool and u in chosen}
-    return {p: e for p, e in requires if p not in fillable}
+    return {p: e for p, e, suppliers in requires if suppliers.isdisjoint(chosen)}
 
 
 def expand_subgraph(graph: ToolGraph, chain: list[str], min_size: int = 20, rng: random.Random | int | None = None) -> list[str]:
@@ -57,16 +56,24 @@ def expand_subgraph(graph: ToolGraph, chain: list[str], min_size: int = 20, rng:
     r = rng if isinstance(rng, random.Random) else random.Random(0 if rng is None else rng)
     selected = list(dict.fromkeys(chain))
     in_set = set(selected)
+    requirements = graph.requirements()
+    around: set[str] = set()  # neighbours of the selected tools (the set itself included)
+    for t in selected:
+        around.update(graph.neighbours(t))
     while len(selected) < min_size:
-        frontier = sorted({n for t in selected for n in graph.neighbours(t)} - in_set)
+        frontier = sorted(around - in_set)
         r.shuffle(frontier)
         added = False
         for v in frontier:
             if len(selected) >= min_size:
                 break
-            if not missing_inputs(graph, v, in_set):
+            for _, _, suppliers in requirements[v]:
+                if suppliers.isdisjoint(in_set):
+                    break  # a required input no selected tool supplies
+            else:
                 selected.append(v)
                 in_set.add(v)
+                around.update(graph.neighbours(v))
                 added = True
         if not added:
             break

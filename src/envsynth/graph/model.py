@@ -77,6 +77,19 @@ class ToolGraph:
             hit = memo[tool] = (requires, suppliers)
         return hit
 
+    def requirements(self) -> dict[str, tuple[tuple[str, str, frozenset[str]], ...]]:
+        """Per tool: its required id parameters, sorted, as ``(param, entity, suppliers)``, where
+        ``suppliers`` are the other tools with a ``data`` edge to it for that parameter (memoised).
+        """
+        memo = self.__dict__.get("_requirements_memo")
+        if memo is None:
+            memo = {}
+            for tool in self.g.nodes:
+                requires, suppliers = self.inputs(tool)
+                memo[tool] = tuple((p, e, frozenset(u for u, q in suppliers if q == p and u != tool)) for p, e in requires)
+            self.__dict__["_requirements_memo"] = memo
+        return memo
+
     def has_edge(self, source: str, target: str, kind: str | None = None, **attrs: Any) -> bool:
         """Whether an edge ``source -> target`` of ``kind`` with all of ``attrs`` exists."""
         return any(all(d.get(a) == v for a, v in attrs.items()) for *_, d in self.edges(kind, source, target))

@@ -110,38 +110,59 @@ def _step(c: Continuation) -> Step:
 def _possible(facts: RowFacts, c: Continuation) -> bool:
     """Whether the continuation's pre-conditions can hold after the planned steps (see :mod:`rowfacts`)."""
     spec, how, param, j, name = c
-    if how == "ref":
-        return facts.allows(spec, {param: Ref(step=j, field=name)}, {})
-    return facts.allows(spec, {}, {param: (j, name)})
+    return facts.allows_one(spec, how, param, j, name)
 
 
-def _reader(app: App, rng: random.Random, steps: list[Step]) -> Step | None:
-    """A read step for the answer: about a row the chain touched, else about any row."""
-    gets = [s for s in app.specs if s.kind == "get"]
-    options: list[Step] = []
-    for j, st in enumerate(steps):
-        for g in gets:
-            b = g.bindings[0]
-            if b.key != app.blueprint.entity(b.entity).id_field:
-                continue
-            if _created(st.spec, b.entity):
-                options.append(Step(g, refs={b.param or "": Ref(step=j, field=b.key)}))
-            else:
-                alias = _alias_of(st.spec, b.entity)
-                if alias is not None:
-                    options.append(Step(g, pins={b.param or "": (j, alias)}))
-    if steps:
-        return rng.choice(options) if options else None
+@dataclass(frozen=True)
+class _Tools:
+    """The tools of an app that chains start with, add and end with."""
+
+    writes: list[ToolSpec]  # write tools
+    plain_writes: list[ToolSpec]  # write tools without custom code
+    gets: list[tuple[ToolSpec, str, str, str]]  # get tools by id: (tool, entity, param, key)
+    reads: list[ToolSpec]  # possible reads of a chain without earlier steps
+
+
+_TOOLS: dict[int, tuple[App, _Tools]] = {}
+
+
+def _tools(app: App) -> _Tools:
+    """Depends only on the app: memoised per app object."""
+    hit = _TOOLS.get(id(app))
+    if hit is not None and hit[0] is app:
+        return hit[1]
+    bp = app.blueprint
 
     def by_id(s: ToolSpec) -> bool:  # a get by another unique field would name its own answer
-        return s.bindings[0].key == app.blueprint.entity(s.bindings[0].entity).id_field
+        return s.bindings[0].key == bp.entity(s.bindings[0].entity).id_field
 
+    writes = [s for s in app.specs if s.mode == "write"]
+    gets = [(s, s.bindings[0].entity, s.bindings[0].param or "", s.bindings[0].key) for s in app.specs if s.kind == "get" and by_id(s)]
     reads = [
         s
         for s in app.specs
         if (s.kind == "get" and by_id(s)) or s.kind == "search" or (s.kind == "aggregate" and s.query and not s.query.group_by)
     ]
-    return Step(rng.choice(reads)) if reads else None
+    tools = _Tools(writes, [s for s in writes if s.code is None], gets, reads)
+    _TOOLS[id(app)] = (app, tools)
+    return tools
+
+
+def _reader(app: App, rng: random.Random, steps: list[Step]) -> Step | None:
+    """A read step for the answer: about a row the chain touched, else about any row."""
+    tools = _tools(app)
+    if not steps:
+        return Step(rng.choice(tools.reads)) if tools.reads else None
+    options: list[Step] = []
+    for j, st in enumerate(steps):
+        for g, entity, param, key in tools.gets:
+            if _created(st.spec, entity):
+                options.append(Step(g, refs={param: Ref(step=j, field=key)}))
+            else:
+                alias = _alias_of(st.spec, entity)
+                if alias is not None:
+                    options.append(Step(g, pins={param: (j, alias)}))
+    return rng.choice(options) if options else None
 
 
 def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind) -> list[Step] | None:
@@ -154,13 +175,13 @@ def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind) -
         facts.add(step.spec, step.refs, step.pins)
 
     if kind in ("action", "mixed"):
-        writes = [s for s in app.specs if s.mode == "write"]
-        append(Step(rng.choice(writes)))
+        tools = _tools(app)
+        append(Step(rng.choice(tools.writes)))
         length = rng.choice(LENGTHS)
         while len(steps) < length:
             options = [c for c in _continuations(app, graph, steps) if _possible(facts, c)]
             used = {s.spec.name for s in steps}
-            unrelated = [s for s in writes if s.name not in used and s.code is None]
+            unrelated = [s for s in tools.plain_writes if s.name not in used]
             if unrelated and (not options or rng.random() < INDEPENDENT):
                 append(Step(rng.choice(unrelated)))  # a second, independent request
                 continue

@@ -33,13 +33,20 @@ Keys = frozenset[tuple[str, Any]]  # value_key()s of the values a field can hold
 
 @dataclass(frozen=True)
 class _Facts:
-    """Per tool: state requirements, child-row requirements, constant updates and inserts."""
+    """Per tool: its bindings, state requirements, child-row requirements, constant updates and inserts."""
 
+    binds: tuple[tuple[str, str, bool, str | None, str | None, str], ...]
+    # (alias, entity, keyed by the id field, param, via alias or None, via ref field)
     states: tuple[tuple[str, str, Keys], ...]  # (alias, field, accepted values)
     children: tuple[tuple[str, str, str], ...]  # (child entity, child ref field, alias) for exists(child, f=alias.id)
     updates: tuple[tuple[str, str, str, Keys | None, bool], ...]  # (alias, entity, field, values or None, only when given)
-    inserts: tuple[tuple[str, str, tuple[tuple[str, Keys], ...], tuple[tuple[str, str, str], ...]], ...]
-    # (alias, entity, constant fields, ref fields -> ("param", binding alias, "") or ("via", alias, ref field))
+    inserts: tuple[tuple[str, str, tuple[tuple[str, Keys], ...], tuple[tuple[str, str, str], ...], tuple[str, ...]], ...]
+    # (alias, entity, constant fields, ref fields -> ("param", binding alias, "") or ("via", alias, ref field),
+    #  all ref fields of the entity)
+    custom: bool  # the tool runs custom code
+    writes: tuple[tuple[str, tuple[str, ...]], ...]  # custom code: entity -> fields it may write
+    creates: tuple[str, ...]  # custom code: entities it may add rows to
+    returns: str
 
 
 def _keys(values: Any) -> Keys:
@@ -56,6 +63,10 @@ def _facts(app: App, spec: ToolSpec) -> _Facts:
     bp = app.blueprint
     id_of = {b.alias: bp.entity(b.entity).id_field for b in spec.bindings}
     ent_of = {b.alias: b.entity for b in spec.bindings}
+    binds = []
+    for b in spec.bindings:
+        parent, _, ref_field = (b.via or "").partition(".")
+        binds.append((b.alias, b.entity, b.key == id_of[b.alias], b.param, parent if b.via else None, ref_field))
     states = tuple((a, f, _keys(v)) for a, f, v in required_states(spec) if a in ent_of)
     children = tuple((c, cf, a) for c, cf, a, af in required_children(spec) if id_of.get(a) == af) + _same_parent(app, spec)
     updates: list[tuple[str, str, str, Keys | None, bool]] = []
@@ -86,8 +97,19 @@ def _facts(app: App, spec: ToolSpec) -> _Facts:
                             break
                 elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ent_of:
                     links.append((f, "via", node.value.id, node.attr))
-            inserts.append((ef.alias, ef.entity, tuple(consts), tuple(links)))
-    facts = _Facts(states, children, tuple(updates), tuple(inserts))  # type: ignore[arg-type]
+            ref_fields = tuple(fld.name for fld in ent.fields if fld.type == "ref")
+            inserts.append((ef.alias, ef.entity, tuple(consts), tuple(links), ref_fields))
+    facts = _Facts(
+        tuple(binds),
+        states,
+        children,
+        tuple(updates),
+        tuple(inserts),  # type: ignore[arg-type]
+        spec.code is not None,
+        tuple((ent, tuple(fields)) for ent, fields in spec.writes.items()),
+        tuple(spec.creates),
+        spec.returns,
+    )
     _CACHE[id(spec)] = (spec, facts)
     return facts
 
@@ -154,25 +176,23 @@ class RowFacts:
                 out[p] = s
         return out
 
-    def _bind(self, spec: ToolSpec, fixed: dict[str, int], create: bool) -> dict[str, int]:
-        bp = self.app.blueprint
+    def _bind(self, facts: _Facts, fixed: dict[str, int], create: bool) -> dict[str, int]:
         out: dict[str, int] = {}
-        for b in spec.bindings:
+        for alias, entity, by_id, param, parent, ref_field in facts.binds:
             sym = None
-            if b.key == bp.entity(b.entity).id_field:
-                if b.param is not None:
-                    sym = fixed.get(b.param)
-                elif b.via:
-                    parent, ref_field = b.via.split(".", 1)
+            if by_id:
+                if param is not None:
+                    sym = fixed.get(param)
+                elif parent is not None:
                     p = out.get(parent)
                     if p is not None:
                         sym = self.links.get((p, ref_field))
                         if sym is None and create:
-                            sym = self.links[(p, ref_field)] = self._new(b.entity)
+                            sym = self.links[(p, ref_field)] = self._new(entity)
             if sym is None and create:
-                sym = self._new(b.entity)
+                sym = self._new(entity)
             if sym is not None:
-                out[b.alias] = sym
+                out[alias] = sym
         return out
 
     def allows(self, spec: ToolSpec, refs: dict[str, Any], pins: dict[str, tuple[int, str]]) -> bool:
@@ -180,7 +200,20 @@ class RowFacts:
         facts = _facts(self.app, spec)
         if not facts.states and not facts.children:
             return True
-        rows = self._bind(spec, self._fixed(refs, pins), create=False)
+        return self._allows(facts, self._fixed(refs, pins))
+
+    def allows_one(self, spec: ToolSpec, how: str, param: str, step: int, name: str) -> bool:
+        """:meth:`allows` for a step with one argument fed by an earlier ``step``: ``how`` is
+        ``"ref"`` (``param`` takes field ``name`` of that step's result) or ``"pin"`` (``param``
+        loads the row that step bound as alias ``name``)."""
+        facts = _facts(self.app, spec)
+        if not facts.states and not facts.children:
+            return True
+        s = self._result_field(step, name) if how == "ref" else self.bound[step].get(name)
+        return self._allows(facts, {} if s is None else {param: s})
+
+    def _allows(self, facts: _Facts, fixed: dict[str, int]) -> bool:
+        rows = self._bind(facts, fixed, create=False)
         for alias, f, vals in facts.states:
             s = rows.get(alias)
             have = None if s is None else self.known.get(s, {}).get(f)
@@ -200,15 +233,15 @@ class RowFacts:
     def add(self, spec: ToolSpec, refs: dict[str, Any], pins: dict[str, tuple[int, str]]) -> None:
         """Record a planned step: what its pre-conditions require, then what its effects leave."""
         facts = _facts(self.app, spec)
-        rows = self._bind(spec, self._fixed(refs, pins), create=True)
+        rows = self._bind(facts, self._fixed(refs, pins), create=True)
         for alias, f, vals in facts.states:
             known = self.known.setdefault(rows[alias], {})
             known[f] = vals if f not in known else known[f] & vals
-        if spec.code is not None:  # custom code: forget what it may write
-            for ent, fields in spec.writes.items():
+        if facts.custom:  # custom code: forget what it may write
+            for ent, fields in facts.writes:
                 for f in fields:
                     self._write(ent, None, f, None)
-            self.any_child.update(spec.creates)
+            self.any_child.update(facts.creates)
         for alias, ent, f, vals, when_given in facts.updates:
             s = rows.get(alias)
             if when_given and vals is not None:  # written only when the parameter is given
@@ -216,7 +249,7 @@ class RowFacts:
                 vals = None if old is None else old | vals
             self._write(ent, s, f, vals)
         new: dict[str, int] = {}
-        for alias, ent, consts, links in facts.inserts:
+        for alias, ent, consts, links, ref_fields in facts.inserts:
             s = new[alias] = self._new(ent)
             self.created.add(s)
             self.known[s] = dict(consts)
@@ -231,11 +264,11 @@ class RowFacts:
                         self.children.setdefault((ent, f), set()).add(target)
                         continue
                 self.any_parent[(ent, f)] = s  # the parent may be any row existing now, one the chain created too
-            for fld in self.app.blueprint.entity(ent).fields:
-                if fld.type == "ref" and fld.name not in linked:
-                    self.any_parent[(ent, fld.name)] = s
+            for name in ref_fields:
+                if name not in linked:
+                    self.any_parent[(ent, name)] = s
         self.bound.append(rows)
-        self.returned.append(new.get("new") if spec.returns == "new" else rows.get(spec.returns))
+        self.returned.append(new.get("new") if facts.returns == "new" else rows.get(facts.returns))
 
     def _write(self, entity: str, sym: int | None, f: str, vals: Keys | None) -> None:
         """``sym``.f now holds one of ``vals`` (None: unknown); any other row of the table may be the same row."""

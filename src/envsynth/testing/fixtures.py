@@ -16,6 +16,7 @@ import copy
 import datetime as dt
 import random
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from envsynth.blueprint import expr as X
@@ -49,6 +50,74 @@ def _code(node: ast.expr) -> Any:
     return hit[1]
 
 
+_TREE: dict[int, tuple[Check, ast.expr]] = {}
+
+
+def _tree(check: Check) -> ast.expr:
+    """The parsed condition of a check (memoised per check object)."""
+    hit = _TREE.get(id(check))
+    if hit is None or hit[0] is not check:
+        hit = _TREE[id(check)] = (check, X.parse(check.check).tree)
+    return hit[1]
+
+
+@dataclass
+class _Tool:
+    """What the solver looks up in a tool's spec, indexed once per (blueprint, spec) objects."""
+
+    params: tuple[tuple[ParamSpec, str, bool], ...]  # (param, name, required)
+    optional: list[str]  # optional parameters other than limit and offset
+    by_param: dict[str, tuple[str, str]]  # param -> (entity, key) of the first binding it loads
+    binds: tuple[tuple[str, str, str, str | None, str, str], ...]  # (alias, entity, key, param, via alias, via field)
+    aliases: frozenset[str]
+    names: frozenset[str]  # parameter names
+    filters: dict[str, Any]  # param -> the first query filter it feeds
+    fields: dict[str, tuple[ParamSpec, FieldDef | None]] = field(default_factory=dict)  # see Solver._field_of
+
+
+_TOOLS: dict[tuple[int, int], tuple[Blueprint, ToolSpec, _Tool]] = {}
+
+
+def _tool(bp: Blueprint, spec: ToolSpec) -> _Tool:
+    hit = _TOOLS.get((id(bp), id(spec)))
+    if hit is not None and hit[0] is bp and hit[1] is spec:
+        return hit[2]
+    by_param: dict[str, tuple[str, str]] = {}
+    binds = []
+    for b in spec.bindings:
+        if b.param is not None:
+            by_param.setdefault(b.param, (b.entity, b.key))
+            binds.append((b.alias, b.entity, b.key, b.param, "", ""))
+        else:
+            src_alias, fname = (b.via or "").split(".", 1)
+            binds.append((b.alias, b.entity, b.key, None, src_alias, fname))
+    filters: dict[str, Any] = {}
+    for flt in spec.query.filters if spec.query is not None else ():
+        filters.setdefault(flt.param, flt)
+    tool = _Tool(
+        params=tuple((p, p.name, p.required) for p in spec.params),
+        optional=[p.name for p in spec.params if not p.required and p.name not in ("limit", "offset")],
+        by_param=by_param,
+        binds=tuple(binds),
+        aliases=frozenset(b.alias for b in spec.bindings),
+        names=frozenset(p.name for p in spec.params),
+        filters=filters,
+    )
+    _TOOLS[(id(bp), id(spec))] = (bp, spec, tool)
+    return tool
+
+
+_ENTITIES: dict[int, tuple[Blueprint, tuple[tuple[str, itemgetter[Any]], ...]]] = {}
+
+
+def _entities(bp: Blueprint) -> tuple[tuple[str, itemgetter[Any]], ...]:
+    """(name, getter of the id field) of each entity (memoised per blueprint object)."""
+    hit = _ENTITIES.get(id(bp))
+    if hit is None or hit[0] is not bp:
+        hit = _ENTITIES[id(bp)] = (bp, tuple((e.name, itemgetter(e.id_field)) for e in bp.entities))
+    return hit[1]
+
+
 class Unsolvable(Exception):
     """No assignment found for a condition."""
 
@@ -59,6 +128,7 @@ class Fixture:
     args: dict[str, Any]
     aliases: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     builder: StateBuilder | None = None
+    helpers: tuple[str, dict[str, Any]] | None = field(default=None, repr=False, compare=False)  # see _eval_ns
 
     def call_args(self) -> dict[str, Any]:
         """Arguments as an agent would send them (unset optional ones left out)."""
@@ -71,16 +141,17 @@ class Fixture:
 
 
 def _eval_ns(fx: Fixture, now: str) -> dict[str, Any]:
-    def _exists(table: str, where: dict[str, Any]) -> bool:
-        return any(all(r.get(k) == v for k, v in where.items()) for r in fx.rows.get(table, []))
+    """Names a condition sees: arguments, aliases, then the helper functions (made once per fixture and clock)."""
+    if fx.helpers is None or fx.helpers[0] != now:
 
-    def _count(table: str, where: dict[str, Any]) -> int:
-        return sum(all(r.get(k) == v for k, v in where.items()) for r in fx.rows.get(table, []))
+        def _exists(table: str, where: dict[str, Any]) -> bool:
+            return any(all(r.get(k) == v for k, v in where.items()) for r in fx.rows.get(table, []))
 
-    ns: dict[str, Any] = dict(fx.args)
-    ns.update(fx.aliases)
-    ns.update(_exists=_exists, _count=_count, _now=lambda: now, _today=lambda: now[:10])
-    return ns
+        def _count(table: str, where: dict[str, Any]) -> int:
+            return sum(all(r.get(k) == v for k, v in where.items()) for r in fx.rows.get(table, []))
+
+        fx.helpers = (now, {"_exists": _exists, "_count": _count, "_now": lambda: now, "_today": lambda: now[:10]})
+    return {**fx.args, **fx.aliases, **fx.helpers[1]}
 
 
 class Solver:
@@ -93,7 +164,15 @@ class Solver:
         self.now = now
         self.seed = seed
         self.rows_per_entity = rows_per_entity
-        self.rng = random.Random(seed)
+        self.tool = _tool(bp, spec)
+        self._rng: random.Random | None = None
+
+    @property
+    def rng(self) -> random.Random:
+        """The solver's own random stream (seeded with ``seed`` on first use)."""
+        if self._rng is None:
+            self._rng = random.Random(self.seed)
+        return self._rng
 
     # -- construction ----------------------------------------------------------
     def base(self, mode: str, attempt: int = 0) -> Fixture:
@@ -113,45 +192,47 @@ class Solver:
         builder = StateBuilder(self.bp, self.seed * 1009 + attempt, self.order)
         if pool is not None:
             builder.use_pool(pool)
-        builder.rows = {k: [dict(r) for r in v] for k, v in rows.items()}
-        for ent in self.bp.entities:
-            builder.rows.setdefault(ent.name, [])
-            builder.taken_ids[ent.name] = {r[ent.id_field] for r in builder.rows[ent.name]}
+        builder.rows = copied = {k: list(map(dict, v)) for k, v in rows.items()}
+        for name, id_of in _entities(self.bp):
+            builder.taken_ids[name] = set(map(id_of, copied.setdefault(name, [])))
         return self._arguments(builder, mode, fixed)
 
     def _arguments(self, builder: StateBuilder, mode: str, fixed: dict[str, Any]) -> Fixture:
         fx = Fixture(rows=builder.rows, args={}, builder=builder)
+        args = fx.args
         rng = builder.rng
+        tool = self.tool
         used: dict[str, set[str]] = {}
         target = self._query_target(fx, rng)
-        optional = [p.name for p in self.spec.params if not p.required and p.name not in ("limit", "offset")]
-        chosen = set(optional)
+        chosen: set[str] = set()  # the optional parameters given, in mode "some"
         if mode == "some":
+            optional = tool.optional
             chosen = {n for n in optional if rng.random() < 0.5}
             if self.spec.kind == "update" and not chosen and optional:
                 chosen = {rng.choice(optional)}
-        for p in self.spec.params:
-            b = next((b for b in self.spec.bindings if b.param == p.name), None)
-            if p.name in fixed:
-                fx.args[p.name] = fixed[p.name]
+        for p, name, required in tool.params:
+            b = tool.by_param.get(name)
+            if name in fixed:
+                args[name] = fixed[name]
                 if b is not None:
-                    used.setdefault(b.entity, set()).add(fixed[p.name])
+                    used.setdefault(b[0], set()).add(fixed[name])
                 continue
-            if not p.required and (mode == "required" or (mode == "some" and p.name not in chosen)):
-                fx.args[p.name] = None
+            if not required and (mode == "required" or (mode == "some" and name not in chosen)):
+                args[name] = None
                 continue
             if b is not None:
-                table = fx.rows[b.entity]
+                entity, key = b
+                table = fx.rows[entity]
                 if not table:  # nothing to bind: the exists check will fail and the caller tries again
-                    fx.args[p.name] = None
+                    args[name] = None
                     continue
-                taken = used.setdefault(b.entity, set())
-                free = [r for r in table if r[b.key] not in taken] or table
+                taken = used.setdefault(entity, set())
+                free = [r for r in table if r[key] not in taken] or table
                 row = rng.choice(free)
-                taken.add(row[b.key])
-                fx.args[p.name] = row[b.key]
+                taken.add(row[key])
+                args[name] = row[key]
             else:
-                fx.args[p.name] = self.draw_param(p, rng, builder, target)
+                args[name] = self.draw_param(p, rng, builder, target)
         self.rebind(fx)
         return fx
 
@@ -163,9 +244,8 @@ class Solver:
 
     def draw_param(self, p: ParamSpec, rng: random.Random, builder: StateBuilder, target: dict[str, Any] | None) -> Any:
         """A valid value for a non-binding parameter (matching the query target for filters)."""
-        q = self.spec.query
-        if q is not None and target is not None:
-            flt = next((f for f in q.filters if f.param == p.name), None)
+        if target is not None:
+            flt = self.tool.filters.get(p.name)
             if flt is not None:
                 v = target.get(flt.field)
                 if v is None:
@@ -208,33 +288,40 @@ class Solver:
         return builder.values.value(FieldDef(name="x", type=p.semantic if p.semantic not in ("int", "float", "bool") else "string"))  # type: ignore[arg-type]
 
     def _field_of(self, p: ParamSpec) -> FieldDef | None:
+        """The entity field a parameter stands for, unless an id or reference (memoised per parameter object)."""
+        hit = self.tool.fields.get(p.name)
+        if hit is not None and hit[0] is p:
+            return hit[1]
         if not p.field:
             return None
         ent, fname = p.field.split(".")
         e = self.bp.entity(ent)
         f = e.field(fname)
-        if f.type in ("id", "ref"):
-            return None
-        return f
+        out = None if f.type in ("id", "ref") else f
+        self.tool.fields[p.name] = (p, out)
+        return out
 
     def rebind(self, fx: Fixture) -> None:
         """Recompute alias -> row from the current arguments and rows."""
-        fx.aliases = {}
-        for b in self.spec.bindings:
-            if b.param is not None:
-                key = fx.args.get(b.param)
+        fx.aliases = aliases = {}
+        args, rows = fx.args, fx.rows
+        for alias, entity, key_field, param, src_alias, fname in self.tool.binds:
+            if param is not None:
+                key = args.get(param)
             else:
-                src_alias, fname = (b.via or "").split(".", 1)
-                src = fx.aliases.get(src_alias)
+                src = aliases.get(src_alias)
                 key = src.get(fname) if src else None
             row = None
             if key is not None:
-                row = next((r for r in fx.rows[b.entity] if r[b.key] == key), None)
-            fx.aliases[b.alias] = row
+                for r in rows[entity]:
+                    if r[key_field] == key:
+                        row = r
+                        break
+            aliases[alias] = row
 
     # -- evaluation ------------------------------------------------------------
     def holds(self, fx: Fixture, check: Check | ast.expr) -> bool:
-        node = X.parse(check.check).tree if isinstance(check, Check) else check
+        node = _tree(check) if isinstance(check, Check) else check
         try:
             return bool(X.evaluate(_code(node), _eval_ns(fx, self.now)))
         except Exception:
@@ -247,15 +334,28 @@ class Solver:
     def satisfy(self, fx: Fixture, checks: list[Check], rounds: int = 12) -> bool:
         """Repair ``fx`` until every check holds (in order); False when stuck."""
         for _ in range(rounds):
-            failing = next((c for c in checks if not self.holds(fx, c)), None)
+            failing = self._failing(fx, checks)
             if failing is None:
                 return True
             try:
-                self.make(fx, X.parse(failing.check).tree, True)
+                self.make(fx, _tree(failing), True)
             except Unsolvable:
                 return False
             self.rebind(fx)
-        return all(self.holds(fx, c) for c in checks)
+        return self._failing(fx, checks) is None
+
+    def _failing(self, fx: Fixture, checks: list[Check]) -> Check | None:
+        """The first check that does not hold (like :meth:`holds`; evaluating never changes the namespace)."""
+        ns = _eval_ns(fx, self.now)
+        for c in checks:
+            node = _tree(c)
+            try:
+                if X.evaluate(_code(node), ns):
+                    continue
+            except Exception:
+                pass
+            return c
+        return None
 
     def make(self, fx: Fixture, node: ast.expr, want: bool) -> None:
         """Change ``fx`` so that ``node`` evaluates to ``want`` (best effort)."""
@@ -311,9 +411,9 @@ class Solver:
 
     def _assignable(self, node: ast.expr) -> bool:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            return node.value.id in {b.alias for b in self.spec.bindings}
+            return node.value.id in self.tool.aliases
         if isinstance(node, ast.Name):
-            return any(p.name == node.id for p in self.spec.params)
+            return node.id in self.tool.names
         return False
 
     def _solve(self, fx: Fixture, target: ast.expr, op: type, v: Any) -> None:
