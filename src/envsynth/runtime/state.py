@@ -11,9 +11,9 @@ import sqlite3
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from envsynth.blueprint.models import Blueprint, Entity
+from envsynth.blueprint.models import Blueprint, Entity, FieldDef
 from envsynth.blueprint.values import ValueMaker
 
 Rows = dict[str, list[dict[str, Any]]]
@@ -269,56 +269,78 @@ class StateBuilder:
 
     def fill(self, counts: dict[str, int] | None = None) -> Rows:
         """Add ``counts[entity]`` rows (default: the entity's ``rows``) to every table."""
+        add = self.add
         for ent in self.order:
             n = ent.rows if counts is None else counts.get(ent.name, 0)
             for _ in range(n):
-                self.add(ent)
+                add(ent)
         return self.rows
 
     def add(self, ent: Entity, fixed: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """Draw one row of ``ent`` (fields in ``fixed`` are taken as given); None if a ref has no target."""
-        row: dict[str, Any] = {}
-        fixed = fixed or {}
+        plan = _plan(self.bp, ent)
+        table = plan.table
+        fixed = fixed or _NOTHING
         rng = self.rng
-        pool = self.pool.get(ent.name) if self.pool else None
-        source = rng.choice(pool) if pool else None
-        for name, kind, f, ref, ref_key in _plan(self.bp, ent):
+        below = rng._randbelow  # what rng.choice draws with, without its extra call
+        rows = self.rows
+        source = None
+        if self.pool:
+            candidates = self.pool.get(table)
+            if candidates:
+                source = candidates[below(len(candidates))]
+        id_name = plan.id_name
+        row: dict[str, Any] = {}
+        if id_name in fixed:
+            row[id_name] = fixed[id_name]
+        else:
+            row[id_name] = self.values.new_key(plan.prefix, self.taken_ids[table])
+        for name, kind, null_rate, unique, f, ref, ref_key in plan.steps:
             if name in fixed:
                 row[name] = fixed[name]
-            elif kind == _ID:
-                row[name] = self.values.new_id(ent, self.taken_ids[ent.name])
             elif kind == _REF:
-                targets = self.rows.get(ref, [])
-                if f.nullable and (not targets or rng.random() < f.null_rate):
+                targets = rows.get(ref)
+                if null_rate is not None and (not targets or rng.random() < null_rate):
                     row[name] = None
-                    continue
-                if not targets:
+                elif not targets:
                     return None
-                row[name] = rng.choice(targets)[ref_key]
-            elif f.nullable and f.null_rate and rng.random() < f.null_rate:
+                else:
+                    row[name] = targets[below(len(targets))][ref_key]
+            elif null_rate and rng.random() < null_rate:
                 row[name] = None
-            elif source is not None and (not f.unique or self._free(ent, f, source[name])):
+            elif source is not None and (not unique or self._free(table, name, source[name])):
                 row[name] = source[name]
+            elif unique:
+                row[name] = self._unique(ent, f, row)
             else:
-                row[name] = self._unique(ent, f, row) if f.unique else self.values.value(f, row)
-        if ent.fields[0].name in fixed:
-            self.taken_ids[ent.name].add(fixed[ent.fields[0].name])
-        for used, cap in self._invariants.get(ent.name, ()):
-            if row.get(used) is not None and row.get(cap) is not None and row[used] > row[cap]:
-                row[used] = row[cap]
-        self.rows[ent.name].append(row)
+                row[name] = self.values.value(f, row)
+        if id_name in fixed:
+            self.taken_ids[table].add(fixed[id_name])
+        caps = self._invariants.get(table)
+        if caps:
+            for used, cap in caps:
+                if row.get(used) is not None and row.get(cap) is not None and row[used] > row[cap]:
+                    row[used] = row[cap]
+        rows[table].append(row)
         return row
 
-    def _free(self, ent: Entity, f: Any, value: Any) -> bool:
+    def _seen(self, table: str, name: str) -> set[Any]:
+        """The values of a unique field taken in this state (collected on first use, then kept up to date)."""
+        seen = self.unique_seen.get((table, name))
+        if seen is None:
+            seen = self.unique_seen[(table, name)] = {r[name] for r in self.rows[table]}
+        return seen
+
+    def _free(self, table: str, name: str, value: Any) -> bool:
         """Whether a unique field's value is still unused in this state (and claim it if so)."""
-        seen = self.unique_seen.setdefault((ent.name, f.name), {r[f.name] for r in self.rows[ent.name]})
+        seen = self._seen(table, name)
         if value in seen:
             return False
         seen.add(value)
         return True
 
     def _unique(self, ent: Entity, f: Any, row: dict[str, Any]) -> Any:
-        seen = self.unique_seen.setdefault((ent.name, f.name), {r[f.name] for r in self.rows[ent.name]})
+        seen = self._seen(ent.name, f.name)
         for attempt in range(50):
             v = self.values.value(f, row)
             if attempt > 20 and isinstance(v, str):
@@ -329,23 +351,35 @@ class StateBuilder:
         raise ValueError(f"cannot draw a unique {ent.name}.{f.name}")
 
 
-_ID, _REF, _VALUE = 0, 1, 2
-_PLANS: dict[int, tuple[Entity, list[tuple[str, int, Any, str, str]]]] = {}
+_NOTHING: dict[str, Any] = {}
+_REF, _VALUE = 1, 2
 
 
-def _plan(bp: Blueprint, ent: Entity) -> list[tuple[str, int, Any, str, str]]:
-    """Per field of ``ent``: (name, kind, field, referenced table, its id field) (memoised per entity object)."""
+class _Plan(NamedTuple):
+    """How :meth:`StateBuilder.add` draws a row of one entity, as plain values."""
+
+    table: str
+    id_name: str
+    prefix: str
+    # per field after the id: (name, kind, null rate (None: not nullable), unique, field, referenced table, its id field)
+    steps: tuple[tuple[str, int, float | None, bool, FieldDef, str, str], ...]
+
+
+_PLANS: dict[int, tuple[Entity, _Plan]] = {}
+
+
+def _plan(bp: Blueprint, ent: Entity) -> _Plan:
+    """How rows of ``ent`` are drawn (memoised per entity object)."""
     hit = _PLANS.get(id(ent))
     if hit is None or hit[0] is not ent:
-        plan = []
-        for f in ent.fields:
-            if f.type == "id":
-                plan.append((f.name, _ID, f, "", ""))
-            elif f.type == "ref":
-                plan.append((f.name, _REF, f, f.ref or "", bp.entity(f.ref or "").id_field))
+        steps = []
+        for f in ent.fields[1:]:
+            null_rate = f.null_rate if f.nullable else None
+            if f.type == "ref":
+                steps.append((f.name, _REF, null_rate, f.unique, f, f.ref or "", bp.entity(f.ref or "").id_field))
             else:
-                plan.append((f.name, _VALUE, f, "", ""))
-        hit = _PLANS[id(ent)] = (ent, plan)
+                steps.append((f.name, _VALUE, null_rate, f.unique, f, "", ""))
+        hit = _PLANS[id(ent)] = (ent, _Plan(ent.name, ent.id_field, ent.prefix, tuple(steps)))
     return hit[1]
 
 
