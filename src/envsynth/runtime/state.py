@@ -11,6 +11,8 @@ import sqlite3
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from envsynth.blueprint.models import Blueprint, Entity, FieldDef
@@ -47,27 +49,35 @@ def scratch_connection(schema: str, purpose: str = "bytes") -> sqlite3.Connectio
     return conn
 
 
-_INSERTS: dict[int, tuple[Entity, str, tuple[str, ...]]] = {}
+_INSERTS: dict[int, tuple[Entity, str, tuple[str, ...], itemgetter[Any]]] = {}
 
 
-def _insert_sql(ent: Entity) -> tuple[str, tuple[str, ...]]:
-    """The INSERT statement of an entity and its columns (memoised per entity object)."""
+def _insert_sql(ent: Entity) -> tuple[str, tuple[str, ...], itemgetter[Any]]:
+    """The INSERT statement of an entity, its columns and a getter of a row's values as a tuple
+    in column order (memoised per entity object)."""
     hit = _INSERTS.get(id(ent))
     if hit is None or hit[0] is not ent:
-        cols = tuple(f.name for f in ent.fields)
+        cols = tuple(f.name for f in ent.fields)  # at least two: an entity has an id and one more field
         sql = f'INSERT INTO "{ent.name}" ({", ".join(chr(34) + c + chr(34) for c in cols)}) VALUES ({", ".join("?" for _ in cols)})'
-        hit = _INSERTS[id(ent)] = (ent, sql, cols)
-    return hit[1], hit[2]
+        hit = _INSERTS[id(ent)] = (ent, sql, cols, itemgetter(*cols))
+    return hit[1], hit[2], hit[3]
 
 
 def insert_rows(conn: sqlite3.Connection, order: list[Entity], rows: Rows) -> None:
-    """Insert rows table by table in creation order (inside the caller's transaction)."""
+    """Insert rows table by table in creation order (inside the caller's transaction).
+
+    A column missing from a row is inserted as NULL.
+    """
     for ent in order:
         table = rows.get(ent.name)
         if not table:
             continue
-        sql, cols = _insert_sql(ent)
-        conn.executemany(sql, [tuple(map(r.get, cols)) for r in table])
+        sql, cols, values = _insert_sql(ent)
+        try:
+            params = list(map(values, table))
+        except KeyError:  # a row without some column
+            params = [tuple(map(r.get, cols)) for r in table]
+        conn.executemany(sql, params)
 
 
 def rows_to_bytes(schema: str, order: list[Entity], rows: Rows) -> bytes:
@@ -129,20 +139,24 @@ def read_rows(conn: sqlite3.Connection, bp: Blueprint, tables: Iterable[str] | N
     """Every row of every table (or of ``tables``) as dicts (bools as bools), ordered by primary key."""
     out: Rows = {}
     wanted = None if tables is None else set(tables)
-    for ent in bp.entities:
-        if wanted is not None and ent.name not in wanted:
+    for name, sql, _, bools in _reads(bp):
+        if wanted is not None and name not in wanted:
             continue
-        sql, bools = _select_sql(ent)
         cur = conn.execute(sql)
-        cols = [c[0] for c in cur.description]
-        table = [dict(zip(cols, r)) for r in cur.fetchall()]
-        if bools:
-            for d in table:
-                for b in bools:
-                    if d[b] is not None:
-                        d[b] = bool(d[b])
-        out[ent.name] = table
+        out[name] = _as_dicts(cur, bools)
     return out
+
+
+def _as_dicts(cur: sqlite3.Cursor, bools: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The rows of an executed query as dicts by column name, with the ``bools`` columns as bools."""
+    cols = [c[0] for c in cur.description]
+    table = list(map(dict, map(zip, repeat(cols), cur.fetchall())))  # [dict(zip(cols, r)) for r in ...] without a Python loop
+    for b in bools:
+        for d in table:
+            v = d[b]
+            if v is not None:
+                d[b] = bool(v)
+    return table
 
 
 CHANGE_LOG = "envsynth_changed"
@@ -182,16 +196,9 @@ def read_keyed_rows(conn: sqlite3.Connection, bp: Blueprint, keys: dict[str, set
     out: Rows = {}
     for table, pks in keys.items():
         ent = bp.entity(table)
-        _, bools = _select_sql(ent)
         wanted = sorted(pks, key=str)
         cur = conn.execute(f'SELECT * FROM "{table}" WHERE "{ent.id_field}" IN ({", ".join("?" * len(wanted))})', wanted)
-        cols = [c[0] for c in cur.description]
-        rows = [dict(zip(cols, r)) for r in cur.fetchall()]
-        for d in rows:
-            for b in bools:
-                if d[b] is not None:
-                    d[b] = bool(d[b])
-        out[table] = rows
+        out[table] = _as_dicts(cur, _select_sql(ent)[1])
     return out
 
 
@@ -205,6 +212,21 @@ def _select_sql(ent: Entity) -> tuple[str, tuple[str, ...]]:
         sql = f'SELECT * FROM "{ent.name}" ORDER BY "{ent.id_field}"'
         hit = _SELECTS[id(ent)] = (ent, sql, tuple(f.name for f in ent.fields if f.type == "bool"))
     return hit[1], hit[2]
+
+
+_READS: dict[int, tuple[Blueprint, list[tuple[str, str, str, tuple[str, ...]]]]] = {}
+
+
+def _reads(bp: Blueprint) -> list[tuple[str, str, str, tuple[str, ...]]]:
+    """Per entity: (table, :func:`_select_sql`'s SELECT, id field, bool columns) (memoised per blueprint object)."""
+    hit = _READS.get(id(bp))
+    if hit is None or hit[0] is not bp:
+        reads = []
+        for e in bp.entities:
+            sql, bools = _select_sql(e)
+            reads.append((e.name, sql, e.id_field, bools))
+        hit = _READS[id(bp)] = (bp, reads)
+    return hit[1]
 
 
 @dataclass
@@ -222,22 +244,23 @@ class TableDiff:
 def diff_rows(bp: Blueprint, before: Rows, after: Rows) -> dict[str, TableDiff]:
     """Per-table differences (only tables that changed appear)."""
     out: dict[str, TableDiff] = {}
-    for ent in bp.entities:
-        if before.get(ent.name) is after.get(ent.name):  # the same list (a table nothing could write): no change
+    for name, _, key, _ in _reads(bp):
+        old, new = before.get(name), after.get(name)
+        if old is new:  # the same list (a table nothing could write): no change
             continue
-        key = ent.id_field
-        a = {r[key]: r for r in before.get(ent.name, [])}
-        b = {r[key]: r for r in after.get(ent.name, [])}
+        a = {r[key]: r for r in old or ()}
+        b = {r[key]: r for r in new or ()}
         d = TableDiff()
         for k in b.keys() - a.keys():
             d.added[k] = b[k]
         for k in a.keys() - b.keys():
             d.removed[k] = a[k]
         for k in a.keys() & b.keys():
-            if a[k] != b[k]:
-                d.changed[k] = {c: (a[k].get(c), b[k].get(c)) for c in b[k] if a[k].get(c) != b[k].get(c)}
+            ra, rb = a[k], b[k]
+            if ra != rb:
+                d.changed[k] = {c: (ra.get(c), rb.get(c)) for c in rb if ra.get(c) != rb.get(c)}
         if d:
-            out[ent.name] = d
+            out[name] = d
     return out
 
 
