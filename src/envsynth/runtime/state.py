@@ -275,10 +275,10 @@ class StateBuilder:
         self.values = ValueMaker(bp, seed)
         self.rng = self.values.rng
         self.order = order
-        self.rows: Rows = {e.name: [] for e in bp.entities}
-        self.taken_ids: dict[str, set[str]] = {e.name: set() for e in bp.entities}
+        tables, self._invariants = _builder_facts(bp)
+        self.rows: Rows = {t: [] for t in tables}
+        self.taken_ids: dict[str, set[str]] = {t: set() for t in tables}
         self.unique_seen: dict[tuple[str, str], set[Any]] = {}
-        self._invariants = _capacity_invariants(bp)
         self.pool: Rows | None = None
 
     def use_pool(self, pool: Rows) -> StateBuilder:
@@ -356,7 +356,7 @@ class StateBuilder:
 
     def _free(self, table: str, name: str, value: Any) -> bool:
         """Whether a unique field's value is still unused in this state (and claim it if so)."""
-        seen = self._seen(table, name)
+        seen = self.unique_seen.get((table, name)) or self._seen(table, name)
         if value in seen:
             return False
         seen.add(value)
@@ -406,15 +406,16 @@ def _plan(bp: Blueprint, ent: Entity) -> _Plan:
     return hit[1]
 
 
-_INVARIANTS: dict[int, tuple[Blueprint, dict[str, list[tuple[str, str]]]]] = {}
+_BUILDER_FACTS: dict[int, tuple[Blueprint, tuple[str, ...], dict[str, list[tuple[str, str]]]]] = {}
 
 
-def _capacity_invariants(bp: Blueprint) -> dict[str, list[tuple[str, str]]]:
-    """``used <= capacity`` pairs implied by booking actions, kept true in drawn rows (memoised per blueprint object)."""
-    hit = _INVARIANTS.get(id(bp))
+def _builder_facts(bp: Blueprint) -> tuple[tuple[str, ...], dict[str, list[tuple[str, str]]]]:
+    """The tables of a blueprint, and per table the ``used <= capacity`` pairs implied by booking
+    actions, kept true in drawn rows (memoised per blueprint object)."""
+    hit = _BUILDER_FACTS.get(id(bp))
     if hit is None or hit[0] is not bp:
-        hit = _INVARIANTS[id(bp)] = (bp, _find_capacity_invariants(bp))
-    return hit[1]
+        hit = _BUILDER_FACTS[id(bp)] = (bp, tuple(e.name for e in bp.entities), _find_capacity_invariants(bp))
+    return hit[1], hit[2]
 
 
 def _find_capacity_invariants(bp: Blueprint) -> dict[str, list[tuple[str, str]]]:
