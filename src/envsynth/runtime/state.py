@@ -301,7 +301,8 @@ class StateBuilder:
 
     def add(self, ent: Entity, fixed: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """Draw one row of ``ent`` (fields in ``fixed`` are taken as given); None if a ref has no target."""
-        plan = _plan(self.bp, ent)
+        hit = _PLANS.get(id(ent))
+        plan = hit[1] if hit is not None and hit[0] is ent else _plan(self.bp, ent)
         table = plan.table
         fixed = fixed or _NOTHING
         rng = self.rng
@@ -318,10 +319,10 @@ class StateBuilder:
             row[id_name] = fixed[id_name]
         else:
             row[id_name] = self.values.new_key(plan.prefix, self.taken_ids[table])
-        for name, kind, null_rate, unique, f, ref, ref_key in plan.steps:
+        for name, null_rate, unique, f, ref, ref_key in plan.steps:
             if name in fixed:
                 row[name] = fixed[name]
-            elif kind == _REF:
+            elif ref:
                 targets = rows.get(ref)
                 if null_rate is not None and (not targets or rng.random() < null_rate):
                     row[name] = None
@@ -375,7 +376,6 @@ class StateBuilder:
 
 
 _NOTHING: dict[str, Any] = {}
-_REF, _VALUE = 1, 2
 
 
 class _Plan(NamedTuple):
@@ -384,8 +384,8 @@ class _Plan(NamedTuple):
     table: str
     id_name: str
     prefix: str
-    # per field after the id: (name, kind, null rate (None: not nullable), unique, field, referenced table, its id field)
-    steps: tuple[tuple[str, int, float | None, bool, FieldDef, str, str], ...]
+    # per field after the id: (name, null rate (None: not nullable), unique, field, referenced table or "", its id field)
+    steps: tuple[tuple[str, float | None, bool, FieldDef, str, str], ...]
 
 
 _PLANS: dict[int, tuple[Entity, _Plan]] = {}
@@ -398,10 +398,10 @@ def _plan(bp: Blueprint, ent: Entity) -> _Plan:
         steps = []
         for f in ent.fields[1:]:
             null_rate = f.null_rate if f.nullable else None
-            if f.type == "ref":
-                steps.append((f.name, _REF, null_rate, f.unique, f, f.ref or "", bp.entity(f.ref or "").id_field))
+            if f.type == "ref":  # a ref field names its table (FieldDef checks it)
+                steps.append((f.name, null_rate, f.unique, f, f.ref or "", bp.entity(f.ref or "").id_field))
             else:
-                steps.append((f.name, _VALUE, null_rate, f.unique, f, "", ""))
+                steps.append((f.name, null_rate, f.unique, f, "", ""))
         hit = _PLANS[id(ent)] = (ent, _Plan(ent.name, ent.id_field, ent.prefix, tuple(steps)))
     return hit[1]
 
