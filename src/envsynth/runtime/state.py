@@ -250,17 +250,18 @@ def diff_rows(bp: Blueprint, before: Rows, after: Rows) -> dict[str, TableDiff]:
             continue
         a = {r[key]: r for r in old or ()}
         b = {r[key]: r for r in new or ()}
-        d = TableDiff()
-        for k in b.keys() - a.keys():
-            d.added[k] = b[k]
-        for k in a.keys() - b.keys():
-            d.removed[k] = a[k]
-        for k in a.keys() & b.keys():
+        added, removed, changed = {}, {}, {}
+        ka, kb = a.keys(), b.keys()
+        for k in kb - ka:
+            added[k] = b[k]
+        for k in ka - kb:
+            removed[k] = a[k]
+        for k in ka & kb:
             ra, rb = a[k], b[k]
             if ra != rb:
-                d.changed[k] = {c: (ra.get(c), rb.get(c)) for c in rb if ra.get(c) != rb.get(c)}
-        if d:
-            out[name] = d
+                changed[k] = {c: (ra.get(c), rb.get(c)) for c in rb if ra.get(c) != rb.get(c)}
+        if added or removed or changed:
+            out[name] = TableDiff(added, removed, changed)
     return out
 
 
