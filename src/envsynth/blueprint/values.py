@@ -134,8 +134,14 @@ class ValueMaker:
         return v
 
     def new_id(self, ent: Entity, taken: set[str]) -> str:
+        """A fresh id for a row of ``ent``, not in ``taken`` (and added to it)."""
+        return self.new_key(ent.prefix, taken)
+
+    def new_key(self, prefix: str, taken: set[str]) -> str:
+        """A fresh ``<prefix>_<6 digits>`` id, not in ``taken`` (and added to it)."""
+        below = self.rng._randbelow  # the draw of rng.randrange(100000, 1000000), without its argument checks
         while True:
-            candidate = f"{ent.prefix}_{self.rng.randrange(100000, 1000000)}"
+            candidate = f"{prefix}_{100000 + below(900000)}"
             if candidate not in taken:
                 taken.add(candidate)
                 return candidate

@@ -11,9 +11,11 @@ import sqlite3
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import repeat
+from operator import itemgetter
+from typing import Any, NamedTuple
 
-from envsynth.blueprint.models import Blueprint, Entity
+from envsynth.blueprint.models import Blueprint, Entity, FieldDef
 from envsynth.blueprint.values import ValueMaker
 
 Rows = dict[str, list[dict[str, Any]]]
@@ -47,27 +49,35 @@ def scratch_connection(schema: str, purpose: str = "bytes") -> sqlite3.Connectio
     return conn
 
 
-_INSERTS: dict[int, tuple[Entity, str, tuple[str, ...]]] = {}
+_INSERTS: dict[int, tuple[Entity, str, tuple[str, ...], itemgetter[Any]]] = {}
 
 
-def _insert_sql(ent: Entity) -> tuple[str, tuple[str, ...]]:
-    """The INSERT statement of an entity and its columns (memoised per entity object)."""
+def _insert_sql(ent: Entity) -> tuple[str, tuple[str, ...], itemgetter[Any]]:
+    """The INSERT statement of an entity, its columns and a getter of a row's values as a tuple
+    in column order (memoised per entity object)."""
     hit = _INSERTS.get(id(ent))
     if hit is None or hit[0] is not ent:
-        cols = tuple(f.name for f in ent.fields)
+        cols = tuple(f.name for f in ent.fields)  # at least two: an entity has an id and one more field
         sql = f'INSERT INTO "{ent.name}" ({", ".join(chr(34) + c + chr(34) for c in cols)}) VALUES ({", ".join("?" for _ in cols)})'
-        hit = _INSERTS[id(ent)] = (ent, sql, cols)
-    return hit[1], hit[2]
+        hit = _INSERTS[id(ent)] = (ent, sql, cols, itemgetter(*cols))
+    return hit[1], hit[2], hit[3]
 
 
 def insert_rows(conn: sqlite3.Connection, order: list[Entity], rows: Rows) -> None:
-    """Insert rows table by table in creation order (inside the caller's transaction)."""
+    """Insert rows table by table in creation order (inside the caller's transaction).
+
+    A column missing from a row is inserted as NULL.
+    """
     for ent in order:
         table = rows.get(ent.name)
         if not table:
             continue
-        sql, cols = _insert_sql(ent)
-        conn.executemany(sql, [tuple(map(r.get, cols)) for r in table])
+        sql, cols, values = _insert_sql(ent)
+        try:
+            params = list(map(values, table))
+        except KeyError:  # a row without some column
+            params = [tuple(map(r.get, cols)) for r in table]
+        conn.executemany(sql, params)
 
 
 def rows_to_bytes(schema: str, order: list[Entity], rows: Rows) -> bytes:
@@ -129,20 +139,24 @@ def read_rows(conn: sqlite3.Connection, bp: Blueprint, tables: Iterable[str] | N
     """Every row of every table (or of ``tables``) as dicts (bools as bools), ordered by primary key."""
     out: Rows = {}
     wanted = None if tables is None else set(tables)
-    for ent in bp.entities:
-        if wanted is not None and ent.name not in wanted:
+    for name, sql, _, bools in _reads(bp):
+        if wanted is not None and name not in wanted:
             continue
-        sql, bools = _select_sql(ent)
         cur = conn.execute(sql)
-        cols = [c[0] for c in cur.description]
-        table = [dict(zip(cols, r)) for r in cur.fetchall()]
-        if bools:
-            for d in table:
-                for b in bools:
-                    if d[b] is not None:
-                        d[b] = bool(d[b])
-        out[ent.name] = table
+        out[name] = _as_dicts(cur, bools)
     return out
+
+
+def _as_dicts(cur: sqlite3.Cursor, bools: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The rows of an executed query as dicts by column name, with the ``bools`` columns as bools."""
+    cols = [c[0] for c in cur.description]
+    table = list(map(dict, map(zip, repeat(cols), cur.fetchall())))  # [dict(zip(cols, r)) for r in ...] without a Python loop
+    for b in bools:
+        for d in table:
+            v = d[b]
+            if v is not None:
+                d[b] = bool(v)
+    return table
 
 
 CHANGE_LOG = "envsynth_changed"
@@ -182,16 +196,9 @@ def read_keyed_rows(conn: sqlite3.Connection, bp: Blueprint, keys: dict[str, set
     out: Rows = {}
     for table, pks in keys.items():
         ent = bp.entity(table)
-        _, bools = _select_sql(ent)
         wanted = sorted(pks, key=str)
         cur = conn.execute(f'SELECT * FROM "{table}" WHERE "{ent.id_field}" IN ({", ".join("?" * len(wanted))})', wanted)
-        cols = [c[0] for c in cur.description]
-        rows = [dict(zip(cols, r)) for r in cur.fetchall()]
-        for d in rows:
-            for b in bools:
-                if d[b] is not None:
-                    d[b] = bool(d[b])
-        out[table] = rows
+        out[table] = _as_dicts(cur, _select_sql(ent)[1])
     return out
 
 
@@ -205,6 +212,21 @@ def _select_sql(ent: Entity) -> tuple[str, tuple[str, ...]]:
         sql = f'SELECT * FROM "{ent.name}" ORDER BY "{ent.id_field}"'
         hit = _SELECTS[id(ent)] = (ent, sql, tuple(f.name for f in ent.fields if f.type == "bool"))
     return hit[1], hit[2]
+
+
+_READS: dict[int, tuple[Blueprint, list[tuple[str, str, str, tuple[str, ...]]]]] = {}
+
+
+def _reads(bp: Blueprint) -> list[tuple[str, str, str, tuple[str, ...]]]:
+    """Per entity: (table, :func:`_select_sql`'s SELECT, id field, bool columns) (memoised per blueprint object)."""
+    hit = _READS.get(id(bp))
+    if hit is None or hit[0] is not bp:
+        reads = []
+        for e in bp.entities:
+            sql, bools = _select_sql(e)
+            reads.append((e.name, sql, e.id_field, bools))
+        hit = _READS[id(bp)] = (bp, reads)
+    return hit[1]
 
 
 @dataclass
@@ -222,22 +244,24 @@ class TableDiff:
 def diff_rows(bp: Blueprint, before: Rows, after: Rows) -> dict[str, TableDiff]:
     """Per-table differences (only tables that changed appear)."""
     out: dict[str, TableDiff] = {}
-    for ent in bp.entities:
-        if before.get(ent.name) is after.get(ent.name):  # the same list (a table nothing could write): no change
+    for name, _, key, _ in _reads(bp):
+        old, new = before.get(name), after.get(name)
+        if old is new:  # the same list (a table nothing could write): no change
             continue
-        key = ent.id_field
-        a = {r[key]: r for r in before.get(ent.name, [])}
-        b = {r[key]: r for r in after.get(ent.name, [])}
-        d = TableDiff()
-        for k in b.keys() - a.keys():
-            d.added[k] = b[k]
-        for k in a.keys() - b.keys():
-            d.removed[k] = a[k]
-        for k in a.keys() & b.keys():
-            if a[k] != b[k]:
-                d.changed[k] = {c: (a[k].get(c), b[k].get(c)) for c in b[k] if a[k].get(c) != b[k].get(c)}
-        if d:
-            out[ent.name] = d
+        a = {r[key]: r for r in old or ()}
+        b = {r[key]: r for r in new or ()}
+        added, removed, changed = {}, {}, {}
+        ka, kb = a.keys(), b.keys()
+        for k in kb - ka:
+            added[k] = b[k]
+        for k in ka - kb:
+            removed[k] = a[k]
+        for k in ka & kb:
+            ra, rb = a[k], b[k]
+            if ra != rb:
+                changed[k] = {c: (ra.get(c), rb.get(c)) for c in rb if ra.get(c) != rb.get(c)}
+        if added or removed or changed:
+            out[name] = TableDiff(added, removed, changed)
     return out
 
 
@@ -252,10 +276,10 @@ class StateBuilder:
         self.values = ValueMaker(bp, seed)
         self.rng = self.values.rng
         self.order = order
-        self.rows: Rows = {e.name: [] for e in bp.entities}
-        self.taken_ids: dict[str, set[str]] = {e.name: set() for e in bp.entities}
+        tables, self._invariants = _builder_facts(bp)
+        self.rows: Rows = {t: [] for t in tables}
+        self.taken_ids: dict[str, set[str]] = {t: set() for t in tables}
         self.unique_seen: dict[tuple[str, str], set[Any]] = {}
-        self._invariants = _capacity_invariants(bp)
         self.pool: Rows | None = None
 
     def use_pool(self, pool: Rows) -> StateBuilder:
@@ -269,56 +293,79 @@ class StateBuilder:
 
     def fill(self, counts: dict[str, int] | None = None) -> Rows:
         """Add ``counts[entity]`` rows (default: the entity's ``rows``) to every table."""
+        add = self.add
         for ent in self.order:
             n = ent.rows if counts is None else counts.get(ent.name, 0)
             for _ in range(n):
-                self.add(ent)
+                add(ent)
         return self.rows
 
     def add(self, ent: Entity, fixed: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """Draw one row of ``ent`` (fields in ``fixed`` are taken as given); None if a ref has no target."""
-        row: dict[str, Any] = {}
-        fixed = fixed or {}
+        hit = _PLANS.get(id(ent))
+        plan = hit[1] if hit is not None and hit[0] is ent else _plan(self.bp, ent)
+        table = plan.table
+        fixed = fixed or _NOTHING
         rng = self.rng
-        pool = self.pool.get(ent.name) if self.pool else None
-        source = rng.choice(pool) if pool else None
-        for name, kind, f, ref, ref_key in _plan(self.bp, ent):
+        below = rng._randbelow  # what rng.choice draws with, without its extra call
+        rows = self.rows
+        source = None
+        if self.pool:
+            candidates = self.pool.get(table)
+            if candidates:
+                source = candidates[below(len(candidates))]
+        id_name = plan.id_name
+        row: dict[str, Any] = {}
+        if id_name in fixed:
+            row[id_name] = fixed[id_name]
+        else:
+            row[id_name] = self.values.new_key(plan.prefix, self.taken_ids[table])
+        for name, null_rate, unique, f, ref, ref_key in plan.steps:
             if name in fixed:
                 row[name] = fixed[name]
-            elif kind == _ID:
-                row[name] = self.values.new_id(ent, self.taken_ids[ent.name])
-            elif kind == _REF:
-                targets = self.rows.get(ref, [])
-                if f.nullable and (not targets or rng.random() < f.null_rate):
+            elif ref:
+                targets = rows.get(ref)
+                if null_rate is not None and (not targets or rng.random() < null_rate):
                     row[name] = None
-                    continue
-                if not targets:
+                elif not targets:
                     return None
-                row[name] = rng.choice(targets)[ref_key]
-            elif f.nullable and f.null_rate and rng.random() < f.null_rate:
+                else:
+                    row[name] = targets[below(len(targets))][ref_key]
+            elif null_rate and rng.random() < null_rate:
                 row[name] = None
-            elif source is not None and (not f.unique or self._free(ent, f, source[name])):
+            elif source is not None and (not unique or self._free(table, name, source[name])):
                 row[name] = source[name]
+            elif unique:
+                row[name] = self._unique(ent, f, row)
             else:
-                row[name] = self._unique(ent, f, row) if f.unique else self.values.value(f, row)
-        if ent.fields[0].name in fixed:
-            self.taken_ids[ent.name].add(fixed[ent.fields[0].name])
-        for used, cap in self._invariants.get(ent.name, ()):
-            if row.get(used) is not None and row.get(cap) is not None and row[used] > row[cap]:
-                row[used] = row[cap]
-        self.rows[ent.name].append(row)
+                row[name] = self.values.value(f, row)
+        if id_name in fixed:
+            self.taken_ids[table].add(fixed[id_name])
+        caps = self._invariants.get(table)
+        if caps:
+            for used, cap in caps:
+                if row.get(used) is not None and row.get(cap) is not None and row[used] > row[cap]:
+                    row[used] = row[cap]
+        rows[table].append(row)
         return row
 
-    def _free(self, ent: Entity, f: Any, value: Any) -> bool:
+    def _seen(self, table: str, name: str) -> set[Any]:
+        """The values of a unique field taken in this state (collected on first use, then kept up to date)."""
+        seen = self.unique_seen.get((table, name))
+        if seen is None:
+            seen = self.unique_seen[(table, name)] = {r[name] for r in self.rows[table]}
+        return seen
+
+    def _free(self, table: str, name: str, value: Any) -> bool:
         """Whether a unique field's value is still unused in this state (and claim it if so)."""
-        seen = self.unique_seen.setdefault((ent.name, f.name), {r[f.name] for r in self.rows[ent.name]})
+        seen = self.unique_seen.get((table, name)) or self._seen(table, name)
         if value in seen:
             return False
         seen.add(value)
         return True
 
     def _unique(self, ent: Entity, f: Any, row: dict[str, Any]) -> Any:
-        seen = self.unique_seen.setdefault((ent.name, f.name), {r[f.name] for r in self.rows[ent.name]})
+        seen = self._seen(ent.name, f.name)
         for attempt in range(50):
             v = self.values.value(f, row)
             if attempt > 20 and isinstance(v, str):
@@ -329,35 +376,47 @@ class StateBuilder:
         raise ValueError(f"cannot draw a unique {ent.name}.{f.name}")
 
 
-_ID, _REF, _VALUE = 0, 1, 2
-_PLANS: dict[int, tuple[Entity, list[tuple[str, int, Any, str, str]]]] = {}
+_NOTHING: dict[str, Any] = {}
 
 
-def _plan(bp: Blueprint, ent: Entity) -> list[tuple[str, int, Any, str, str]]:
-    """Per field of ``ent``: (name, kind, field, referenced table, its id field) (memoised per entity object)."""
+class _Plan(NamedTuple):
+    """How :meth:`StateBuilder.add` draws a row of one entity, as plain values."""
+
+    table: str
+    id_name: str
+    prefix: str
+    # per field after the id: (name, null rate (None: not nullable), unique, field, referenced table or "", its id field)
+    steps: tuple[tuple[str, float | None, bool, FieldDef, str, str], ...]
+
+
+_PLANS: dict[int, tuple[Entity, _Plan]] = {}
+
+
+def _plan(bp: Blueprint, ent: Entity) -> _Plan:
+    """How rows of ``ent`` are drawn (memoised per entity object)."""
     hit = _PLANS.get(id(ent))
     if hit is None or hit[0] is not ent:
-        plan = []
-        for f in ent.fields:
-            if f.type == "id":
-                plan.append((f.name, _ID, f, "", ""))
-            elif f.type == "ref":
-                plan.append((f.name, _REF, f, f.ref or "", bp.entity(f.ref or "").id_field))
+        steps = []
+        for f in ent.fields[1:]:
+            null_rate = f.null_rate if f.nullable else None
+            if f.type == "ref":  # a ref field names its table (FieldDef checks it)
+                steps.append((f.name, null_rate, f.unique, f, f.ref or "", bp.entity(f.ref or "").id_field))
             else:
-                plan.append((f.name, _VALUE, f, "", ""))
-        hit = _PLANS[id(ent)] = (ent, plan)
+                steps.append((f.name, null_rate, f.unique, f, "", ""))
+        hit = _PLANS[id(ent)] = (ent, _Plan(ent.name, ent.id_field, ent.prefix, tuple(steps)))
     return hit[1]
 
 
-_INVARIANTS: dict[int, tuple[Blueprint, dict[str, list[tuple[str, str]]]]] = {}
+_BUILDER_FACTS: dict[int, tuple[Blueprint, tuple[str, ...], dict[str, list[tuple[str, str]]]]] = {}
 
 
-def _capacity_invariants(bp: Blueprint) -> dict[str, list[tuple[str, str]]]:
-    """``used <= capacity`` pairs implied by booking actions, kept true in drawn rows (memoised per blueprint object)."""
-    hit = _INVARIANTS.get(id(bp))
+def _builder_facts(bp: Blueprint) -> tuple[tuple[str, ...], dict[str, list[tuple[str, str]]]]:
+    """The tables of a blueprint, and per table the ``used <= capacity`` pairs implied by booking
+    actions, kept true in drawn rows (memoised per blueprint object)."""
+    hit = _BUILDER_FACTS.get(id(bp))
     if hit is None or hit[0] is not bp:
-        hit = _INVARIANTS[id(bp)] = (bp, _find_capacity_invariants(bp))
-    return hit[1]
+        hit = _BUILDER_FACTS[id(bp)] = (bp, tuple(e.name for e in bp.entities), _find_capacity_invariants(bp))
+    return hit[1], hit[2]
 
 
 def _find_capacity_invariants(bp: Blueprint) -> dict[str, list[tuple[str, str]]]:
