@@ -88,55 +88,115 @@ class Description:
         return True
 
     def count(self, bp: Blueprint, rows: Rows) -> int:
-        return sum(self.matches(bp, rows, r) for r in rows.get(self.entity, []))
+        """How many rows of ``rows`` the description matches."""
+        return len(_matching(self, rows.get(self.entity, []), _Lookup(bp, rows)))
 
 
-def _candidates(ent: Entity) -> list[FieldDef]:
-    fields = [f for f in ent.fields if f.type in _ORDER]
-    fields.sort(key=lambda f: (f.name != ent.label, _ORDER.index(f.type)))
-    return fields
+class _Lookup:
+    """Rows of a state by table and id, indexed on first use.
+
+    Per id the first row with that id: the row a scan of the table by id finds.
+    """
+
+    def __init__(self, bp: Blueprint, rows: Rows) -> None:
+        self.bp = bp
+        self.rows = rows
+        self._by_id: dict[str, dict[Any, dict[str, Any]]] = {}
+
+    def row(self, table: str, key: Any) -> dict[str, Any] | None:
+        index = self._by_id.get(table)
+        if index is None:
+            id_field = self.bp.entity(table).id_field
+            index = self._by_id[table] = {}
+            for r in self.rows.get(table, []):
+                index.setdefault(r[id_field], r)
+        return index.get(key)
+
+
+def _matching(d: Description, candidates: list[dict[str, Any]], lookup: _Lookup) -> list[dict[str, Any]]:
+    """The rows of ``candidates`` (rows of ``d.entity``) that ``d`` matches, in order."""
+    out = candidates
+    for k, v in d.facts.items():
+        out = [r for r in out if r.get(k) == v]
+    if d.parent is not None and out:
+        ref, pd = d.parent
+        parents = [lookup.row(pd.entity, r.get(ref)) for r in out]
+        good = {id(p) for p in _matching(pd, [p for p in parents if p is not None], lookup)}
+        out = [r for r, p in zip(out, parents, strict=True) if p is not None and id(p) in good]
+    return out
+
+
+_CANDIDATES: dict[int, tuple[Entity, tuple[FieldDef, ...], tuple[FieldDef, ...]]] = {}
+
+
+def _candidates(ent: Entity) -> tuple[tuple[FieldDef, ...], tuple[FieldDef, ...]]:
+    """The fields a description may use: the label, and the others in :data:`_ORDER` (memoised per entity object)."""
+    hit = _CANDIDATES.get(id(ent))
+    if hit is None or hit[0] is not ent:
+        fields = [f for f in ent.fields if f.type in _ORDER]
+        fields.sort(key=lambda f: (f.name != ent.label, _ORDER.index(f.type)))
+        label_first = tuple(f for f in fields if f.name == ent.label)
+        rest = tuple(f for f in fields if f.name != ent.label)
+        hit = _CANDIDATES[id(ent)] = (ent, label_first, rest)
+    return hit[1], hit[2]
+
+
+def _telling(f: FieldDef) -> int:
+    return 0 if f.type in ("date", "datetime", "money", "name", "company", "string") else 1
 
 
 def describe(bp: Blueprint, rows: Rows, entity: str, row: dict[str, Any], rng: random.Random, depth: int = 0) -> Description | None:
     """The shortest description (greedy) that matches ``row`` and no other row, or None."""
+    return _describe(bp, rows, _Lookup(bp, rows), entity, row, rng, depth)
+
+
+def _describe(
+    bp: Blueprint, rows: Rows, lookup: _Lookup, entity: str, row: dict[str, Any], rng: random.Random, depth: int
+) -> Description | None:
     ent = bp.entity(entity)
     d = Description(entity)
-    cands = _candidates(ent)
-    label_first = [f for f in cands if f.name == ent.label]
-    rest = [f for f in cands if f.name != ent.label]
+    label_first, candidates = _candidates(ent)
+    rest = list(candidates)
     rng.shuffle(rest)
     # people and titled things are named first; other rows by their most telling fields
-    rest.sort(key=lambda f: 0 if f.type in ("date", "datetime", "money", "name", "company", "string") else 1)
-    matching = rows.get(entity, [])  # rows that the facts so far match (no parent yet)
+    rest.sort(key=_telling)
+    table = rows.get(entity, [])
+    matching = table  # rows that the facts so far match (no parent yet)
     for f in [*label_first, *rest]:
-        if row.get(f.name) is None:
+        v = row.get(f.name)
+        if v is None:
             continue
-        d.facts[f.name] = v = row[f.name]
+        d.facts[f.name] = v
         matching = [r for r in matching if r.get(f.name) == v]
         if len(matching) == 1:
             break
-    if d.count(bp, rows) != 1 and depth < 1:
+    if len(matching) != 1 and depth < 1:
         for f in ent.fields:
             if f.type == "ref" and row.get(f.name) is not None:
                 parent_ent = bp.entity(f.ref or "")
-                prow = next((r for r in rows.get(parent_ent.name, []) if r[parent_ent.id_field] == row[f.name]), None)
+                prow = lookup.row(parent_ent.name, row[f.name])
                 if prow is None:
                     continue
-                pd = describe(bp, rows, parent_ent.name, prow, rng, depth + 1)
+                pd = _describe(bp, rows, lookup, parent_ent.name, prow, rng, depth + 1)
                 if pd is not None:
                     d.parent = (f.name, pd)
-                    if d.count(bp, rows) == 1:
+                    if len(_matching(d, matching, lookup)) == 1:
                         break
                     d.parent = None
-    if d.count(bp, rows) != 1:
+    if d.parent is None and len(matching) != 1:
         return None
     # drop facts that are not needed (keeps instructions short), label last
-    for k in [k for k in d.facts if k != ent.label]:
-        if len(d.facts) == 1:
-            break
-        v = d.facts.pop(k)
-        if d.count(bp, rows) != 1:
-            d.facts[k] = v
+    droppable = [k for k in d.facts if k != ent.label]
+    if droppable and len(d.facts) > 1:
+        # the rows each fact matches, among those the parent (if any) allows
+        base = _matching(Description(entity, parent=d.parent), table, lookup)
+        hits = {k: {i for i, r in enumerate(base) if r.get(k) == v} for k, v in d.facts.items()}
+        for k in droppable:
+            if len(d.facts) == 1:
+                break
+            v = d.facts.pop(k)
+            if len(set.intersection(*(hits[j] for j in d.facts))) != 1:
+                d.facts[k] = v
     return d
 
 
