@@ -20,7 +20,7 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from envsynth.blueprint.models import Blueprint
+from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.runtime.state import Rows, diff_rows, open_state, read_rows
 
 TOLERANCE = 0.005
@@ -106,6 +106,23 @@ class Effects:
         return cls({t: TableEffects(**{k: conv.get(k, dict)(v) for k, v in d.items()}) for t, d in data.items()})
 
 
+_NORMALISED: dict[int, tuple[Blueprint, dict[str, dict[str, FieldDef | None]], dict[str, tuple[str, ...]]]] = {}
+
+
+def _normalised_fields(bp: Blueprint) -> tuple[dict[str, dict[str, FieldDef | None]], dict[str, tuple[str, ...]]]:
+    """Per table: each field name to its definition when its values are normalised (a ref or a
+    datetime) else None, and the names of the fields a new row's content holds (all but the id).
+
+    Memoised per blueprint object (it is frozen).
+    """
+    hit = _NORMALISED.get(id(bp))
+    if hit is None or hit[0] is not bp:
+        special = {e.name: {f.name: f if f.type in ("ref", "datetime") else None for f in e.fields} for e in bp.entities}
+        content = {e.name: tuple(f.name for f in bp.entity(e.name).fields[1:]) for e in bp.entities}
+        hit = _NORMALISED[id(bp)] = (bp, special, content)
+    return hit[1], hit[2]
+
+
 def _rows(bp: Blueprint, state: Rows | sqlite3.Connection | bytes) -> Rows:
     if isinstance(state, bytes):
         with contextlib.closing(open_state(state)) as conn:
@@ -131,25 +148,30 @@ def effects_of(
     """
     now = now or f"{bp.reference_date}T12:00:00"
     diffs = diff_rows(bp, _rows(bp, before), _rows(bp, after))
-    defs = {e.name: {f.name: f for f in e.fields} for e in bp.entities}
+    special, content_fields = _normalised_fields(bp)
     memo: dict[tuple[str, Any], dict[str, Any]] = {}
 
     def norm(table: str, name: str, v: Any, visiting: frozenset[tuple[str, Any]] = frozenset()) -> Any:
-        f = defs[table][name]
-        if f.type == "ref" and f.ref in diffs and v in diffs[f.ref].added:
-            target = (f.ref, v)
-            if target in visiting:  # a cycle of new rows: cut it
-                return f"<new {f.ref} (cycle)>"
-            sub = {k: round(x, 2) if isinstance(x, float) else x for k, x in content(target, visiting | {target}).items()}
-            return f"<new {f.ref} #{hashlib.sha256(_canon(sub).encode()).hexdigest()[:10]}>"
-        if f.type != "datetime" or v is None or datetimes == "keep":
+        f = special[table][name]
+        if f is None:  # neither a ref nor a datetime
+            return v
+        if f.type == "ref":
+            if f.ref in diffs and v in diffs[f.ref].added:
+                target = (f.ref, v)
+                if target in visiting:  # a cycle of new rows: cut it
+                    return f"<new {f.ref} (cycle)>"
+                sub = {k: round(x, 2) if isinstance(x, float) else x for k, x in content(target, visiting | {target}).items()}
+                return f"<new {f.ref} #{hashlib.sha256(_canon(sub).encode()).hexdigest()[:10]}>"
+            return v
+        if v is None or datetimes == "keep":
             return v
         return "<datetime>" if datetimes == "ignore" else "<now>" if v == now else v
 
     def content(key: tuple[str, Any], visiting: frozenset[tuple[str, Any]]) -> dict[str, Any]:
         if key not in memo:
-            row = diffs[key[0]].added[key[1]]
-            memo[key] = {f.name: norm(key[0], f.name, row.get(f.name), visiting) for f in bp.entity(key[0]).fields[1:]}
+            table = key[0]
+            row = diffs[table].added[key[1]]
+            memo[key] = {name: norm(table, name, row.get(name), visiting) for name in content_fields[table]}
         return memo[key]
 
     tables: dict[str, TableEffects] = {}
