@@ -31,8 +31,11 @@ MismatchKind = Literal[
 ]  # fmt: skip
 
 
+_CANON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)  # what json.dumps would build per call
+
+
 def _canon(data: Any) -> str:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return _CANON.encode(data)
 
 
 def _num(v: Any) -> bool:
