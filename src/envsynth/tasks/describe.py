@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from envsynth.blueprint.models import Blueprint, Entity, FieldDef
@@ -126,23 +127,33 @@ def _matching(d: Description, candidates: list[dict[str, Any]], lookup: _Lookup)
     return out
 
 
-_CANDIDATES: dict[int, tuple[Entity, tuple[FieldDef, ...], tuple[FieldDef, ...]]] = {}
+@dataclass(frozen=True)
+class _Fields:
+    """What describing a row of an entity looks at, precomputed per entity."""
+
+    entity: Entity
+    named: tuple[str, ...]  # the label, when a description may use it
+    others: tuple[tuple[int, str], ...]  # (0 if a telling field else 1, name), the fields in _ORDER order
+    refs: tuple[tuple[str, str], ...]  # (ref field, referenced entity)
 
 
-def _candidates(ent: Entity) -> tuple[tuple[FieldDef, ...], tuple[FieldDef, ...]]:
-    """The fields a description may use: the label, and the others in :data:`_ORDER` (memoised per entity object)."""
-    hit = _CANDIDATES.get(id(ent))
-    if hit is None or hit[0] is not ent:
+_FIELDS: dict[int, _Fields] = {}
+
+
+def _fields(ent: Entity) -> _Fields:
+    """The fields a description may use, and the refs to describe parents by (memoised per entity object)."""
+    hit = _FIELDS.get(id(ent))
+    if hit is None or hit.entity is not ent:
         fields = [f for f in ent.fields if f.type in _ORDER]
         fields.sort(key=lambda f: (f.name != ent.label, _ORDER.index(f.type)))
-        label_first = tuple(f for f in fields if f.name == ent.label)
-        rest = tuple(f for f in fields if f.name != ent.label)
-        hit = _CANDIDATES[id(ent)] = (ent, label_first, rest)
-    return hit[1], hit[2]
-
-
-def _telling(f: FieldDef) -> int:
-    return 0 if f.type in ("date", "datetime", "money", "name", "company", "string") else 1
+        telling = ("date", "datetime", "money", "name", "company", "string")
+        hit = _FIELDS[id(ent)] = _Fields(
+            entity=ent,
+            named=tuple(f.name for f in fields if f.name == ent.label),
+            others=tuple((0 if f.type in telling else 1, f.name) for f in fields if f.name != ent.label),
+            refs=tuple((f.name, f.ref or "") for f in ent.fields if f.type == "ref"),
+        )
+    return hit
 
 
 def describe(bp: Blueprint, rows: Rows, entity: str, row: dict[str, Any], rng: random.Random, depth: int = 0) -> Description | None:
@@ -155,31 +166,32 @@ def _describe(
 ) -> Description | None:
     ent = bp.entity(entity)
     d = Description(entity)
-    label_first, candidates = _candidates(ent)
-    rest = list(candidates)
-    rng.shuffle(rest)
+    fields = _fields(ent)
+    others = list(fields.others)
+    rng.shuffle(others)
     # people and titled things are named first; other rows by their most telling fields
-    rest.sort(key=_telling)
+    others.sort(key=itemgetter(0))
     table = rows.get(entity, [])
     matching = table  # rows that the facts so far match (no parent yet)
-    for f in [*label_first, *rest]:
-        v = row.get(f.name)
+    for name in [*fields.named, *(name for _, name in others)]:
+        v = row.get(name)
         if v is None:
             continue
-        d.facts[f.name] = v
-        matching = [r for r in matching if r.get(f.name) == v]
+        d.facts[name] = v
+        matching = [r for r in matching if r.get(name) == v]
         if len(matching) == 1:
             break
     if len(matching) != 1 and depth < 1:
-        for f in ent.fields:
-            if f.type == "ref" and row.get(f.name) is not None:
-                parent_ent = bp.entity(f.ref or "")
-                prow = lookup.row(parent_ent.name, row[f.name])
+        for ref, target in fields.refs:
+            key = row.get(ref)
+            if key is not None:
+                parent_ent = bp.entity(target)
+                prow = lookup.row(parent_ent.name, key)
                 if prow is None:
                     continue
                 pd = _describe(bp, rows, lookup, parent_ent.name, prow, rng, depth + 1)
                 if pd is not None:
-                    d.parent = (f.name, pd)
+                    d.parent = (ref, pd)
                     if len(_matching(d, matching, lookup)) == 1:
                         break
                     d.parent = None
