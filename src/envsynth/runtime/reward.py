@@ -83,6 +83,9 @@ class TableEffects:
         return {**self.content(), "previous": self.previous}
 
 
+_NO_EFFECTS = TableEffects()  # a table without effects (never modified)
+
+
 @dataclass(frozen=True)
 class Effects:
     """Effects per table (tables without effects omitted); hashable by content, JSON via to_dict/from_dict."""
@@ -222,21 +225,24 @@ class Reward:
 
 def _compare_table(t: str, exp: TableEffects, act: TableEffects) -> list[Mismatch]:
     out: list[Mismatch] = []
-    for pk in sorted(exp.updated.keys() | act.updated.keys()):
-        e, a = exp.updated.get(pk, {}), act.updated.get(pk, {})
-        for f in sorted(e.keys() | a.keys()):
-            if f not in a:
-                old = exp.previous.get(pk, {}).get(f)
-                was = f"is still {_fmt(old)}" if f in exp.previous.get(pk, {}) else "was not changed"
-                out.append(Mismatch("missing_update", f"{t} {pk}: {f} {was}, expected {_fmt(e[f])}", t, pk, f, e[f], old))
-            elif f not in e:
-                old = act.previous.get(pk, {}).get(f)
-                msg = f"extra write: {t} {pk} {f} changed from {_fmt(old)} to {_fmt(a[f])}"
-                out.append(Mismatch("extra_update", msg, t, pk, f, old, a[f]))
-            elif not _same(e[f], a[f]):
-                out.append(Mismatch("wrong_value", f"{t} {pk}: {f} is {_fmt(a[f])}, expected {_fmt(e[f])}", t, pk, f, e[f], a[f]))
-    out += [Mismatch("missing_delete", f"{t} {pk} should have been deleted", t, pk) for pk in sorted(set(exp.deleted) - set(act.deleted))]
-    out += [Mismatch("extra_delete", f"extra write: {t} {pk} was deleted", t, pk) for pk in sorted(set(act.deleted) - set(exp.deleted))]
+    if exp.updated or act.updated:
+        for pk in sorted(exp.updated.keys() | act.updated.keys()):
+            e, a = exp.updated.get(pk, {}), act.updated.get(pk, {})
+            for f in sorted(e.keys() | a.keys()):
+                if f not in a:
+                    old = exp.previous.get(pk, {}).get(f)
+                    was = f"is still {_fmt(old)}" if f in exp.previous.get(pk, {}) else "was not changed"
+                    out.append(Mismatch("missing_update", f"{t} {pk}: {f} {was}, expected {_fmt(e[f])}", t, pk, f, e[f], old))
+                elif f not in e:
+                    old = act.previous.get(pk, {}).get(f)
+                    msg = f"extra write: {t} {pk} {f} changed from {_fmt(old)} to {_fmt(a[f])}"
+                    out.append(Mismatch("extra_update", msg, t, pk, f, old, a[f]))
+                elif not _same(e[f], a[f]):
+                    out.append(Mismatch("wrong_value", f"{t} {pk}: {f} is {_fmt(a[f])}, expected {_fmt(e[f])}", t, pk, f, e[f], a[f]))
+    if exp.deleted or act.deleted:
+        exp_deleted, act_deleted = set(exp.deleted), set(act.deleted)
+        out += [Mismatch("missing_delete", f"{t} {pk} should have been deleted", t, pk) for pk in sorted(exp_deleted - act_deleted)]
+        out += [Mismatch("extra_delete", f"extra write: {t} {pk} was deleted", t, pk) for pk in sorted(act_deleted - exp_deleted)]
     left = list(act.added)
     for row in exp.added:
         hit = next((i for i, r in enumerate(left) if r.keys() == row.keys() and all(_same(row[k], r[k]) for k in row)), None)
@@ -313,7 +319,7 @@ def compare(expected: Effects, actual: Effects, *, expected_answer: Any = None, 
     """
     out: list[Mismatch] = []
     for t in sorted(expected.tables.keys() | actual.tables.keys()):
-        out += _compare_table(t, expected.tables.get(t, TableEffects()), actual.tables.get(t, TableEffects()))
+        out += _compare_table(t, expected.tables.get(t, _NO_EFFECTS), actual.tables.get(t, _NO_EFFECTS))
     if expected_answer is not None:
         want = expected_answer if isinstance(expected_answer, str) else _canon(expected_answer)
         if answer is None or (isinstance(answer, str) and not answer.strip(_EDGE)):
