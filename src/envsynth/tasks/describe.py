@@ -132,7 +132,7 @@ class _Fields:
     """What describing a row of an entity looks at, precomputed per entity."""
 
     entity: Entity
-    named: tuple[str, ...]  # the label, when a description may use it
+    named: tuple[tuple[int, str], ...]  # (0, the label), when a description may use it
     others: tuple[tuple[int, str], ...]  # (0 if a telling field else 1, name), the fields in _ORDER order
     refs: tuple[tuple[str, str], ...]  # (ref field, referenced entity)
 
@@ -149,7 +149,7 @@ def _fields(ent: Entity) -> _Fields:
         telling = ("date", "datetime", "money", "name", "company", "string")
         hit = _FIELDS[id(ent)] = _Fields(
             entity=ent,
-            named=tuple(f.name for f in fields if f.name == ent.label),
+            named=tuple((0, f.name) for f in fields if f.name == ent.label),
             others=tuple((0 if f.type in telling else 1, f.name) for f in fields if f.name != ent.label),
             refs=tuple((f.name, f.ref or "") for f in ent.fields if f.type == "ref"),
         )
@@ -173,7 +173,7 @@ def _describe(
     others.sort(key=itemgetter(0))
     table = rows.get(entity, [])
     matching = table  # rows that the facts so far match (no parent yet)
-    for name in [*fields.named, *(name for _, name in others)]:
+    for _, name in [*fields.named, *others]:
         v = row.get(name)
         if v is None:
             continue
@@ -200,14 +200,16 @@ def _describe(
     # drop facts that are not needed (keeps instructions short), label last
     droppable = [k for k in d.facts if k != ent.label]
     if droppable and len(d.facts) > 1:
-        # the rows each fact matches, among those the parent (if any) allows
-        base = _matching(Description(entity, parent=d.parent), table, lookup)
-        hits = {k: {i for i, r in enumerate(base) if r.get(k) == v} for k, v in d.facts.items()}
+        # rows that the parent (if any) allows: without a fact, the others must still single out one of them
+        base = table if d.parent is None else _matching(Description(entity, parent=d.parent), table, lookup)
         for k in droppable:
             if len(d.facts) == 1:
                 break
             v = d.facts.pop(k)
-            if len(set.intersection(*(hits[j] for j in d.facts))) != 1:
+            left = base
+            for j, w in d.facts.items():
+                left = [r for r in left if r.get(j) == w]
+            if len(left) != 1:
                 d.facts[k] = v
     return d
 
