@@ -44,6 +44,8 @@ def _num(v: Any) -> bool:
 
 def _same(a: Any, b: Any) -> bool:
     """Equality, numbers within the tolerance."""
+    if isinstance(a, str) or a is None:  # the common case, not a number
+        return bool(a == b)
     return abs(a - b) <= TOLERANCE + 1e-9 if _num(a) and _num(b) else bool(a == b)
 
 
