@@ -115,7 +115,11 @@ class _Lookup:
 
 
 def _matching(d: Description, candidates: list[dict[str, Any]], lookup: _Lookup) -> list[dict[str, Any]]:
-    """The rows of ``candidates`` (rows of ``d.entity``) that ``d`` matches, in order."""
+    """The rows of ``candidates`` (rows of ``d.entity``) that ``d`` matches, in order.
+
+    As :meth:`Description.matches` (row values are SQLite scalars, for which ``==`` is the
+    negation of ``!=``), with parents found through ``lookup``.
+    """
     out = candidates
     for k, v in d.facts.items():
         out = [r for r in out if r.get(k) == v]
