@@ -20,7 +20,7 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from envsynth.blueprint.models import Blueprint
+from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.runtime.state import Rows, diff_rows, open_state, read_rows
 
 TOLERANCE = 0.005
@@ -31,8 +31,11 @@ MismatchKind = Literal[
 ]  # fmt: skip
 
 
+_CANON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)  # what json.dumps would build per call
+
+
 def _canon(data: Any) -> str:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return _CANON.encode(data)
 
 
 def _num(v: Any) -> bool:
@@ -41,6 +44,8 @@ def _num(v: Any) -> bool:
 
 def _same(a: Any, b: Any) -> bool:
     """Equality, numbers within the tolerance."""
+    if isinstance(a, str) or a is None:  # the common case, not a number
+        return bool(a == b)
     return abs(a - b) <= TOLERANCE + 1e-9 if _num(a) and _num(b) else bool(a == b)
 
 
@@ -80,6 +85,9 @@ class TableEffects:
         return {**self.content(), "previous": self.previous}
 
 
+_NO_EFFECTS = TableEffects()  # a table without effects (never modified)
+
+
 @dataclass(frozen=True)
 class Effects:
     """Effects per table (tables without effects omitted); hashable by content, JSON via to_dict/from_dict."""
@@ -104,6 +112,23 @@ class Effects:
     def from_dict(cls, data: dict[str, Any]) -> Effects:
         conv: dict[str, Any] = {"deleted": tuple, "added": tuple}
         return cls({t: TableEffects(**{k: conv.get(k, dict)(v) for k, v in d.items()}) for t, d in data.items()})
+
+
+_NORMALISED: dict[int, tuple[Blueprint, dict[str, dict[str, FieldDef | None]], dict[str, tuple[str, ...]]]] = {}
+
+
+def _normalised_fields(bp: Blueprint) -> tuple[dict[str, dict[str, FieldDef | None]], dict[str, tuple[str, ...]]]:
+    """Per table: each field name to its definition when its values are normalised (a ref or a
+    datetime) else None, and the names of the fields a new row's content holds (all but the id).
+
+    Memoised per blueprint object (it is frozen).
+    """
+    hit = _NORMALISED.get(id(bp))
+    if hit is None or hit[0] is not bp:
+        special = {e.name: {f.name: f if f.type in ("ref", "datetime") else None for f in e.fields} for e in bp.entities}
+        content = {e.name: tuple(f.name for f in bp.entity(e.name).fields[1:]) for e in bp.entities}
+        hit = _NORMALISED[id(bp)] = (bp, special, content)
+    return hit[1], hit[2]
 
 
 def _rows(bp: Blueprint, state: Rows | sqlite3.Connection | bytes) -> Rows:
@@ -131,25 +156,30 @@ def effects_of(
     """
     now = now or f"{bp.reference_date}T12:00:00"
     diffs = diff_rows(bp, _rows(bp, before), _rows(bp, after))
-    defs = {e.name: {f.name: f for f in e.fields} for e in bp.entities}
+    special, content_fields = _normalised_fields(bp)
     memo: dict[tuple[str, Any], dict[str, Any]] = {}
 
     def norm(table: str, name: str, v: Any, visiting: frozenset[tuple[str, Any]] = frozenset()) -> Any:
-        f = defs[table][name]
-        if f.type == "ref" and f.ref in diffs and v in diffs[f.ref].added:
-            target = (f.ref, v)
-            if target in visiting:  # a cycle of new rows: cut it
-                return f"<new {f.ref} (cycle)>"
-            sub = {k: round(x, 2) if isinstance(x, float) else x for k, x in content(target, visiting | {target}).items()}
-            return f"<new {f.ref} #{hashlib.sha256(_canon(sub).encode()).hexdigest()[:10]}>"
-        if f.type != "datetime" or v is None or datetimes == "keep":
+        f = special[table][name]
+        if f is None:  # neither a ref nor a datetime
+            return v
+        if f.type == "ref":
+            if f.ref in diffs and v in diffs[f.ref].added:
+                target = (f.ref, v)
+                if target in visiting:  # a cycle of new rows: cut it
+                    return f"<new {f.ref} (cycle)>"
+                sub = {k: round(x, 2) if isinstance(x, float) else x for k, x in content(target, visiting | {target}).items()}
+                return f"<new {f.ref} #{hashlib.sha256(_canon(sub).encode()).hexdigest()[:10]}>"
+            return v
+        if v is None or datetimes == "keep":
             return v
         return "<datetime>" if datetimes == "ignore" else "<now>" if v == now else v
 
     def content(key: tuple[str, Any], visiting: frozenset[tuple[str, Any]]) -> dict[str, Any]:
         if key not in memo:
-            row = diffs[key[0]].added[key[1]]
-            memo[key] = {f.name: norm(key[0], f.name, row.get(f.name), visiting) for f in bp.entity(key[0]).fields[1:]}
+            table = key[0]
+            row = diffs[table].added[key[1]]
+            memo[key] = {name: norm(table, name, row.get(name), visiting) for name in content_fields[table]}
         return memo[key]
 
     tables: dict[str, TableEffects] = {}
@@ -197,21 +227,24 @@ class Reward:
 
 def _compare_table(t: str, exp: TableEffects, act: TableEffects) -> list[Mismatch]:
     out: list[Mismatch] = []
-    for pk in sorted(exp.updated.keys() | act.updated.keys()):
-        e, a = exp.updated.get(pk, {}), act.updated.get(pk, {})
-        for f in sorted(e.keys() | a.keys()):
-            if f not in a:
-                old = exp.previous.get(pk, {}).get(f)
-                was = f"is still {_fmt(old)}" if f in exp.previous.get(pk, {}) else "was not changed"
-                out.append(Mismatch("missing_update", f"{t} {pk}: {f} {was}, expected {_fmt(e[f])}", t, pk, f, e[f], old))
-            elif f not in e:
-                old = act.previous.get(pk, {}).get(f)
-                msg = f"extra write: {t} {pk} {f} changed from {_fmt(old)} to {_fmt(a[f])}"
-                out.append(Mismatch("extra_update", msg, t, pk, f, old, a[f]))
-            elif not _same(e[f], a[f]):
-                out.append(Mismatch("wrong_value", f"{t} {pk}: {f} is {_fmt(a[f])}, expected {_fmt(e[f])}", t, pk, f, e[f], a[f]))
-    out += [Mismatch("missing_delete", f"{t} {pk} should have been deleted", t, pk) for pk in sorted(set(exp.deleted) - set(act.deleted))]
-    out += [Mismatch("extra_delete", f"extra write: {t} {pk} was deleted", t, pk) for pk in sorted(set(act.deleted) - set(exp.deleted))]
+    if exp.updated or act.updated:
+        for pk in sorted(exp.updated.keys() | act.updated.keys()):
+            e, a = exp.updated.get(pk, {}), act.updated.get(pk, {})
+            for f in sorted(e.keys() | a.keys()):
+                if f not in a:
+                    old = exp.previous.get(pk, {}).get(f)
+                    was = f"is still {_fmt(old)}" if f in exp.previous.get(pk, {}) else "was not changed"
+                    out.append(Mismatch("missing_update", f"{t} {pk}: {f} {was}, expected {_fmt(e[f])}", t, pk, f, e[f], old))
+                elif f not in e:
+                    old = act.previous.get(pk, {}).get(f)
+                    msg = f"extra write: {t} {pk} {f} changed from {_fmt(old)} to {_fmt(a[f])}"
+                    out.append(Mismatch("extra_update", msg, t, pk, f, old, a[f]))
+                elif not _same(e[f], a[f]):
+                    out.append(Mismatch("wrong_value", f"{t} {pk}: {f} is {_fmt(a[f])}, expected {_fmt(e[f])}", t, pk, f, e[f], a[f]))
+    if exp.deleted or act.deleted:
+        exp_deleted, act_deleted = set(exp.deleted), set(act.deleted)
+        out += [Mismatch("missing_delete", f"{t} {pk} should have been deleted", t, pk) for pk in sorted(exp_deleted - act_deleted)]
+        out += [Mismatch("extra_delete", f"extra write: {t} {pk} was deleted", t, pk) for pk in sorted(act_deleted - exp_deleted)]
     left = list(act.added)
     for row in exp.added:
         hit = next((i for i, r in enumerate(left) if r.keys() == row.keys() and all(_same(row[k], r[k]) for k in row)), None)
@@ -288,7 +321,7 @@ def compare(expected: Effects, actual: Effects, *, expected_answer: Any = None, 
     """
     out: list[Mismatch] = []
     for t in sorted(expected.tables.keys() | actual.tables.keys()):
-        out += _compare_table(t, expected.tables.get(t, TableEffects()), actual.tables.get(t, TableEffects()))
+        out += _compare_table(t, expected.tables.get(t, _NO_EFFECTS), actual.tables.get(t, _NO_EFFECTS))
     if expected_answer is not None:
         want = expected_answer if isinstance(expected_answer, str) else _canon(expected_answer)
         if answer is None or (isinstance(answer, str) and not answer.strip(_EDGE)):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from envsynth.blueprint.models import Blueprint, Entity, FieldDef
@@ -88,55 +89,132 @@ class Description:
         return True
 
     def count(self, bp: Blueprint, rows: Rows) -> int:
-        return sum(self.matches(bp, rows, r) for r in rows.get(self.entity, []))
+        """How many rows of ``rows`` the description matches."""
+        return len(_matching(self, rows.get(self.entity, []), _Lookup(bp, rows)))
 
 
-def _candidates(ent: Entity) -> list[FieldDef]:
-    fields = [f for f in ent.fields if f.type in _ORDER]
-    fields.sort(key=lambda f: (f.name != ent.label, _ORDER.index(f.type)))
-    return fields
+class _Lookup:
+    """Rows of a state by table and id, indexed on first use.
+
+    Per id the first row with that id: the row a scan of the table by id finds.
+    """
+
+    def __init__(self, bp: Blueprint, rows: Rows) -> None:
+        self.bp = bp
+        self.rows = rows
+        self._by_id: dict[str, dict[Any, dict[str, Any]]] = {}
+
+    def row(self, table: str, key: Any) -> dict[str, Any] | None:
+        index = self._by_id.get(table)
+        if index is None:
+            id_field = self.bp.entity(table).id_field
+            index = self._by_id[table] = {}
+            for r in self.rows.get(table, []):
+                index.setdefault(r[id_field], r)
+        return index.get(key)
+
+
+def _matching(d: Description, candidates: list[dict[str, Any]], lookup: _Lookup) -> list[dict[str, Any]]:
+    """The rows of ``candidates`` (rows of ``d.entity``) that ``d`` matches, in order.
+
+    As :meth:`Description.matches` (row values are SQLite scalars, for which ``==`` is the
+    negation of ``!=``), with parents found through ``lookup``.
+    """
+    out = candidates
+    for k, v in d.facts.items():
+        out = [r for r in out if r.get(k) == v]
+    if d.parent is not None and out:
+        ref, pd = d.parent
+        parents = [lookup.row(pd.entity, r.get(ref)) for r in out]
+        good = {id(p) for p in _matching(pd, [p for p in parents if p is not None], lookup)}
+        out = [r for r, p in zip(out, parents, strict=True) if p is not None and id(p) in good]
+    return out
+
+
+@dataclass(frozen=True)
+class _Fields:
+    """What describing a row of an entity looks at, precomputed per entity."""
+
+    entity: Entity
+    named: tuple[tuple[int, str], ...]  # (0, the label), when a description may use it
+    others: tuple[tuple[int, str], ...]  # (0 if a telling field else 1, name), the fields in _ORDER order
+    refs: tuple[tuple[str, str], ...]  # (ref field, referenced entity)
+
+
+_FIELDS: dict[int, _Fields] = {}
+
+
+def _fields(ent: Entity) -> _Fields:
+    """The fields a description may use, and the refs to describe parents by (memoised per entity object)."""
+    hit = _FIELDS.get(id(ent))
+    if hit is None or hit.entity is not ent:
+        fields = [f for f in ent.fields if f.type in _ORDER]
+        fields.sort(key=lambda f: (f.name != ent.label, _ORDER.index(f.type)))
+        telling = ("date", "datetime", "money", "name", "company", "string")
+        hit = _FIELDS[id(ent)] = _Fields(
+            entity=ent,
+            named=tuple((0, f.name) for f in fields if f.name == ent.label),
+            others=tuple((0 if f.type in telling else 1, f.name) for f in fields if f.name != ent.label),
+            refs=tuple((f.name, f.ref or "") for f in ent.fields if f.type == "ref"),
+        )
+    return hit
 
 
 def describe(bp: Blueprint, rows: Rows, entity: str, row: dict[str, Any], rng: random.Random, depth: int = 0) -> Description | None:
     """The shortest description (greedy) that matches ``row`` and no other row, or None."""
+    return _describe(bp, rows, _Lookup(bp, rows), entity, row, rng, depth)
+
+
+def _describe(
+    bp: Blueprint, rows: Rows, lookup: _Lookup, entity: str, row: dict[str, Any], rng: random.Random, depth: int
+) -> Description | None:
     ent = bp.entity(entity)
     d = Description(entity)
-    cands = _candidates(ent)
-    label_first = [f for f in cands if f.name == ent.label]
-    rest = [f for f in cands if f.name != ent.label]
-    rng.shuffle(rest)
+    fields = _fields(ent)
+    others = list(fields.others)
+    rng.shuffle(others)
     # people and titled things are named first; other rows by their most telling fields
-    rest.sort(key=lambda f: 0 if f.type in ("date", "datetime", "money", "name", "company", "string") else 1)
-    matching = rows.get(entity, [])  # rows that the facts so far match (no parent yet)
-    for f in [*label_first, *rest]:
-        if row.get(f.name) is None:
+    others.sort(key=itemgetter(0))
+    table = rows.get(entity, [])
+    matching = table  # rows that the facts so far match (no parent yet)
+    for _, name in [*fields.named, *others]:
+        v = row.get(name)
+        if v is None:
             continue
-        d.facts[f.name] = v = row[f.name]
-        matching = [r for r in matching if r.get(f.name) == v]
+        d.facts[name] = v
+        matching = [r for r in matching if r.get(name) == v]
         if len(matching) == 1:
             break
-    if d.count(bp, rows) != 1 and depth < 1:
-        for f in ent.fields:
-            if f.type == "ref" and row.get(f.name) is not None:
-                parent_ent = bp.entity(f.ref or "")
-                prow = next((r for r in rows.get(parent_ent.name, []) if r[parent_ent.id_field] == row[f.name]), None)
+    if len(matching) != 1 and depth < 1:
+        for ref, target in fields.refs:
+            key = row.get(ref)
+            if key is not None:
+                parent_ent = bp.entity(target)
+                prow = lookup.row(parent_ent.name, key)
                 if prow is None:
                     continue
-                pd = describe(bp, rows, parent_ent.name, prow, rng, depth + 1)
+                pd = _describe(bp, rows, lookup, parent_ent.name, prow, rng, depth + 1)
                 if pd is not None:
-                    d.parent = (f.name, pd)
-                    if d.count(bp, rows) == 1:
+                    d.parent = (ref, pd)
+                    if len(_matching(d, matching, lookup)) == 1:
                         break
                     d.parent = None
-    if d.count(bp, rows) != 1:
+    if d.parent is None and len(matching) != 1:
         return None
     # drop facts that are not needed (keeps instructions short), label last
-    for k in [k for k in d.facts if k != ent.label]:
-        if len(d.facts) == 1:
-            break
-        v = d.facts.pop(k)
-        if d.count(bp, rows) != 1:
-            d.facts[k] = v
+    droppable = [k for k in d.facts if k != ent.label]
+    if droppable and len(d.facts) > 1:
+        # rows that the parent (if any) allows: without a fact, the others must still single out one of them
+        base = table if d.parent is None else _matching(Description(entity, parent=d.parent), table, lookup)
+        for k in droppable:
+            if len(d.facts) == 1:
+                break
+            v = d.facts.pop(k)
+            left = base
+            for j, w in d.facts.items():
+                left = [r for r in left if r.get(j) == w]
+            if len(left) != 1:
+                d.facts[k] = v
     return d
 
 

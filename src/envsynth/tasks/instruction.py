@@ -12,12 +12,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from envsynth.blueprint.models import Blueprint
-from envsynth.blueprint.spec import ToolSpec
+from envsynth.blueprint.models import Blueprint, FieldDef
+from envsynth.blueprint.spec import ParamSpec, ToolSpec
 from envsynth.tasks.describe import Description, fmt_value, human, quoted, render
 from envsynth.tasks.model import Call, UserProfile
 
 ID_PATTERN = re.compile(r"\b[a-z]{2,5}_\d{6}\b")
+_SPACES = re.compile(r"\s+")
 _OPEN = ("Please {x}.", "Could you {x}?", "I need you to {x}.", "Can you {x}?", "I'd like you to {x}.")
 _THEN = ("Then {x}.", "After that, {x}.", "Next, {x}.", "Once that's done, {x}.")
 _LAST = ("Finally, {x}.", "And lastly, {x}.", "To finish, {x}.")
@@ -36,12 +37,25 @@ def _verb(spec: ToolSpec) -> str:
     return " ".join(kept)
 
 
+_PARAMS: dict[tuple[int, int, str], tuple[ToolSpec, Blueprint, ParamSpec, FieldDef | None]] = {}
+
+
+def _param_field(spec: ToolSpec, bp: Blueprint, name: str) -> tuple[ParamSpec, FieldDef | None]:
+    """A parameter and the blueprint field it sets, if any (memoised per spec and blueprint object)."""
+    key = (id(spec), id(bp), name)
+    hit = _PARAMS.get(key)
+    if hit is None or hit[0] is not spec or hit[1] is not bp:
+        p = spec.param(name)
+        f = None
+        if p.field:
+            ent, fname = p.field.split(".")
+            f = bp.entity(ent).field(fname)
+        hit = _PARAMS[key] = (spec, bp, p, f)
+    return hit[2], hit[3]
+
+
 def _param_value(spec: ToolSpec, bp: Blueprint, name: str, value: Any) -> str:
-    p = spec.param(name)
-    f = None
-    if p.field:
-        ent, fname = p.field.split(".")
-        f = bp.entity(ent).field(fname)
+    p, f = _param_field(spec, bp, name)
     if isinstance(value, list):
         return " or ".join(fmt_value(f, v) for v in value)
     if f is not None:
@@ -79,7 +93,6 @@ class Phraser:
         values = {k: v for k, v in call.args.items() if k not in row_params and k not in ("limit", "offset")}
         main = next((b.param for b in spec.bindings if b.entity == spec.entity and b.param in row_params), None)
         others = [p for p in row_params if p != main]
-        verb = _verb(spec)
         if spec.kind == "transfer" and len(row_params) >= 2:
             amount = spec.param(next(p.name for p in spec.params if p.name not in row_params))
             src, dst = row_params[0], row_params[1]
@@ -106,6 +119,7 @@ class Phraser:
             text = f"delete {self.row_text(spec, call, main, descs, calls) if main else human(spec.entity)}"
         else:
             target = self.row_text(spec, call, main, descs, calls) if main else human(spec.entity)
+            verb = _verb(spec)
             text = f"{verb} {target}" if " " not in verb else f"{human(spec.name)} for {target}"
         if others:
             linked = [self.row_text(spec, call, p, descs, calls, role="other") for p in others]
@@ -202,7 +216,7 @@ def compose(clauses: list[str], question: str | None, rng: random.Random, greeti
         else:
             sentences.append(question)
     text = " ".join(s[0].upper() + s[1:] if s else s for s in sentences)
-    return re.sub(r"\s+", " ", text).strip()
+    return _SPACES.sub(" ", text).strip()
 
 
 def profile(
@@ -215,10 +229,11 @@ def profile(
     """The user: a person the task names (a customer, a member), else a staff member (named by ``fake_name()``)."""
     for table, key in targets:
         ent = bp.entity(table)
-        label = bp.entity(table).field(ent.label) if ent.label else None
+        label = ent.field(ent.label) if ent.label else None
         if label is None or label.type != "name":
             continue
-        row = next((r for r in rows.get(table, []) if r[ent.id_field] == key), None)
+        id_field = ent.id_field
+        row = next((r for r in rows.get(table, []) if r[id_field] == key), None)
         if row is None:
             continue
         email = next((row[f.name] for f in ent.fields if f.type == "email"), None)

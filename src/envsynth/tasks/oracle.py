@@ -6,6 +6,8 @@ import json
 
 from envsynth.tasks.model import Call
 
+_JSON = json.JSONEncoder(ensure_ascii=False)  # what json.dumps(v, ensure_ascii=False) would build per value
+
 
 def oracle_program(calls: list[Call], answer_step: int | None, answer_field: str | None) -> str:
     """Python source of ``solve(env)``: the oracle's calls, results feeding later arguments.
@@ -14,7 +16,7 @@ def oracle_program(calls: list[Call], answer_step: int | None, answer_field: str
     """
     lines = ["def solve(env):"]
     for i, c in enumerate(calls):
-        parts = [f"{k!r}: {json.dumps(v, ensure_ascii=False)}" for k, v in c.args.items()]
+        parts = [f"{k!r}: {_JSON.encode(v)}" for k, v in c.args.items()]
         parts += [f"{k!r}: r{ref.step}[{ref.field!r}]" for k, ref in c.refs.items()]
         lines.append(f"    r{i} = env.call({c.tool!r}, {{{', '.join(parts)}}})")
     if answer_step is not None and answer_field is not None:
