@@ -12,6 +12,10 @@ from envsynth.blueprint.models import Blueprint, Entity, FieldDef, Generator
 
 _OFFSET = re.compile(r"^([+-]?\d+)([dwmy])$")
 _DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
+_DIGITS = "0123456789"
+_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ"
+# free mail domains for emails made from a person's name (what Faker's free_email_domain offers for en_US)
+_EMAIL_DOMAINS = ("gmail.com", "yahoo.com", "hotmail.com")
 
 
 @lru_cache(maxsize=1)
@@ -66,8 +70,7 @@ class ValueMaker:
         if g.template is not None:
             return g.template.format(**{k: self.draw_gen(p) for k, p in g.parts.items()})
         if g.bothify is not None:
-            self._fake.seed_instance(self.rng.getrandbits(32))
-            return self._fake.bothify(g.bothify, letters="ABCDEFGHJKLMNPQRSTUVWXYZ")
+            return self.bothify(g.bothify)
         if g.dates is not None:
             a, b = (_offset_days(s) for s in g.dates)
             day = self.ref_day + dt.timedelta(days=self.rng.randint(min(a, b), max(a, b)))
@@ -75,6 +78,13 @@ class ValueMaker:
                 return self._with_time(day)
             return day.isoformat()
         raise AssertionError("generator without a kind")  # pragma: no cover
+
+    def bothify(self, pattern: str) -> str:
+        """``pattern`` with each ``#`` a digit and each ``?`` a capital letter (no I or O), drawn from this stream."""
+        below = self.rng._randbelow  # what rng.choice draws with
+        return "".join(
+            _DIGITS[below(10)] if c == "#" else _LETTERS[below(len(_LETTERS))] if c == "?" else c for c in pattern
+        )
 
     def _with_time(self, day: dt.date) -> str:
         return f"{day.isoformat()}T{self.rng.randint(7, 21):02d}:{self.rng.choice((0, 15, 30, 45)):02d}:00"
@@ -91,7 +101,7 @@ class ValueMaker:
             person = next((v for k, v in (row or {}).items() if isinstance(v, str) and k in _name_fields(row)), None)
             if person:
                 local = re.sub(r"[^a-z.]", "", person.lower().replace(" ", "."))[:30].strip(".") or "user"
-                return f"{local}{self.rng.randint(1, 99)}@{self.fake('free_email_domain')}"
+                return f"{local}{self.rng.randint(1, 99)}@{self.rng.choice(_EMAIL_DOMAINS)}"
             return self.fake("email")
         if t == "phone":
             return f"+1-{self.rng.randint(200, 989)}-{self.rng.randint(200, 999)}-{self.rng.randint(1000, 9999)}"

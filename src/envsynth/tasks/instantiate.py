@@ -390,6 +390,9 @@ def _instantiate(
                 last_error = f"step {i} ({step.spec.name}): {exc}"
                 continue
             literal = {k: v for k, v in fx.call_args().items() if k not in refs}
+            for p in step.spec.params:  # a row the chain made, picked by the solver: its id is only known at run time
+                if p.ref and p.name in literal and (p.ref, literal[p.name]) in created:
+                    refs[p.name] = created[(p.ref, literal.pop(p.name))]
             call = Call(tool=step.spec.name, args=literal, refs=refs)
             try:
                 more = i + 1 < len(steps)  # the last step's resulting rows are never looked at

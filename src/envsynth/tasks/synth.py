@@ -157,7 +157,10 @@ def _synthesize(
             try:
                 with ws0.adding(full, extra) if derived else Workspace(app, full) as ws:  # the ground-truth run, and the admission replay
                     run = ws.run(state_calls)
-                    check = ws.run(state_calls, seed=1) if seeded else run
+                    try:
+                        check = ws.run(state_calls, seed=1) if seeded else run
+                    except ChainFailed as exc:  # the oracle depends on the ids its own calls drew: other distractors won't help
+                        return reject("oracle_fails", f"with another episode seed: {exc}")
             except ChainFailed:
                 if s == 0 and not core_verified:
                     core_verified = True
