@@ -82,9 +82,7 @@ class ValueMaker:
     def bothify(self, pattern: str) -> str:
         """``pattern`` with each ``#`` a digit and each ``?`` a capital letter (no I or O), drawn from this stream."""
         below = self.rng._randbelow  # what rng.choice draws with
-        return "".join(
-            _DIGITS[below(10)] if c == "#" else _LETTERS[below(len(_LETTERS))] if c == "?" else c for c in pattern
-        )
+        return "".join(_DIGITS[below(10)] if c == "#" else _LETTERS[below(len(_LETTERS))] if c == "?" else c for c in pattern)
 
     def _with_time(self, day: dt.date) -> str:
         return f"{day.isoformat()}T{self.rng.randint(7, 21):02d}:{self.rng.choice((0, 15, 30, 45)):02d}:00"
