@@ -19,6 +19,7 @@ from typing import Any
 
 from envsynth.blueprint.models import Blueprint
 from envsynth.runtime.state import Rows, StateBuilder
+from envsynth.tasks.state import id_fields
 
 PER_LEVEL = 2
 
@@ -28,9 +29,9 @@ def _builder(bp: Blueprint, order: list[Any], rows: Rows, seed: int, pool: Rows 
     if pool is not None:
         b.use_pool(pool)
     b.rows = {k: list(v) for k, v in rows.items()}  # rows are only appended, never changed
-    for ent in bp.entities:
-        b.rows.setdefault(ent.name, [])
-        b.taken_ids[ent.name] = {r[ent.id_field] for r in b.rows[ent.name]}
+    for name, key in id_fields(bp).items():
+        table = b.rows.setdefault(name, [])
+        b.taken_ids[name] = {r[key] for r in table} if table else set()
     return b
 
 
@@ -59,8 +60,18 @@ def add_distractors(
     b = _builder(bp, order, core, seed, pool)
     before = {k: len(v) for k, v in b.rows.items()}
     counts: dict[str, int] = {}
-    index = {(e.name, r[e.id_field]): r for e in bp.entities for r in b.rows[e.name]}
-    rows = [(bp.entity(t), index[(t, k)]) for t, k in targets if (t, k) in index]
+    ids = id_fields(bp)
+    indexes: dict[str, dict[Any, dict[str, Any]]] = {}  # table -> key -> row, for the targets' tables
+    rows = []
+    for t, k in targets:
+        if t not in ids:
+            continue
+        index = indexes.get(t)
+        if index is None:
+            key = ids[t]
+            index = indexes[t] = {r[key]: r for r in b.rows[t]}
+        if k in index:
+            rows.append((bp.entity(t), index[k]))
     for level in range(1, min(depth, 4) + 1):
         n0 = sum(len(v) for v in b.rows.values())
         start = {ent.name: len(b.rows[ent.name]) for ent, _ in rows}

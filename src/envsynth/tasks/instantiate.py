@@ -22,7 +22,7 @@ from envsynth.runtime.state import Rows, insert_rows, read_rows, scratch_connect
 from envsynth.runtime.toolkit import Context
 from envsynth.tasks.chain import Step
 from envsynth.tasks.model import Call, Ref
-from envsynth.tasks.state import copy_rows, writable_tables
+from envsynth.tasks.state import copy_rows, id_fields, ref_fields, writable_tables
 from envsynth.testing.fixtures import Solver
 
 
@@ -273,25 +273,44 @@ def execute(app: App, rows: Rows, calls: list[Call], seed: int = 0) -> Run:
 
 
 def _carry_back(app: App, s0: Rows, before: Rows, after: Rows) -> Delta:
-    """Apply the solver's repairs (``before`` -> ``after``) to s0 and return them as a Delta, or raise ChainFailed."""
+    """Apply the solver's repairs (``before`` -> ``after``) to s0 and return them as a Delta, or raise ChainFailed.
+
+    ``s0`` may share its row lists and rows with other states: the tables that change get
+    fresh copies in ``s0`` before any of their rows is touched.
+    """
     tables = [e for e in app.blueprint.entities if before.get(e.name, []) != after.get(e.name, [])]
     delta = Delta()
     if not tables:  # the solver left every table alone
         return delta
-    s0_index = {(e.name, r[e.id_field]): r for e in app.blueprint.entities for r in s0.get(e.name, [])}
+    for ent in tables:  # copy on write
+        rows = s0.get(ent.name)
+        if rows is not None:
+            s0[ent.name] = [dict(r) for r in rows]
+    ids = id_fields(app.blueprint)
+    indexes: dict[str, dict[Any, dict[str, Any]]] = {}  # table -> key -> row of s0, built on first use
+
+    def index_of(table: str) -> dict[Any, dict[str, Any]]:
+        hit = indexes.get(table)
+        if hit is None:
+            key = ids.get(table)
+            hit = indexes[table] = {} if key is None else {r[key]: r for r in s0.get(table, ())}
+        return hit
+
     for ent in tables:
-        key = ent.id_field
+        key = ids[ent.name]
         b = {r[key]: r for r in before.get(ent.name, [])}
         a = {r[key]: r for r in after.get(ent.name, [])}
+        own = index_of(ent.name)
         for k, row in a.items():
             old = b.get(k)
             if old is None:
-                for f in ent.fields:
-                    if f.type == "ref" and row.get(f.name) is not None and (f.ref, row[f.name]) not in s0_index:
+                for name, ref in ref_fields(ent):
+                    v = row.get(name)
+                    if v is not None and v not in index_of(ref):
                         raise ChainFailed(f"a needed {ent.name} row refers to a row the chain creates")
                 new = dict(row)
                 s0.setdefault(ent.name, []).append(new)
-                s0_index[(ent.name, k)] = new
+                own[k] = new
                 delta.added.setdefault(ent.name, []).append(new)
                 continue
             if row == old:
@@ -299,7 +318,7 @@ def _carry_back(app: App, s0: Rows, before: Rows, after: Rows) -> Delta:
             changed = {c for c in row if row[c] != old.get(c)}
             if not changed:
                 continue
-            target = s0_index.get((ent.name, k))
+            target = own.get(k)
             if target is None:
                 raise ChainFailed(f"the chain's own {ent.name} row would need other values")
             for c in changed:
@@ -308,7 +327,7 @@ def _carry_back(app: App, s0: Rows, before: Rows, after: Rows) -> Delta:
                 target[c] = row[c]
             delta.changed.setdefault(ent.name, []).append(target)
         for k in b.keys() - a.keys():
-            row = s0_index.pop((ent.name, k), None)
+            row = own.pop(k, None)
             if row is None:
                 raise ChainFailed(f"a {ent.name} row the chain creates would have to go")
             s0[ent.name] = [r for r in s0[ent.name] if r is not row]
@@ -319,12 +338,13 @@ def _carry_back(app: App, s0: Rows, before: Rows, after: Rows) -> Delta:
 def _created_rows(app: App, steps: list[Step], results: list[Any]) -> dict[tuple[str, Any], Ref]:
     """(table, key) -> Ref for rows that earlier steps created and returned."""
     out: dict[tuple[str, Any], Ref] = {}
+    ids = id_fields(app.blueprint)
     for j, st in enumerate(steps):
         if st.spec.returns != "new" or not isinstance(results[j], dict):
             continue
         for ef in st.spec.effects:
             if ef.op == "insert":
-                idf = app.blueprint.entity(ef.entity).id_field
+                idf = ids[ef.entity]
                 if idf in results[j]:
                     out[(ef.entity, results[j][idf])] = Ref(step=j, field=idf)
     return out
@@ -349,6 +369,7 @@ def _instantiate(
     app: App, ws: Workspace, steps: list[Step], seed: int, attempts: int, pool: Rows | None
 ) -> tuple[Rows, list[Call], list[dict[str, Any]]]:
     s0 = ws.rows
+    ids = id_fields(app.blueprint)
     last_run: Run | None = None  # the accepted trial run of the steps so far (saves a replay)
     calls: list[Call] = []
     bound: list[dict[str, Any]] = []
@@ -383,7 +404,7 @@ def _instantiate(
             if not solver.satisfy(fx, step.spec.pre) or any(fx.args.get(k) != v for k, v in fixed.items()):
                 last_error = f"step {i} ({step.spec.name}): pre-conditions not satisfiable here"
                 continue
-            trial = copy_rows(s0)
+            trial = dict(s0)  # _carry_back copies the tables it changes
             try:
                 delta = _carry_back(app, trial, current, fx.rows)
             except ChainFailed as exc:
@@ -410,11 +431,7 @@ def _instantiate(
             calls.append(call)
             last_run = trial_run
             bound.append(
-                {
-                    b.alias: (b.entity, row[app.blueprint.entity(b.entity).id_field])
-                    for b in step.spec.bindings
-                    if (row := fx.aliases.get(b.alias)) is not None
-                }
+                {b.alias: (b.entity, row[ids[b.entity]]) for b in step.spec.bindings if (row := fx.aliases.get(b.alias)) is not None}
             )
             break
         else:

@@ -25,7 +25,7 @@ from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, _instantiate
 from envsynth.tasks.instruction import Phraser, compose, leaks_id, profile
 from envsynth.tasks.model import Call, Coordinates, Rejection, Task, TaskKind, TaskState
 from envsynth.tasks.oracle import oracle_program
-from envsynth.tasks.state import copy_rows, count_rows, merged
+from envsynth.tasks.state import copy_rows, count_rows, id_fields, merged, ref_fields
 
 KINDS: tuple[tuple[TaskKind, float], ...] = (("action", 0.55), ("info", 0.2), ("mixed", 0.25))
 WORLD_ROWS = 2
@@ -87,7 +87,7 @@ def synthesize(
         StateBuilder(app.blueprint, base, app.order).use_pool(value_pool(app)).fill(dict.fromkeys(_world_tables(app, steps), WORLD_ROWS))
     )
     try:
-        ws0 = Workspace(app, copy_rows(world))
+        ws0 = Workspace(app, world)  # the builder's fresh rows: nothing else holds them
     except ChainFailed as exc:
         return reject("not_instantiable", str(exc))
     # the instantiation workspace stays open: state 0's task state is s0 minus the pruned rows plus
@@ -125,6 +125,7 @@ def _synthesize(
     # seed, so its admission replay under seed 1 is its ground-truth run
     seeded = any(app.spec_by_name[c.tool].creates or app.spec_by_name[c.tool].code is not None for c in calls)
     core_verified = False  # the chain runs on the pruned core: checked by the first state run, see below
+    ids = id_fields(app.blueprint)
     guarded = _guarded(steps)
     targets = _targets(app, steps, calls, bound, core)
     answer_step, answer_field = _answer_spec(app, steps, calls, rng, core)
@@ -176,7 +177,8 @@ def _synthesize(
             if s == 0:
                 descs = {}
                 for t, k in state_targets:
-                    row = next(r for r in full[t] if r[app.blueprint.entity(t).id_field] == k)
+                    idf = ids[t]
+                    row = next(r for r in full[t] if r[idf] == k)
                     d = describe(app.blueprint, full, t, row, srng)
                     if d is None:
                         why = "target_not_describable"
@@ -301,20 +303,23 @@ def admit(
 def _without_matches(app: App, core: Rows, extra: Rows, descs: list[Description]) -> Rows:
     """``extra`` minus rows that a description matches, and rows that refer to those."""
     bp = app.blueprint
+    ids = id_fields(bp)
     full = merged(core, extra)
     dropped: set[tuple[str, Any]] = set()
     for d in descs:
-        ent = bp.entity(d.entity)
+        idf = bp.entity(d.entity).id_field
         for r in extra.get(d.entity, []):
             if d.matches(bp, full, r):
-                dropped.add((d.entity, r[ent.id_field]))
+                dropped.add((d.entity, r[idf]))
     changed = True
     while changed:
         changed = False
         for ent in bp.entities:
+            idf = ids[ent.name]
+            refs = ref_fields(ent)
             for r in extra.get(ent.name, []):
-                key = (ent.name, r[ent.id_field])
-                if key not in dropped and any(f.type == "ref" and (f.ref, r.get(f.name)) in dropped for f in ent.fields):
+                key = (ent.name, r[idf])
+                if key not in dropped and any((ref, r.get(name)) in dropped for name, ref in refs):
                     dropped.add(key)
                     changed = True
     return {t: [r for r in rows if (t, r[bp.entity(t).id_field]) not in dropped] for t, rows in extra.items()}
@@ -325,8 +330,8 @@ def _nonempty(rows: Rows) -> Rows:
 
 
 def _only(app: App, d: Description, full: Rows, table: str, key: Any) -> bool:
-    ent = app.blueprint.entity(table)
-    return all(r[ent.id_field] == key for r in full[table] if d.matches(app.blueprint, full, r))
+    idf = app.blueprint.entity(table).id_field
+    return all(r[idf] == key for r in full[table] if d.matches(app.blueprint, full, r))
 
 
 def _world_tables(app: App, steps: list[Step]) -> list[str]:
@@ -405,27 +410,30 @@ def _prune(app: App, s0: Rows, steps: list[Step], bound: list[dict[str, Any]]) -
     core alone does not.
     """
     bp = app.blueprint
+    ids = id_fields(bp)
     keep: set[tuple[str, Any]] = {tk for b in bound for tk in b.values()}
     for st in steps:
         if st.spec.query is not None and st.spec.query.op in ("search", "aggregate"):
             ent = bp.entity(st.spec.query.entity)
-            keep |= {(ent.name, r[ent.id_field]) for r in s0.get(ent.name, [])}
-    index = {(e.name, r[e.id_field]): r for e in bp.entities for r in s0.get(e.name, [])}
+            idf = ids[ent.name]
+            keep |= {(ent.name, r[idf]) for r in s0.get(ent.name, [])}
+    index = {(t, r[idf]): r for t, idf in ids.items() for r in s0.get(t, ())}
     keep &= index.keys()
     todo = list(keep)
     while todo:
         t, k = todo.pop()
-        for f in bp.entity(t).fields:
-            v = index[(t, k)].get(f.name)
-            if f.type == "ref" and v is not None and (f.ref, v) not in keep and (f.ref, v) in index:
-                keep.add((f.ref, v))  # type: ignore[arg-type]
-                todo.append((f.ref, v))  # type: ignore[arg-type]
-    return {e.name: [r for r in s0.get(e.name, []) if (e.name, r[e.id_field]) in keep] for e in bp.entities}
+        row = index[(t, k)]
+        for name, ref in ref_fields(bp.entity(t)):
+            v = row.get(name)
+            if v is not None and (ref, v) not in keep and (ref, v) in index:
+                keep.add((ref, v))
+                todo.append((ref, v))
+    return {t: [r for r in s0.get(t, ()) if (t, r[idf]) in keep] for t, idf in ids.items()}
 
 
 def _targets(app: App, steps: list[Step], calls: list[Call], bound: list[dict[str, Any]], core: Rows) -> list[tuple[str, Any]]:
     """Pre-existing rows the instruction must name (bound through literal id arguments)."""
-    present = {(e.name, r[e.id_field]) for e in app.blueprint.entities for r in core.get(e.name, [])}
+    present = {(t, r[idf]) for t, idf in id_fields(app.blueprint).items() for r in core.get(t, ())}
     out: list[tuple[str, Any]] = []
     for st, call, b in zip(steps, calls, bound):
         for binding in st.spec.bindings:
