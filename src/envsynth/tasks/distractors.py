@@ -107,7 +107,18 @@ def add_distractors(
 
 def _fixed(ent: Any, target: dict[str, Any], keep: set[str]) -> dict[str, Any]:
     """Field values a distractor copies from its target (unique fields are never copied)."""
-    return {f.name: target[f.name] for f in ent.fields[1:] if f.name in keep and not f.unique and target.get(f.name) is not None}
+    return {name: target[name] for name in _copyable(ent) if name in keep and target.get(name) is not None}
+
+
+_COPYABLE: dict[int, tuple[Any, list[str]]] = {}
+
+
+def _copyable(ent: Any) -> list[str]:
+    """An entity's fields other than its id that are not unique (memoised per entity object)."""
+    hit = _COPYABLE.get(id(ent))
+    if hit is None or hit[0] is not ent:
+        hit = _COPYABLE[id(ent)] = (ent, [f.name for f in ent.fields[1:] if not f.unique])
+    return hit[1]
 
 
 _CHILDREN: dict[tuple[int, str, frozenset[str]], tuple[Blueprint, list[tuple[Any, Any]]]] = {}

@@ -150,11 +150,12 @@ class Workspace:
         conn = self.conn
         conn.execute("SAVEPOINT s0")
         try:
+            ids = id_fields(self.app.blueprint)
             for ent in reversed(self.app.order):
                 rows = s0.get(ent.name)
                 if not rows:
                     continue
-                key = ent.id_field
+                key = ids[ent.name]
                 kept = {r[key] for r in core.get(ent.name, ())}
                 gone = [(r[key],) for r in rows if r[key] not in kept]
                 if gone:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import ast
 import random
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from envsynth.blueprint.expr import parse
 from envsynth.blueprint.values import ValueMaker
@@ -32,6 +33,7 @@ WORLD_ROWS = 2
 MIN_VISIBLE = 20
 STAFF_NAMES = 64
 STEP_ATTEMPTS = 3  # fixture-solver attempts per chain step (a 4th admits almost nothing more)
+_T = TypeVar("_T")
 ANSWER_TYPES = ("money", "quantity", "int", "float", "enum", "state", "date", "string", "name", "email", "company")
 
 
@@ -126,7 +128,7 @@ def _synthesize(
     seeded = any(app.spec_by_name[c.tool].creates or app.spec_by_name[c.tool].code is not None for c in calls)
     core_verified = False  # the chain runs on the pruned core: checked by the first state run, see below
     ids = id_fields(app.blueprint)
-    guarded = _guarded(steps)
+    guarded = _per_chain(app, steps, "_guarded_memo", lambda: _guarded(steps))
     targets = _targets(app, steps, calls, bound, core)
     answer_step, answer_field = _answer_spec(app, steps, calls, rng, core)
     visible = _visible(graph, [c.tool for c in calls], rng)
@@ -334,12 +336,27 @@ def _only(app: App, d: Description, full: Rows, table: str, key: Any) -> bool:
     return all(r[idf] == key for r in full[table] if d.matches(app.blueprint, full, r))
 
 
+def _per_chain(app: App, steps: list[Step], memo_name: str, make: Callable[[], _T]) -> _T:
+    """``make()``, memoised per app and per chain of tool specs (by identity: specs are not changed)."""
+    specs = tuple(st.spec for st in steps)
+    memo: dict[tuple[int, ...], tuple[tuple[Any, ...], _T]] = app.__dict__.setdefault(memo_name, {})
+    key = tuple(map(id, specs))
+    hit = memo.get(key)
+    if hit is None or any(a is not b for a, b in zip(hit[0], specs)):
+        hit = memo[key] = (specs, make())  # the specs are kept, so their ids stay theirs
+    return hit[1]
+
+
 def _world_tables(app: App, steps: list[Step]) -> list[str]:
     """Tables the chain's tools touch (read, write, bind, count), and the tables they refer to.
 
     Rows of other tables could never be bound, read or kept in the core, so the world
-    the chain is instantiated in leaves them out.
+    the chain is instantiated in leaves them out. Memoised per app and chain of specs.
     """
+    return list(_per_chain(app, steps, "_world_tables_memo", lambda: tuple(_find_world_tables(app, steps))))
+
+
+def _find_world_tables(app: App, steps: list[Step]) -> list[str]:
     bp = app.blueprint
     todo = set()
     for st in steps:
@@ -484,11 +501,21 @@ def _visible(graph: ToolGraph, chain: list[str], rng: random.Random) -> list[str
     seed_tools = list(dict.fromkeys(chain))
     for tool in list(seed_tools):
         for param in missing_inputs(graph, tool, seed_tools):
-            suppliers = sorted({u for u, _, _, a in graph.edges("data", target=tool) if a.get("param") == param})
-            reads = [u for u in suppliers if graph.node(u).get("mode") == "read"] or suppliers
-            if reads:
-                seed_tools.append(reads[0])
+            supplier = _supplier(graph, tool, param)
+            if supplier is not None:
+                seed_tools.append(supplier)
     return expand_subgraph(graph, seed_tools, min_size=MIN_VISIBLE, rng=rng)
+
+
+def _supplier(graph: ToolGraph, tool: str, param: str) -> str | None:
+    """The tool that supplies ``param`` of ``tool`` (the first by name, a read preferred; memoised per graph)."""
+    memo: dict[tuple[str, str], str | None] = graph.__dict__.setdefault("_supplier_memo", {})
+    key = (tool, param)
+    if key not in memo:
+        suppliers = sorted({u for u, _, _, a in graph.edges("data", target=tool) if a.get("param") == param})
+        reads = [u for u in suppliers if graph.node(u).get("mode") == "read"] or suppliers
+        memo[key] = reads[0] if reads else None
+    return memo[key]
 
 
 def _remap_ids(app: App, core: Rows, rng: random.Random) -> tuple[Rows, dict[tuple[str, Any], Any]]:
