@@ -137,7 +137,7 @@ class Workspace:
         conn.execute("RELEASE step")
         calls = [*kept, call]
         self._kept, self._kept_rng = calls, ctx.rng_used
-        return Run([*run.results, result], self._final(calls) if final else {})
+        return Run([*run.results, result], self._final(calls, run.final) if final else {})
 
     def prune(self, s0: Rows, core: Rows) -> bool:
         """Make the loaded state ``core`` by deleting the rows of ``s0`` (the state instantiation left) it lacks.
@@ -210,11 +210,23 @@ class Workspace:
         """Whether the kept state is the one ``run`` left."""
         return self._kept is not None and len(self._kept) == len(run.results)
 
-    def _final(self, calls: list[Call]) -> Rows:
-        """The current rows: only tables the calls can write may differ from the loaded rows."""
+    def _final(self, calls: list[Call], before: Rows | None = None) -> Rows:
+        """The current rows: only tables the calls can write may differ from the loaded rows.
+
+        ``before``: the rows as they were before the last call (possibly only some tables);
+        tables that call cannot write are taken from there instead of being read again.
+        """
         written = writable_tables(self.app, [c.tool for c in calls])
         final = {t: rows for t, rows in self.rows.items() if t not in written}
-        final.update(read_rows(self.conn, self.app.blueprint, written))
+        if before is None:
+            final.update(read_rows(self.conn, self.app.blueprint, written))
+            return final
+        last = writable_tables(self.app, [calls[-1].tool])
+        read = {t for t in written if t in last or t not in before}
+        fresh = read_rows(self.conn, self.app.blueprint, read)
+        for t in id_fields(self.app.blueprint):  # the order read_rows gives
+            if t in written:
+                final[t] = fresh[t] if t in read else before[t]
         return final
 
     def _rewind(self) -> None:
@@ -376,9 +388,11 @@ def _instantiate(
     bound: list[dict[str, Any]] = []
     for i, step in enumerate(steps):
         last_error = "no attempt"
+        # the same for every attempt: a failed attempt leaves the rows and the kept run as they were
+        run = last_run if last_run is not None else ws.run(calls) if calls else Run([], ws.rows)
+        current = run.final
+        created = _created_rows(app, steps[:i], run.results)
         for attempt in range(attempts):
-            run = last_run if last_run is not None else ws.run(calls) if calls else Run([], ws.rows)
-            current = run.final
             fixed: dict[str, Any] = {}
             for p, ref in step.refs.items():
                 src = run.results[ref.step]
@@ -386,7 +400,6 @@ def _instantiate(
                     raise ChainFailed(f"step {i}: the result of step {ref.step} has no {ref.field!r} to pass on")
                 fixed[p] = src[ref.field]
             refs = dict(step.refs)
-            created = _created_rows(app, steps[:i], run.results)
             for p, (j, alias) in step.pins.items():
                 table, key = bound[j].get(alias, (None, None))
                 if key is None:
