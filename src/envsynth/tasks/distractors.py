@@ -73,7 +73,7 @@ def add_distractors(
         if k in index:
             rows.append((bp.entity(t), index[k]))
     for level in range(1, min(depth, 4) + 1):
-        n0 = sum(len(v) for v in b.rows.values())
+        n0 = sum(map(len, b.rows.values()))
         start = {ent.name: len(b.rows[ent.name]) for ent, _ in rows}
         for ent, target in rows:
             for _ in range(PER_LEVEL):
@@ -96,11 +96,11 @@ def add_distractors(
             first = start[ent.name]
             if len(table_rows) == first:
                 continue
-            names = _plain_fields(ent)
-            new = [r for r in table_rows[first:] if any(r.get(n) != target.get(n) for n in names)]
+            values = [(n, target.get(n)) for n in _plain_fields(ent)]
+            new = [r for r in table_rows[first:] if any(r.get(n) != v for n, v in values)]
             if len(new) < len(table_rows) - first:
                 b.rows[ent.name] = table_rows[:first] + new
-        counts[f"d{level}"] = sum(len(v) for v in b.rows.values()) - n0
+        counts[f"d{level}"] = sum(map(len, b.rows.values())) - n0
     added = {k: v[before.get(k, 0) :] for k, v in b.rows.items() if len(v) > before.get(k, 0)}
     return added, counts
 

@@ -266,17 +266,20 @@ class Delta:
         """The same changes as INSERT, UPDATE and DELETE statements (parents inserted first, deleted last)."""
         if self.added:
             insert_rows(conn, app.order, self.added)
-        for ent in app.order:
-            rows = self.changed.get(ent.name)
-            if rows:
-                cols = [f.name for f in ent.fields[1:]]
-                sets = ", ".join(f'"{c}" = ?' for c in cols)
-                sql = f'UPDATE "{ent.name}" SET {sets} WHERE "{ent.id_field}" = ?'
-                conn.executemany(sql, [(*(r.get(c) for c in cols), r[ent.id_field]) for r in rows])
-        for ent in reversed(app.order):
-            keys = self.removed.get(ent.name)
-            if keys:
-                conn.executemany(f'DELETE FROM "{ent.name}" WHERE "{ent.id_field}" = ?', [(k,) for k in keys])
+        if self.changed:
+            for ent in app.order:
+                rows = self.changed.get(ent.name)
+                if rows:
+                    key = ent.id_field
+                    cols = [f.name for f in ent.fields[1:]]
+                    sets = ", ".join(f'"{c}" = ?' for c in cols)
+                    sql = f'UPDATE "{ent.name}" SET {sets} WHERE "{key}" = ?'
+                    conn.executemany(sql, [(*(r.get(c) for c in cols), r[key]) for r in rows])
+        if self.removed:
+            for ent in reversed(app.order):
+                keys = self.removed.get(ent.name)
+                if keys:
+                    conn.executemany(f'DELETE FROM "{ent.name}" WHERE "{ent.id_field}" = ?', [(k,) for k in keys])
 
 
 def execute(app: App, rows: Rows, calls: list[Call], seed: int = 0) -> Run:
@@ -363,6 +366,19 @@ def _created_rows(app: App, steps: list[Step], results: list[Any]) -> dict[tuple
     return out
 
 
+def _id_filters(app: App, step: Step) -> list[str]:
+    """Filter parameters of a search or aggregate step on id or ref fields: left unset (people filter by names and values, not by ids)."""
+    query = step.spec.query
+    if query is None or query.op not in ("search", "aggregate"):
+        return []
+    out = []
+    for flt in query.filters:
+        f = app.blueprint.entity(query.entity).field(flt.field)
+        if f.type in ("id", "ref"):
+            out.append(flt.param)
+    return out
+
+
 def instantiate(
     app: App, steps: list[Step], world: Rows, seed: int, attempts: int = 4, pool: Rows | None = None
 ) -> tuple[Rows, list[Call], list[dict[str, Any]]]:
@@ -392,6 +408,7 @@ def _instantiate(
         run = last_run if last_run is not None else ws.run(calls) if calls else Run([], ws.rows)
         current = run.final
         created = _created_rows(app, steps[:i], run.results)
+        unnamed: list[str] | None = None  # the step's id filter parameters (found in the first attempt)
         for attempt in range(attempts):
             fixed: dict[str, Any] = {}
             for p, ref in step.refs.items():
@@ -407,11 +424,10 @@ def _instantiate(
                 fixed[p] = key
                 if (table, key) in created:  # a row this chain made: its id is only known at run time
                     refs[p] = created[(table, key)]
-            if step.spec.query is not None and step.spec.query.op in ("search", "aggregate"):
-                for flt in step.spec.query.filters:  # people filter by names and values, not by ids
-                    f = app.blueprint.entity(step.spec.query.entity).field(flt.field)
-                    if f.type in ("id", "ref"):
-                        fixed[flt.param] = None
+            if unnamed is None:
+                unnamed = _id_filters(app, step)
+            for p in unnamed:
+                fixed[p] = None
             solver = Solver(app.blueprint, step.spec, app.order, app.now, seed * 131 + i * 17 + attempt)
             mode = "some" if step.spec.mode == "write" else "all"
             fx = solver.on_rows(current, fixed, mode, attempt, pool)
