@@ -19,6 +19,7 @@ from typing import Any
 
 from envsynth.blueprint.models import Blueprint
 from envsynth.runtime.state import Rows, StateBuilder
+from envsynth.tasks.state import id_fields
 
 PER_LEVEL = 2
 
@@ -28,9 +29,9 @@ def _builder(bp: Blueprint, order: list[Any], rows: Rows, seed: int, pool: Rows 
     if pool is not None:
         b.use_pool(pool)
     b.rows = {k: list(v) for k, v in rows.items()}  # rows are only appended, never changed
-    for ent in bp.entities:
-        b.rows.setdefault(ent.name, [])
-        b.taken_ids[ent.name] = {r[ent.id_field] for r in b.rows[ent.name]}
+    for name, key in id_fields(bp).items():
+        table = b.rows.setdefault(name, [])
+        b.taken_ids[name] = {r[key] for r in table} if table else set()
     return b
 
 
@@ -59,10 +60,20 @@ def add_distractors(
     b = _builder(bp, order, core, seed, pool)
     before = {k: len(v) for k, v in b.rows.items()}
     counts: dict[str, int] = {}
-    index = {(e.name, r[e.id_field]): r for e in bp.entities for r in b.rows[e.name]}
-    rows = [(bp.entity(t), index[(t, k)]) for t, k in targets if (t, k) in index]
+    ids = id_fields(bp)
+    indexes: dict[str, dict[Any, dict[str, Any]]] = {}  # table -> key -> row, for the targets' tables
+    rows = []
+    for t, k in targets:
+        if t not in ids:
+            continue
+        index = indexes.get(t)
+        if index is None:
+            key = ids[t]
+            index = indexes[t] = {r[key]: r for r in b.rows[t]}
+        if k in index:
+            rows.append((bp.entity(t), index[k]))
     for level in range(1, min(depth, 4) + 1):
-        n0 = sum(len(v) for v in b.rows.values())
+        n0 = sum(map(len, b.rows.values()))
         start = {ent.name: len(b.rows[ent.name]) for ent, _ in rows}
         for ent, target in rows:
             for _ in range(PER_LEVEL):
@@ -85,18 +96,29 @@ def add_distractors(
             first = start[ent.name]
             if len(table_rows) == first:
                 continue
-            names = _plain_fields(ent)
-            new = [r for r in table_rows[first:] if any(r.get(n) != target.get(n) for n in names)]
+            values = [(n, target.get(n)) for n in _plain_fields(ent)]
+            new = [r for r in table_rows[first:] if any(r.get(n) != v for n, v in values)]
             if len(new) < len(table_rows) - first:
                 b.rows[ent.name] = table_rows[:first] + new
-        counts[f"d{level}"] = sum(len(v) for v in b.rows.values()) - n0
+        counts[f"d{level}"] = sum(map(len, b.rows.values())) - n0
     added = {k: v[before.get(k, 0) :] for k, v in b.rows.items() if len(v) > before.get(k, 0)}
     return added, counts
 
 
 def _fixed(ent: Any, target: dict[str, Any], keep: set[str]) -> dict[str, Any]:
     """Field values a distractor copies from its target (unique fields are never copied)."""
-    return {f.name: target[f.name] for f in ent.fields[1:] if f.name in keep and not f.unique and target.get(f.name) is not None}
+    return {name: target[name] for name in _copyable(ent) if name in keep and target.get(name) is not None}
+
+
+_COPYABLE: dict[int, tuple[Any, list[str]]] = {}
+
+
+def _copyable(ent: Any) -> list[str]:
+    """An entity's fields other than its id that are not unique (memoised per entity object)."""
+    hit = _COPYABLE.get(id(ent))
+    if hit is None or hit[0] is not ent:
+        hit = _COPYABLE[id(ent)] = (ent, [f.name for f in ent.fields[1:] if not f.unique])
+    return hit[1]
 
 
 _CHILDREN: dict[tuple[int, str, frozenset[str]], tuple[Blueprint, list[tuple[Any, Any]]]] = {}

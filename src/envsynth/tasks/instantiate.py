@@ -22,7 +22,7 @@ from envsynth.runtime.state import Rows, insert_rows, read_rows, scratch_connect
 from envsynth.runtime.toolkit import Context
 from envsynth.tasks.chain import Step
 from envsynth.tasks.model import Call, Ref
-from envsynth.tasks.state import copy_rows, writable_tables
+from envsynth.tasks.state import copy_rows, id_fields, ref_fields, writable_tables
 from envsynth.testing.fixtures import Solver
 
 
@@ -137,7 +137,7 @@ class Workspace:
         conn.execute("RELEASE step")
         calls = [*kept, call]
         self._kept, self._kept_rng = calls, ctx.rng_used
-        return Run([*run.results, result], self._final(calls) if final else {})
+        return Run([*run.results, result], self._final(calls, run.final) if final else {})
 
     def prune(self, s0: Rows, core: Rows) -> bool:
         """Make the loaded state ``core`` by deleting the rows of ``s0`` (the state instantiation left) it lacks.
@@ -150,11 +150,12 @@ class Workspace:
         conn = self.conn
         conn.execute("SAVEPOINT s0")
         try:
+            ids = id_fields(self.app.blueprint)
             for ent in reversed(self.app.order):
                 rows = s0.get(ent.name)
                 if not rows:
                     continue
-                key = ent.id_field
+                key = ids[ent.name]
                 kept = {r[key] for r in core.get(ent.name, ())}
                 gone = [(r[key],) for r in rows if r[key] not in kept]
                 if gone:
@@ -209,11 +210,23 @@ class Workspace:
         """Whether the kept state is the one ``run`` left."""
         return self._kept is not None and len(self._kept) == len(run.results)
 
-    def _final(self, calls: list[Call]) -> Rows:
-        """The current rows: only tables the calls can write may differ from the loaded rows."""
+    def _final(self, calls: list[Call], before: Rows | None = None) -> Rows:
+        """The current rows: only tables the calls can write may differ from the loaded rows.
+
+        ``before``: the rows as they were before the last call (possibly only some tables);
+        tables that call cannot write are taken from there instead of being read again.
+        """
         written = writable_tables(self.app, [c.tool for c in calls])
         final = {t: rows for t, rows in self.rows.items() if t not in written}
-        final.update(read_rows(self.conn, self.app.blueprint, written))
+        if before is None:
+            final.update(read_rows(self.conn, self.app.blueprint, written))
+            return final
+        last = writable_tables(self.app, [calls[-1].tool])
+        read = {t for t in written if t in last or t not in before}
+        fresh = read_rows(self.conn, self.app.blueprint, read)
+        for t in id_fields(self.app.blueprint):  # the order read_rows gives
+            if t in written:
+                final[t] = fresh[t] if t in read else before[t]
         return final
 
     def _rewind(self) -> None:
@@ -253,17 +266,20 @@ class Delta:
         """The same changes as INSERT, UPDATE and DELETE statements (parents inserted first, deleted last)."""
         if self.added:
             insert_rows(conn, app.order, self.added)
-        for ent in app.order:
-            rows = self.changed.get(ent.name)
-            if rows:
-                cols = [f.name for f in ent.fields[1:]]
-                sets = ", ".join(f'"{c}" = ?' for c in cols)
-                sql = f'UPDATE "{ent.name}" SET {sets} WHERE "{ent.id_field}" = ?'
-                conn.executemany(sql, [(*(r.get(c) for c in cols), r[ent.id_field]) for r in rows])
-        for ent in reversed(app.order):
-            keys = self.removed.get(ent.name)
-            if keys:
-                conn.executemany(f'DELETE FROM "{ent.name}" WHERE "{ent.id_field}" = ?', [(k,) for k in keys])
+        if self.changed:
+            for ent in app.order:
+                rows = self.changed.get(ent.name)
+                if rows:
+                    key = ent.id_field
+                    cols = [f.name for f in ent.fields[1:]]
+                    sets = ", ".join(f'"{c}" = ?' for c in cols)
+                    sql = f'UPDATE "{ent.name}" SET {sets} WHERE "{key}" = ?'
+                    conn.executemany(sql, [(*(r.get(c) for c in cols), r[key]) for r in rows])
+        if self.removed:
+            for ent in reversed(app.order):
+                keys = self.removed.get(ent.name)
+                if keys:
+                    conn.executemany(f'DELETE FROM "{ent.name}" WHERE "{ent.id_field}" = ?', [(k,) for k in keys])
 
 
 def execute(app: App, rows: Rows, calls: list[Call], seed: int = 0) -> Run:
@@ -273,25 +289,44 @@ def execute(app: App, rows: Rows, calls: list[Call], seed: int = 0) -> Run:
 
 
 def _carry_back(app: App, s0: Rows, before: Rows, after: Rows) -> Delta:
-    """Apply the solver's repairs (``before`` -> ``after``) to s0 and return them as a Delta, or raise ChainFailed."""
+    """Apply the solver's repairs (``before`` -> ``after``) to s0 and return them as a Delta, or raise ChainFailed.
+
+    ``s0`` may share its row lists and rows with other states: the tables that change get
+    fresh copies in ``s0`` before any of their rows is touched.
+    """
     tables = [e for e in app.blueprint.entities if before.get(e.name, []) != after.get(e.name, [])]
     delta = Delta()
     if not tables:  # the solver left every table alone
         return delta
-    s0_index = {(e.name, r[e.id_field]): r for e in app.blueprint.entities for r in s0.get(e.name, [])}
+    for ent in tables:  # copy on write
+        rows = s0.get(ent.name)
+        if rows is not None:
+            s0[ent.name] = [dict(r) for r in rows]
+    ids = id_fields(app.blueprint)
+    indexes: dict[str, dict[Any, dict[str, Any]]] = {}  # table -> key -> row of s0, built on first use
+
+    def index_of(table: str) -> dict[Any, dict[str, Any]]:
+        hit = indexes.get(table)
+        if hit is None:
+            key = ids.get(table)
+            hit = indexes[table] = {} if key is None else {r[key]: r for r in s0.get(table, ())}
+        return hit
+
     for ent in tables:
-        key = ent.id_field
+        key = ids[ent.name]
         b = {r[key]: r for r in before.get(ent.name, [])}
         a = {r[key]: r for r in after.get(ent.name, [])}
+        own = index_of(ent.name)
         for k, row in a.items():
             old = b.get(k)
             if old is None:
-                for f in ent.fields:
-                    if f.type == "ref" and row.get(f.name) is not None and (f.ref, row[f.name]) not in s0_index:
+                for name, ref in ref_fields(ent):
+                    v = row.get(name)
+                    if v is not None and v not in index_of(ref):
                         raise ChainFailed(f"a needed {ent.name} row refers to a row the chain creates")
                 new = dict(row)
                 s0.setdefault(ent.name, []).append(new)
-                s0_index[(ent.name, k)] = new
+                own[k] = new
                 delta.added.setdefault(ent.name, []).append(new)
                 continue
             if row == old:
@@ -299,7 +334,7 @@ def _carry_back(app: App, s0: Rows, before: Rows, after: Rows) -> Delta:
             changed = {c for c in row if row[c] != old.get(c)}
             if not changed:
                 continue
-            target = s0_index.get((ent.name, k))
+            target = own.get(k)
             if target is None:
                 raise ChainFailed(f"the chain's own {ent.name} row would need other values")
             for c in changed:
@@ -308,7 +343,7 @@ def _carry_back(app: App, s0: Rows, before: Rows, after: Rows) -> Delta:
                 target[c] = row[c]
             delta.changed.setdefault(ent.name, []).append(target)
         for k in b.keys() - a.keys():
-            row = s0_index.pop((ent.name, k), None)
+            row = own.pop(k, None)
             if row is None:
                 raise ChainFailed(f"a {ent.name} row the chain creates would have to go")
             s0[ent.name] = [r for r in s0[ent.name] if r is not row]
@@ -319,14 +354,28 @@ def _carry_back(app: App, s0: Rows, before: Rows, after: Rows) -> Delta:
 def _created_rows(app: App, steps: list[Step], results: list[Any]) -> dict[tuple[str, Any], Ref]:
     """(table, key) -> Ref for rows that earlier steps created and returned."""
     out: dict[tuple[str, Any], Ref] = {}
+    ids = id_fields(app.blueprint)
     for j, st in enumerate(steps):
         if st.spec.returns != "new" or not isinstance(results[j], dict):
             continue
         for ef in st.spec.effects:
             if ef.op == "insert":
-                idf = app.blueprint.entity(ef.entity).id_field
+                idf = ids[ef.entity]
                 if idf in results[j]:
                     out[(ef.entity, results[j][idf])] = Ref(step=j, field=idf)
+    return out
+
+
+def _id_filters(app: App, step: Step) -> list[str]:
+    """Filter parameters of a search or aggregate step on id or ref fields: left unset (people filter by names and values, not by ids)."""
+    query = step.spec.query
+    if query is None or query.op not in ("search", "aggregate"):
+        return []
+    out = []
+    for flt in query.filters:
+        f = app.blueprint.entity(query.entity).field(flt.field)
+        if f.type in ("id", "ref"):
+            out.append(flt.param)
     return out
 
 
@@ -349,14 +398,18 @@ def _instantiate(
     app: App, ws: Workspace, steps: list[Step], seed: int, attempts: int, pool: Rows | None
 ) -> tuple[Rows, list[Call], list[dict[str, Any]]]:
     s0 = ws.rows
+    ids = id_fields(app.blueprint)
     last_run: Run | None = None  # the accepted trial run of the steps so far (saves a replay)
     calls: list[Call] = []
     bound: list[dict[str, Any]] = []
     for i, step in enumerate(steps):
         last_error = "no attempt"
+        # the same for every attempt: a failed attempt leaves the rows and the kept run as they were
+        run = last_run if last_run is not None else ws.run(calls) if calls else Run([], ws.rows)
+        current = run.final
+        created = _created_rows(app, steps[:i], run.results)
+        unnamed: list[str] | None = None  # the step's id filter parameters (found in the first attempt)
         for attempt in range(attempts):
-            run = last_run if last_run is not None else ws.run(calls) if calls else Run([], ws.rows)
-            current = run.final
             fixed: dict[str, Any] = {}
             for p, ref in step.refs.items():
                 src = run.results[ref.step]
@@ -364,7 +417,6 @@ def _instantiate(
                     raise ChainFailed(f"step {i}: the result of step {ref.step} has no {ref.field!r} to pass on")
                 fixed[p] = src[ref.field]
             refs = dict(step.refs)
-            created = _created_rows(app, steps[:i], run.results)
             for p, (j, alias) in step.pins.items():
                 table, key = bound[j].get(alias, (None, None))
                 if key is None:
@@ -372,18 +424,17 @@ def _instantiate(
                 fixed[p] = key
                 if (table, key) in created:  # a row this chain made: its id is only known at run time
                     refs[p] = created[(table, key)]
-            if step.spec.query is not None and step.spec.query.op in ("search", "aggregate"):
-                for flt in step.spec.query.filters:  # people filter by names and values, not by ids
-                    f = app.blueprint.entity(step.spec.query.entity).field(flt.field)
-                    if f.type in ("id", "ref"):
-                        fixed[flt.param] = None
+            if unnamed is None:
+                unnamed = _id_filters(app, step)
+            for p in unnamed:
+                fixed[p] = None
             solver = Solver(app.blueprint, step.spec, app.order, app.now, seed * 131 + i * 17 + attempt)
             mode = "some" if step.spec.mode == "write" else "all"
             fx = solver.on_rows(current, fixed, mode, attempt, pool)
             if not solver.satisfy(fx, step.spec.pre) or any(fx.args.get(k) != v for k, v in fixed.items()):
                 last_error = f"step {i} ({step.spec.name}): pre-conditions not satisfiable here"
                 continue
-            trial = copy_rows(s0)
+            trial = dict(s0)  # _carry_back copies the tables it changes
             try:
                 delta = _carry_back(app, trial, current, fx.rows)
             except ChainFailed as exc:
@@ -410,11 +461,7 @@ def _instantiate(
             calls.append(call)
             last_run = trial_run
             bound.append(
-                {
-                    b.alias: (b.entity, row[app.blueprint.entity(b.entity).id_field])
-                    for b in step.spec.bindings
-                    if (row := fx.aliases.get(b.alias)) is not None
-                }
+                {b.alias: (b.entity, row[ids[b.entity]]) for b in step.spec.bindings if (row := fx.aliases.get(b.alias)) is not None}
             )
             break
         else:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import ast
 import random
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from envsynth.blueprint.expr import parse
 from envsynth.blueprint.values import ValueMaker
@@ -25,13 +26,14 @@ from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, _instantiate
 from envsynth.tasks.instruction import Phraser, compose, leaks_id, profile
 from envsynth.tasks.model import Call, Coordinates, Rejection, Task, TaskKind, TaskState
 from envsynth.tasks.oracle import oracle_program
-from envsynth.tasks.state import copy_rows, count_rows, merged
+from envsynth.tasks.state import copy_rows, count_rows, id_fields, merged, ref_fields
 
 KINDS: tuple[tuple[TaskKind, float], ...] = (("action", 0.55), ("info", 0.2), ("mixed", 0.25))
 WORLD_ROWS = 2
 MIN_VISIBLE = 20
 STAFF_NAMES = 64
 STEP_ATTEMPTS = 3  # fixture-solver attempts per chain step (a 4th admits almost nothing more)
+_T = TypeVar("_T")
 ANSWER_TYPES = ("money", "quantity", "int", "float", "enum", "state", "date", "string", "name", "email", "company")
 
 
@@ -87,7 +89,7 @@ def synthesize(
         StateBuilder(app.blueprint, base, app.order).use_pool(value_pool(app)).fill(dict.fromkeys(_world_tables(app, steps), WORLD_ROWS))
     )
     try:
-        ws0 = Workspace(app, copy_rows(world))
+        ws0 = Workspace(app, world)  # the builder's fresh rows: nothing else holds them
     except ChainFailed as exc:
         return reject("not_instantiable", str(exc))
     # the instantiation workspace stays open: state 0's task state is s0 minus the pruned rows plus
@@ -125,7 +127,8 @@ def _synthesize(
     # seed, so its admission replay under seed 1 is its ground-truth run
     seeded = any(app.spec_by_name[c.tool].creates or app.spec_by_name[c.tool].code is not None for c in calls)
     core_verified = False  # the chain runs on the pruned core: checked by the first state run, see below
-    guarded = _guarded(steps)
+    ids = id_fields(app.blueprint)
+    guarded = _per_chain(app, steps, "_guarded_memo", lambda: _guarded(steps))
     targets = _targets(app, steps, calls, bound, core)
     answer_step, answer_field = _answer_spec(app, steps, calls, rng, core)
     visible = _visible(graph, [c.tool for c in calls], rng)
@@ -176,7 +179,8 @@ def _synthesize(
             if s == 0:
                 descs = {}
                 for t, k in state_targets:
-                    row = next(r for r in full[t] if r[app.blueprint.entity(t).id_field] == k)
+                    idf = ids[t]
+                    row = next(r for r in full[t] if r[idf] == k)
                     d = describe(app.blueprint, full, t, row, srng)
                     if d is None:
                         why = "target_not_describable"
@@ -301,20 +305,23 @@ def admit(
 def _without_matches(app: App, core: Rows, extra: Rows, descs: list[Description]) -> Rows:
     """``extra`` minus rows that a description matches, and rows that refer to those."""
     bp = app.blueprint
+    ids = id_fields(bp)
     full = merged(core, extra)
     dropped: set[tuple[str, Any]] = set()
     for d in descs:
-        ent = bp.entity(d.entity)
+        idf = bp.entity(d.entity).id_field
         for r in extra.get(d.entity, []):
             if d.matches(bp, full, r):
-                dropped.add((d.entity, r[ent.id_field]))
+                dropped.add((d.entity, r[idf]))
     changed = True
     while changed:
         changed = False
         for ent in bp.entities:
+            idf = ids[ent.name]
+            refs = ref_fields(ent)
             for r in extra.get(ent.name, []):
-                key = (ent.name, r[ent.id_field])
-                if key not in dropped and any(f.type == "ref" and (f.ref, r.get(f.name)) in dropped for f in ent.fields):
+                key = (ent.name, r[idf])
+                if key not in dropped and any((ref, r.get(name)) in dropped for name, ref in refs):
                     dropped.add(key)
                     changed = True
     return {t: [r for r in rows if (t, r[bp.entity(t).id_field]) not in dropped] for t, rows in extra.items()}
@@ -325,16 +332,31 @@ def _nonempty(rows: Rows) -> Rows:
 
 
 def _only(app: App, d: Description, full: Rows, table: str, key: Any) -> bool:
-    ent = app.blueprint.entity(table)
-    return all(r[ent.id_field] == key for r in full[table] if d.matches(app.blueprint, full, r))
+    idf = app.blueprint.entity(table).id_field
+    return all(r[idf] == key for r in full[table] if d.matches(app.blueprint, full, r))
+
+
+def _per_chain(app: App, steps: list[Step], memo_name: str, make: Callable[[], _T]) -> _T:
+    """``make()``, memoised per app and per chain of tool specs (by identity: specs are not changed)."""
+    specs = tuple(st.spec for st in steps)
+    memo: dict[tuple[int, ...], tuple[tuple[Any, ...], _T]] = app.__dict__.setdefault(memo_name, {})
+    key = tuple(map(id, specs))
+    hit = memo.get(key)
+    if hit is None or any(a is not b for a, b in zip(hit[0], specs)):
+        hit = memo[key] = (specs, make())  # the specs are kept, so their ids stay theirs
+    return hit[1]
 
 
 def _world_tables(app: App, steps: list[Step]) -> list[str]:
     """Tables the chain's tools touch (read, write, bind, count), and the tables they refer to.
 
     Rows of other tables could never be bound, read or kept in the core, so the world
-    the chain is instantiated in leaves them out.
+    the chain is instantiated in leaves them out. Memoised per app and chain of specs.
     """
+    return list(_per_chain(app, steps, "_world_tables_memo", lambda: tuple(_find_world_tables(app, steps))))
+
+
+def _find_world_tables(app: App, steps: list[Step]) -> list[str]:
     bp = app.blueprint
     todo = set()
     for st in steps:
@@ -405,27 +427,30 @@ def _prune(app: App, s0: Rows, steps: list[Step], bound: list[dict[str, Any]]) -
     core alone does not.
     """
     bp = app.blueprint
+    ids = id_fields(bp)
     keep: set[tuple[str, Any]] = {tk for b in bound for tk in b.values()}
     for st in steps:
         if st.spec.query is not None and st.spec.query.op in ("search", "aggregate"):
             ent = bp.entity(st.spec.query.entity)
-            keep |= {(ent.name, r[ent.id_field]) for r in s0.get(ent.name, [])}
-    index = {(e.name, r[e.id_field]): r for e in bp.entities for r in s0.get(e.name, [])}
+            idf = ids[ent.name]
+            keep |= {(ent.name, r[idf]) for r in s0.get(ent.name, [])}
+    index = {(t, r[idf]): r for t, idf in ids.items() for r in s0.get(t, ())}
     keep &= index.keys()
     todo = list(keep)
     while todo:
         t, k = todo.pop()
-        for f in bp.entity(t).fields:
-            v = index[(t, k)].get(f.name)
-            if f.type == "ref" and v is not None and (f.ref, v) not in keep and (f.ref, v) in index:
-                keep.add((f.ref, v))  # type: ignore[arg-type]
-                todo.append((f.ref, v))  # type: ignore[arg-type]
-    return {e.name: [r for r in s0.get(e.name, []) if (e.name, r[e.id_field]) in keep] for e in bp.entities}
+        row = index[(t, k)]
+        for name, ref in ref_fields(bp.entity(t)):
+            v = row.get(name)
+            if v is not None and (ref, v) not in keep and (ref, v) in index:
+                keep.add((ref, v))
+                todo.append((ref, v))
+    return {t: [r for r in s0.get(t, ()) if (t, r[idf]) in keep] for t, idf in ids.items()}
 
 
 def _targets(app: App, steps: list[Step], calls: list[Call], bound: list[dict[str, Any]], core: Rows) -> list[tuple[str, Any]]:
     """Pre-existing rows the instruction must name (bound through literal id arguments)."""
-    present = {(e.name, r[e.id_field]) for e in app.blueprint.entities for r in core.get(e.name, [])}
+    present = {(t, r[idf]) for t, idf in id_fields(app.blueprint).items() for r in core.get(t, ())}
     out: list[tuple[str, Any]] = []
     for st, call, b in zip(steps, calls, bound):
         for binding in st.spec.bindings:
@@ -476,11 +501,21 @@ def _visible(graph: ToolGraph, chain: list[str], rng: random.Random) -> list[str
     seed_tools = list(dict.fromkeys(chain))
     for tool in list(seed_tools):
         for param in missing_inputs(graph, tool, seed_tools):
-            suppliers = sorted({u for u, _, _, a in graph.edges("data", target=tool) if a.get("param") == param})
-            reads = [u for u in suppliers if graph.node(u).get("mode") == "read"] or suppliers
-            if reads:
-                seed_tools.append(reads[0])
+            supplier = _supplier(graph, tool, param)
+            if supplier is not None:
+                seed_tools.append(supplier)
     return expand_subgraph(graph, seed_tools, min_size=MIN_VISIBLE, rng=rng)
+
+
+def _supplier(graph: ToolGraph, tool: str, param: str) -> str | None:
+    """The tool that supplies ``param`` of ``tool`` (the first by name, a read preferred; memoised per graph)."""
+    memo: dict[tuple[str, str], str | None] = graph.__dict__.setdefault("_supplier_memo", {})
+    key = (tool, param)
+    if key not in memo:
+        suppliers = sorted({u for u, _, _, a in graph.edges("data", target=tool) if a.get("param") == param})
+        reads = [u for u in suppliers if graph.node(u).get("mode") == "read"] or suppliers
+        memo[key] = reads[0] if reads else None
+    return memo[key]
 
 
 def _remap_ids(app: App, core: Rows, rng: random.Random) -> tuple[Rows, dict[tuple[str, Any], Any]]:
