@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import networkx as nx
@@ -106,8 +107,9 @@ def test_the_task_stage_rewrites_and_expands_and_tasks_stay_admitted(harbor: tup
     app, graph = harbor
     first = pay_tasks[0]
     method = first.oracle[0].args["payment_method"].replace("_", " ")
-    dated = first.instruction.split("placed on ")[1].split(",")[0:2]  # "December 13", " 2025 at 3:45 PM"
-    text = f"Hello! Please pay for the order placed on {dated[0]},{dated[1]} using {method}, then tell me what payment method it shows."
+    dated = re.search(r"(\w+) on ([A-Z][a-z]+ \d+, \d{4} at \d+:\d\d [AP]M)", first.instruction)  # "placed on December 13, 2025 at 3:45 PM"
+    assert dated is not None, first.instruction
+    text = f"Hello! Please pay for the order {dated[1]} on {dated[2]} using {method}, then tell me what payment method it shows."
     rewrite = {"instruction": text, "name": first.user.name, "role": "shop assistant", "email": None, "phone": None, "preferences": {}}
     stage = TaskStage(BuilderClient(ScriptedProvider(replies([0.9, 0.1], rewrite))), asyncio.run)
     out = stage(app, graph, pay_tasks)

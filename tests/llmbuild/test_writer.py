@@ -57,12 +57,18 @@ def reply(task: Task, instruction: str, **profile: object) -> str:
     )
 
 
+def other_words(app: App, task: Task) -> str:
+    """The description's other required words (how the order's date is named, e.g. "delivered"), or "placed"."""
+    method = task.oracle[0].args["payment_method"].replace("_", " ")
+    return " ".join(v.shown for v in required_values(app, task) if v.kind == "text" and v.norm != method) or "placed"
+
+
 def texts(app: App, task: Task) -> dict[str, str]:
     date, time = shown(app, task, "date"), shown(app, task, "time")
     method = task.oracle[0].args["payment_method"].replace("_", " ")
     order_id = task.oracle[0].args["order_id"]
     good = (
-        f"Hi, {task.user.name} here. There's an order that was placed on {date} at {time} and still needs paying. "
+        f"Hi, {task.user.name} here. There's an order that was {other_words(app, task)} on {date} at {time} and still needs paying. "
         f"Could you pay it with {method}? Once that's done, which payment method does the order show?"
     )
     return {
@@ -76,7 +82,8 @@ def test_required_values_of_a_procedural_instruction(harbor: tuple[App, ToolGrap
     app, _ = harbor
     kinds = {v.kind: v for v in required_values(app, pay_task)}
     assert set(kinds) == {"date", "time", "text"}
-    assert kinds["text"].norm == pay_task.oracle[0].args["payment_method"].replace("_", " ")
+    method = pay_task.oracle[0].args["payment_method"].replace("_", " ")
+    assert method in {v.norm for v in required_values(app, pay_task) if v.kind == "text"}
     assert kinds["date"].shown in pay_task.instruction and kinds["time"].shown in pay_task.instruction
 
 
@@ -119,7 +126,7 @@ def test_values_are_compared_normalized(harbor: tuple[App, ToolGraph], pay_task:
     date = next(v.norm for v in required_values(app, pay_task) if v.kind == "date")  # ISO
     time = next(v.norm for v in required_values(app, pay_task) if v.kind == "time")  # 24-hour
     method = pay_task.oracle[0].args["payment_method"].replace("_", " ").title()
-    text = f"Please pay my order from {date} {time} using {method}. What payment method is on it now?"
+    text = f"Please pay my order {other_words(app, pay_task)} {date} {time} using {method}. What payment method is on it now?"
     assert check_rewrite(app, pay_task, Rewrite(instruction=text, name=pay_task.user.name.upper(), role="staff")) == []
     wrong = text.replace(date, date[:-2] + ("01" if date[-2:] != "01" else "02"))
     assert check_rewrite(app, pay_task, Rewrite(instruction=wrong, name=pay_task.user.name, role="staff"))[0].startswith(
