@@ -147,7 +147,7 @@ def _synthesize(
         state_calls = [_remap_call(app, c, mapping) for c in calls]
         state_targets = [(t, mapping.get((t, k), k)) for t, k in targets]
         made = None
-        why = "description_ambiguous_in_state"
+        why, why_detail = "description_ambiguous_in_state", ""
         attempt = -1
         while attempt < 2:
             attempt += 1
@@ -164,7 +164,7 @@ def _synthesize(
                         check = ws.run(state_calls, seed=1) if seeded else run
                     except ChainFailed as exc:  # the oracle depends on the ids its own calls drew: other distractors won't help
                         return reject("oracle_fails", f"with another episode seed: {exc}")
-            except ChainFailed:
+            except ChainFailed as exc:
                 if s == 0 and not core_verified:
                     core_verified = True
                     if not (extra and (_runs_in(ws0, calls) if derived else _runs(app, core, calls))):
@@ -174,7 +174,7 @@ def _synthesize(
                             ws0.unprune(core)
                         attempt -= 1
                         continue
-                why = "chain_broken_by_distractors"
+                why, why_detail = "chain_broken_by_distractors", str(exc)
                 continue
             if s == 0:
                 descs = {}
@@ -197,7 +197,7 @@ def _synthesize(
                 made = (extra, per_level, full, run, check)
                 break
         if made is None:
-            return reject(why)
+            return reject(why, why_detail)
         extra, per_level, full, run, check = made
         expected = effects_of(app.blueprint, full, run.final, now=app.now)
         answer = _extract(run.results, answer_step, answer_field)
