@@ -39,6 +39,7 @@ class BoolColumns(dict[str, tuple[str, ...]]):
 
 
 _COUNT_SQL: dict[tuple[str, ...], str] = {}  # (table, *columns) -> COUNT statement (pure text, shared by all apps)
+_EXISTS_SQL: dict[tuple[str, ...], str] = {}  # (table, *columns) -> first-match statement
 _ID_SQL: dict[tuple[str, str], str] = {}  # (table, key) -> id lookup statement
 
 
@@ -143,9 +144,9 @@ class Context:
         return hit
 
     def exists(self, table: str, where: dict[str, Any]) -> bool:
-        """Whether a row of ``table`` matches all ``column = value`` pairs."""
-        sql = _COUNT_SQL.get((table, *where)) or _count_sql(table, where)
-        return int(self.db.execute(sql, tuple(where.values())).fetchone()[0]) > 0
+        """Whether a row of ``table`` matches all ``column = value`` pairs (the first one found ends the search)."""
+        sql = _EXISTS_SQL.get((table, *where)) or _exists_sql(table, where)
+        return self.db.execute(sql, tuple(where.values())).fetchone() is not None
 
     def count(self, table: str, where: dict[str, Any]) -> int:
         """How many rows of ``table`` match all ``column = value`` pairs."""
@@ -153,10 +154,20 @@ class Context:
         return int(self.db.execute(sql, tuple(where.values())).fetchone()[0])
 
 
+def _where(where: dict[str, Any]) -> str:
+    """The condition matching ``where``'s ``column = value`` pairs (``IS``: None matches NULL)."""
+    return " AND ".join(f'"{k}" IS ?' for k in where) or "1"
+
+
 def _count_sql(table: str, where: dict[str, Any]) -> str:
     """``SELECT COUNT(*)`` of ``table`` rows matching ``where``'s columns, built once per table and columns."""
-    cond = " AND ".join(f'"{k}" IS ?' for k in where) or "1"
-    sql = _COUNT_SQL[(table, *where)] = f'SELECT COUNT(*) FROM "{table}" WHERE {cond}'
+    sql = _COUNT_SQL[(table, *where)] = f'SELECT COUNT(*) FROM "{table}" WHERE {_where(where)}'
+    return sql
+
+
+def _exists_sql(table: str, where: dict[str, Any]) -> str:
+    """A query of the first ``table`` row matching ``where``'s columns, built once per table and columns."""
+    sql = _EXISTS_SQL[(table, *where)] = f'SELECT 1 FROM "{table}" WHERE {_where(where)} LIMIT 1'
     return sql
 
 
