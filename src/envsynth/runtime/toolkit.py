@@ -38,6 +38,7 @@ class BoolColumns(dict[str, tuple[str, ...]]):
         self.columns: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
 
+_MAX_CACHED_QUERIES = 4096  # per app, see BoolColumns
 _COUNT_SQL: dict[tuple[str, ...], str] = {}  # (table, *columns) -> COUNT statement (pure text, shared by all apps)
 _EXISTS_SQL: dict[tuple[str, ...], str] = {}  # (table, *columns) -> first-match statement
 _ID_SQL: dict[tuple[str, str], str] = {}  # (table, key) -> id lookup statement
@@ -138,9 +139,11 @@ class Context:
         return out
 
     def _names(self, cur: sqlite3.Cursor, sql: str, table: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The column names of ``sql`` (read from ``cur``) and the bool columns of ``table`` among them, now cached."""
+        """The column names of ``sql`` (read from ``cur``) and the bool columns of ``table`` among them (cached, up to a bound)."""
         names = tuple(c[0] for c in cur.description)
-        hit = self._columns[sql, table] = (names, tuple(c for c in self.bools.get(table, ()) if c in names))
+        hit = (names, tuple(c for c in self.bools.get(table, ()) if c in names))
+        if len(self._columns) < _MAX_CACHED_QUERIES:  # bounded: custom code may build SQL text from values
+            self._columns[sql, table] = hit
         return hit
 
     def exists(self, table: str, where: dict[str, Any]) -> bool:
