@@ -16,6 +16,7 @@ from envsynth.blueprint.models import Blueprint, Entity
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
 from envsynth.compiler.schema import creation_order
 from envsynth.runtime.episode import Episode
+from envsynth.runtime.toolkit import BoolColumns
 
 
 class AppLoadError(RuntimeError):
@@ -114,13 +115,19 @@ class App:
         return {s.name: argument_model(s) for s in self.specs}
 
     @cached_property
+    def validate(self) -> dict[str, Callable[[Any], BaseModel]]:
+        """Each tool's argument validation (``validators[name].model_validate`` without its per-call overhead)."""
+        return {name: model.__pydantic_validator__.validate_python for name, model in self.validators.items()}
+
+    @cached_property
     def order(self) -> list[Entity]:
         """Entities in table-creation order."""
         return creation_order(self.blueprint)
 
     @cached_property
-    def bool_columns(self) -> dict[str, tuple[str, ...]]:
-        return dict(self.module.BOOL_COLUMNS)
+    def bool_columns(self) -> BoolColumns:
+        """Bool columns by table; also holds the app's cache of query column names (see :class:`BoolColumns`)."""
+        return BoolColumns(self.module.BOOL_COLUMNS)
 
     @property
     def now(self) -> str:

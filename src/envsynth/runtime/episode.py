@@ -94,7 +94,8 @@ class Episode:
         return result[0]
 
     def _call(self, name: str, arguments: dict[str, Any] | str | None, replay: bool = False) -> tuple[CallResult, str | None]:
-        fn = self.app.functions.get(name)
+        app = self.app
+        fn = app.functions.get(name)
         if fn is None:
             return CallResult(REJECTION, f"Unknown tool {name!r}.", code="unknown_tool"), None
         if isinstance(arguments, str):
@@ -107,7 +108,7 @@ class Episode:
         if not isinstance(arguments, dict):
             return CallResult(REJECTION, f"Arguments of {name} must be a JSON object.", code="invalid_arguments"), None
         try:
-            args = self.app.validators[name].model_validate(arguments).__dict__
+            args = app.validate[name](arguments).__dict__
         except ValidationError as exc:
             return CallResult(REJECTION, _validation_message(name, exc), code="invalid_arguments"), None
         db = self.db

@@ -23,13 +23,34 @@ class ToolError(Exception):
         self.code = code
 
 
+class BoolColumns(dict[str, tuple[str, ...]]):
+    """An app's bool columns by table, carrying the app's cache of result column names.
+
+    ``columns`` maps ``(sql, table)`` to the query's column names and the bool columns
+    among them; an app's statements always read the same schema, so it is shared by all
+    of the app's episodes (a plain dict given to :class:`Context` gets a per-context cache).
+    """
+
+    __slots__ = ("columns",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.columns: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+_MAX_CACHED_QUERIES = 4096  # per app, see BoolColumns
+_COUNT_SQL: dict[tuple[str, ...], str] = {}  # (table, *columns) -> COUNT statement (pure text, shared by all apps)
+_EXISTS_SQL: dict[tuple[str, ...], str] = {}  # (table, *columns) -> first-match statement
+_ID_SQL: dict[tuple[str, str], str] = {}  # (table, key) -> id lookup statement
+
+
 class Context:
     """Per-episode services for tools: the database, the clock, ids and randomness.
 
     Everything here is derived from the episode seed, so a replay is identical.
     """
 
-    __slots__ = ("_rng", "_seed", "_today", "bools", "db", "now_value")
+    __slots__ = ("_columns", "_rng", "_seed", "_today", "bools", "db", "now_value")
 
     def __init__(self, db: sqlite3.Connection, now: str, seed: int, bools: dict[str, tuple[str, ...]]) -> None:
         self.db = db
@@ -38,6 +59,7 @@ class Context:
         self._seed = seed
         self._rng: random.Random | None = None
         self.bools = bools
+        self._columns = bools.columns if isinstance(bools, BoolColumns) else {}
 
     @property
     def rng(self) -> random.Random:
@@ -65,9 +87,14 @@ class Context:
 
     def new_id(self, table: str, key: str, prefix: str) -> str:
         """A fresh id for ``table`` (``prefix_NNNNNN``), drawn from the episode's random stream."""
+        sql = _ID_SQL.get((table, key))
+        if sql is None:
+            sql = _ID_SQL[table, key] = f'SELECT 1 FROM "{table}" WHERE "{key}" = ?'
+        randrange = self.rng.randrange
+        execute = self.db.execute
         while True:
-            candidate = f"{prefix}_{self.rng.randrange(100000, 1000000)}"
-            if self.db.execute(f'SELECT 1 FROM "{table}" WHERE "{key}" = ?', (candidate,)).fetchone() is None:
+            candidate = f"{prefix}_{randrange(100000, 1000000)}"
+            if execute(sql, (candidate,)).fetchone() is None:
                 return candidate
 
     def sandboxed(self, tool: str, code: str, values: dict[str, Any], **scope: Any) -> Any:
@@ -89,28 +116,62 @@ class Context:
         r = cur.fetchone()
         if r is None:
             return None
-        return self._dict(cur, r, table)
+        names, bools = self._columns.get((sql, table)) or self._names(cur, sql, table)
+        d = dict(zip(names, r))
+        for col in bools:
+            if d[col] is not None:
+                d[col] = bool(d[col])
+        return d
 
     def all(self, sql: str, args: tuple[Any, ...] | list[Any], table: str) -> list[dict[str, Any]]:
         """All rows of a query as dicts."""
         cur = self.db.execute(sql, args)
-        return [self._dict(cur, r, table) for r in cur.fetchall()]
+        rows = cur.fetchall()
+        if not rows:
+            return []
+        names, bools = self._columns.get((sql, table)) or self._names(cur, sql, table)
+        out = [dict(zip(names, r)) for r in rows]
+        if bools:
+            for d in out:
+                for col in bools:
+                    if d[col] is not None:
+                        d[col] = bool(d[col])
+        return out
 
-    def _dict(self, cur: sqlite3.Cursor, r: tuple[Any, ...], table: str) -> dict[str, Any]:
-        d = {c[0]: v for c, v in zip(cur.description, r)}
-        for col in self.bools.get(table, ()):
-            if d.get(col) is not None:
-                d[col] = bool(d[col])
-        return d
+    def _names(self, cur: sqlite3.Cursor, sql: str, table: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The column names of ``sql`` (read from ``cur``) and the bool columns of ``table`` among them (cached, up to a bound)."""
+        names = tuple(c[0] for c in cur.description)
+        hit = (names, tuple(c for c in self.bools.get(table, ()) if c in names))
+        if len(self._columns) < _MAX_CACHED_QUERIES:  # bounded: custom code may build SQL text from values
+            self._columns[sql, table] = hit
+        return hit
 
     def exists(self, table: str, where: dict[str, Any]) -> bool:
-        """Whether a row of ``table`` matches all ``column = value`` pairs."""
-        return self.count(table, where) > 0
+        """Whether a row of ``table`` matches all ``column = value`` pairs (the first one found ends the search)."""
+        sql = _EXISTS_SQL.get((table, *where)) or _exists_sql(table, where)
+        return self.db.execute(sql, tuple(where.values())).fetchone() is not None
 
     def count(self, table: str, where: dict[str, Any]) -> int:
         """How many rows of ``table`` match all ``column = value`` pairs."""
-        cond = " AND ".join(f'"{k}" IS ?' for k in where) or "1"
-        return int(self.db.execute(f'SELECT COUNT(*) FROM "{table}" WHERE {cond}', tuple(where.values())).fetchone()[0])
+        sql = _COUNT_SQL.get((table, *where)) or _count_sql(table, where)
+        return int(self.db.execute(sql, tuple(where.values())).fetchone()[0])
+
+
+def _where(where: dict[str, Any]) -> str:
+    """The condition matching ``where``'s ``column = value`` pairs (``IS``: None matches NULL)."""
+    return " AND ".join(f'"{k}" IS ?' for k in where) or "1"
+
+
+def _count_sql(table: str, where: dict[str, Any]) -> str:
+    """``SELECT COUNT(*)`` of ``table`` rows matching ``where``'s columns, built once per table and columns."""
+    sql = _COUNT_SQL[(table, *where)] = f'SELECT COUNT(*) FROM "{table}" WHERE {_where(where)}'
+    return sql
+
+
+def _exists_sql(table: str, where: dict[str, Any]) -> str:
+    """A query of the first ``table`` row matching ``where``'s columns, built once per table and columns."""
+    sql = _EXISTS_SQL[(table, *where)] = f'SELECT 1 FROM "{table}" WHERE {_where(where)} LIMIT 1'
+    return sql
 
 
 def like_pattern(text: str) -> str:
