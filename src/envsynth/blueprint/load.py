@@ -80,13 +80,21 @@ def _check_generators(bp: Blueprint) -> None:
                 walk(f.gen, f"entities[{i}].fields[{j}].gen")
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's safe loader when PyYAML has it: ~10x faster
+
+
+def read_yaml(text: str) -> Any:
+    """``yaml.safe_load`` of ``text``, with libyaml's parser when available (the same data either way)."""
+    return yaml.load(text, Loader=_LOADER)
+
+
 def load_blueprint(path: str | Path) -> Blueprint:
     """Read and validate a blueprint YAML file."""
     p = Path(path)
     if not p.is_file():
         raise BlueprintError("", f"no such blueprint file: {p}")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        data = read_yaml(p.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else ""

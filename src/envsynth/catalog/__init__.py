@@ -6,10 +6,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import yaml
-
 from envsynth.blueprint.errors import BlueprintError
-from envsynth.blueprint.load import load_blueprint
+from envsynth.blueprint.load import load_blueprint, read_yaml
 from envsynth.blueprint.models import Blueprint
 
 CATALOG_DIR = Path(__file__).parent
@@ -31,7 +29,7 @@ def entries() -> tuple[CatalogEntry, ...]:
     """All shipped blueprints, sorted by name (read without full validation)."""
     out = []
     for path in sorted(CATALOG_DIR.glob("*.yaml")):
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = read_yaml(path.read_text(encoding="utf-8")) or {}
         out.append(
             CatalogEntry(data.get("name", path.stem), path, data.get("title", ""), data.get("category", ""), data.get("description", ""))
         )

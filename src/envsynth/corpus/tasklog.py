@@ -2,15 +2,20 @@
 
 Every attempted task index ends as one line of ``attempts.jsonl`` (admitted, with the
 hashes of its tasks, or rejected, with the reason). An admitted index first appends its
-tasks to the shards and syncs them, then appends and syncs its attempt line: the attempt
-line is the commit. Reopening after a crash keeps the longest prefix of attempts whose
-tasks are all in the shards, and cuts what follows (a partial line, the tasks of an
-attempt in flight), so a resumed run writes exactly the bytes an uninterrupted one would.
+tasks to the shards, then appends its attempt line: the attempt line is the commit. Every
+line is handed to the operating system as it is written, so a crash of the process loses
+nothing; the files are synced to disk (shards first, then the log) at most every
+``SYNC_SECONDS`` and when closed, so a power failure loses at most the last moments of
+work. Reopening keeps the longest prefix of attempts whose tasks are all in the shards,
+and cuts what follows (a partial line, the tasks of an attempt in flight, attempts whose
+tasks never reached the disk), so a resumed run writes exactly the bytes an uninterrupted
+one would.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -20,6 +25,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from envsynth.corpus.errors import CorpusError
 from envsynth.corpus.layout import ATTEMPTS_FILE, SHARD_SIZE, shard_name, shard_paths
 from envsynth.tasks.model import Rejection, Task
+
+SYNC_SECONDS = 1.0  # longest time between syncs of the task files to disk
 
 
 class Attempt(BaseModel):
@@ -73,8 +80,10 @@ class TaskLog:
         self.attempts = attempts
         self.records = records
         self.shard_size = shard_size
+        self._admitted = sum(a.admitted for a in attempts)
         self._shard: IO[bytes] | None = None
         self._log: IO[bytes] | None = None
+        self._synced = time.monotonic()
 
     @classmethod
     def open(cls, folder: Path, shard_size: int = SHARD_SIZE) -> TaskLog:
@@ -105,7 +114,7 @@ class TaskLog:
     @property
     def admitted(self) -> int:
         """Number of admitted task indexes."""
-        return sum(a.admitted for a in self.attempts)
+        return self._admitted
 
     def admit(self, task_index: int, tasks: list[Task]) -> None:
         """Append ``tasks`` (the admitted records of ``task_index``) and commit the attempt."""
@@ -114,16 +123,25 @@ class TaskLog:
             self._shard_file().write(t.model_dump_json().encode() + b"\n")
             self.records += 1
         if self._shard is not None:
-            _sync(self._shard)
+            self._shard.flush()
         self._commit(Attempt(task=task_index, hashes=[t.hash for t in tasks]))
+        self._admitted += 1
 
     def reject(self, task_index: int, rejection: Rejection) -> None:
         """Commit a rejected attempt of ``task_index``."""
         self._check_next(task_index)
         self._commit(Attempt(task=task_index, reason=rejection.reason, detail=rejection.detail))
 
+    def sync(self) -> None:
+        """Sync the open files to disk, shards before the log (so the log never commits tasks the disk lacks)."""
+        for f in (self._shard, self._log):
+            if f is not None:
+                _sync(f)
+        self._synced = time.monotonic()
+
     def close(self) -> None:
-        """Close the open files (idempotent)."""
+        """Sync and close the open files (idempotent)."""
+        self.sync()
         for f in (self._shard, self._log):
             if f is not None:
                 f.close()
@@ -151,8 +169,10 @@ class TaskLog:
         if self._log is None:
             self._log = open(self.folder / ATTEMPTS_FILE, "ab")  # noqa: SIM115
         self._log.write(attempt.model_dump_json(exclude_defaults=True).encode() + b"\n")
-        _sync(self._log)
+        self._log.flush()
         self.attempts.append(attempt)
+        if time.monotonic() - self._synced >= SYNC_SECONDS:
+            self.sync()
 
 
 def _parse_attempt(path: Path, number: int, line: bytes) -> Attempt:

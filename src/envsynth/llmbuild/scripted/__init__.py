@@ -28,8 +28,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from envsynth.blueprint.load import read_yaml
 from envsynth.llm.mock import ScriptedProvider
 from envsynth.llm.types import Message, message_text
 
@@ -40,7 +39,7 @@ _HERE = resources.files("envsynth.llmbuild.scripted")
 
 @cache
 def _design() -> dict[str, Any]:
-    data = yaml.safe_load((_HERE / "job_seeking.yaml").read_text(encoding="utf-8"))
+    data = read_yaml((_HERE / "job_seeking.yaml").read_text(encoding="utf-8"))
     customs = data.pop("custom_tools")
     return {"blueprint": data, "custom_tools": customs}
 
