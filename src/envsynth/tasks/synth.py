@@ -123,9 +123,14 @@ def _synthesize(
     derived = ws0.prune(s0, core)  # state 0 runs in ws0 (False: SQLite refused a delete, load anew)
     if not derived:
         ws0.close()  # its connection is the one fresh workspaces use
-    # a chain that draws no ids (no inserts, no custom code) runs the same under every episode
-    # seed, so its admission replay under seed 1 is its ground-truth run
-    seeded = any(app.spec_by_name[c.tool].creates or app.spec_by_name[c.tool].code is not None for c in calls)
+    # The admission replay under another episode seed. Custom code may draw anything from the
+    # episode's random stream, so such a chain is replayed under seed 1. Generated (archetype)
+    # tools draw only the ids of the rows they insert (ctx.new_id), and effects and answers
+    # leave generated ids out, so their chain scores the same under every seed unless an
+    # argument hard-codes an id the chain itself drew: that is checked on the ground-truth run
+    # instead (see _drawn_ids_in_arguments); a chain without inserts runs the same under every seed.
+    seeded = any(app.spec_by_name[c.tool].code is not None for c in calls)
+    creates = sorted({t for c in calls for t in app.spec_by_name[c.tool].creates})
     core_verified = False  # the chain runs on the pruned core: checked by the first state run, see below
     ids = id_fields(app.blueprint)
     guarded = _per_chain(app, steps, "_guarded_memo", lambda: _guarded(steps))
@@ -164,6 +169,9 @@ def _synthesize(
                         check = ws.run(state_calls, seed=1) if seeded else run
                     except ChainFailed as exc:  # the oracle depends on the ids its own calls drew: other distractors won't help
                         return reject("oracle_fails", f"with another episode seed: {exc}")
+                    drawn = _drawn_ids_in_arguments(app, state_calls, full, run.final, creates) if creates and not seeded else []
+                    if drawn:
+                        return reject("oracle_fails", f"an argument is an id the chain itself drew: {drawn[0]}")
             except ChainFailed as exc:
                 if s == 0 and not core_verified:
                     core_verified = True
@@ -399,6 +407,19 @@ def _counted_tables(condition: str) -> frozenset[str]:
             and isinstance(node.args[0], ast.Name)
         )
     return hit
+
+
+def _drawn_ids_in_arguments(app: App, calls: list[Call], before: Rows, after: Rows, tables: list[str]) -> list[Any]:
+    """Literal arguments of ``calls`` that are ids of rows the run (``before`` -> ``after``) inserted into ``tables``.
+
+    Such an oracle would name a row by an id another episode seed would not draw.
+    """
+    ids = id_fields(app.blueprint)
+    drawn = set()
+    for t in tables:
+        key = ids[t]
+        drawn |= {r[key] for r in after.get(t, ())} - {r[key] for r in before.get(t, ())}
+    return [v for c in calls for v in c.args.values() if isinstance(v, str) and v in drawn]
 
 
 def _runs(app: App, rows: Rows, calls: list[Call]) -> bool:

@@ -1,0 +1,69 @@
+"""CPU instructions of task synthesis, counted by valgrind's callgrind: exact and load-independent.
+
+Wall-clock rates on a shared VM swing by +-25% from one run to the next; an instruction count
+does not, so it is how two versions of the code are compared. Needs ``valgrind`` (Debian
+package). Usage, from the repository root:
+
+    python3 benchmarks/count_instructions.py                 # this checkout's src/
+    python3 benchmarks/count_instructions.py SRC [SRC ...]   # other checkouts' src/ folders, side by side
+
+Counts ``synthesize()`` over task indexes 0..N-1 (``--tasks``, default 100) of
+``harbor_market`` at D=0 and D=4 (S=1), after 5 warm-up candidates; only the synthesis loop
+is instrumented (``--instr-atstart=no``, switched on and off with ``callgrind_control``).
+Runs two valgrind processes at a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = ROOT / ".venv" / "bin" / "python"
+
+CHILD = """
+import os, subprocess, sys
+sys.path.insert(0, sys.argv[1])
+from envsynth import catalog
+from envsynth.compiler.compile import compile_app
+from envsynth.graph import build_graph
+from envsynth.tasks import synthesize
+app = compile_app(catalog.load("harbor_market"), 0)
+graph = build_graph(app)
+for i in range(5):
+    synthesize(app, graph, app_index=0, task_index=10**6 + i, states=1, depth=4, seed=0)
+depth, n = int(sys.argv[2]), int(sys.argv[3])
+subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], capture_output=True)
+for i in range(n):
+    synthesize(app, graph, app_index=0, task_index=i, states=1, depth=depth, seed=0)
+subprocess.run(["callgrind_control", "-i", "off", str(os.getpid())], capture_output=True)
+"""
+
+
+def count(src: str, depth: int, tasks: int) -> int:
+    """Instructions of the synthesis loop for ``src`` at ``depth``."""
+    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null"]
+    out = subprocess.run([*cmd, str(PYTHON), "-c", CHILD, src, str(depth), str(tasks)], capture_output=True, text=True)
+    lines = [line for line in out.stderr.splitlines() if "Collected" in line]
+    if out.returncode != 0 or not lines:
+        sys.exit(f"valgrind failed for {src} D={depth}:\n{out.stderr[-2000:]}")
+    return int(lines[0].split()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("src", nargs="*", default=[str(ROOT / "src")], help="src/ folders to measure (default: this checkout)")
+    ap.add_argument("--tasks", type=int, default=100, help="task indexes per depth")
+    args = ap.parse_args()
+    jobs = [(s, d) for d in (0, 4) for s in args.src]
+    with cf.ThreadPoolExecutor(2) as ex:
+        results = list(ex.map(lambda job: count(job[0], job[1], args.tasks), jobs))
+    for (src, depth), n in zip(jobs, results):
+        print(f"{src}  D={depth}  {n / 1e6:,.1f} M instructions for {args.tasks} task indexes")
+
+
+if __name__ == "__main__":
+    main()
