@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from envsynth.blueprint.models import Blueprint, FieldDef
+from envsynth.memo import per_object
 from envsynth.runtime.state import Rows, diff_rows, open_state, read_rows
 
 TOLERANCE = 0.005
@@ -114,7 +115,7 @@ class Effects:
         return cls({t: TableEffects(**{k: conv.get(k, dict)(v) for k, v in d.items()}) for t, d in data.items()})
 
 
-_NORMALISED: dict[int, tuple[Blueprint, dict[str, dict[str, FieldDef | None]], dict[str, tuple[str, ...]]]] = {}
+_NORMALISED: dict[int, tuple[Any, Any]] = {}
 
 
 def _normalised_fields(bp: Blueprint) -> tuple[dict[str, dict[str, FieldDef | None]], dict[str, tuple[str, ...]]]:
@@ -123,12 +124,14 @@ def _normalised_fields(bp: Blueprint) -> tuple[dict[str, dict[str, FieldDef | No
 
     Memoised per blueprint object (it is frozen).
     """
-    hit = _NORMALISED.get(id(bp))
-    if hit is None or hit[0] is not bp:
-        special = {e.name: {f.name: f if f.type in ("ref", "datetime") else None for f in e.fields} for e in bp.entities}
-        content = {e.name: tuple(f.name for f in bp.entity(e.name).fields[1:]) for e in bp.entities}
-        hit = _NORMALISED[id(bp)] = (bp, special, content)
-    return hit[1], hit[2]
+    return per_object(
+        _NORMALISED,
+        bp,
+        lambda b: (
+            {e.name: {f.name: f if f.type in ("ref", "datetime") else None for f in e.fields} for e in b.entities},
+            {e.name: tuple(f.name for f in e.fields[1:]) for e in b.entities},
+        ),
+    )
 
 
 def _rows(bp: Blueprint, state: Rows | sqlite3.Connection | bytes) -> Rows:

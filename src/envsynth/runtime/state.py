@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from envsynth.blueprint.models import Blueprint, Entity, FieldDef
 from envsynth.blueprint.values import ValueMaker
+from envsynth.memo import per_object
 
 Rows = dict[str, list[dict[str, Any]]]
 STATEMENT_CACHE = 1024  # prepared statements kept per connection (tools, deltas, reads: well over the default 128)
@@ -49,18 +50,19 @@ def scratch_connection(schema: str, purpose: str = "bytes") -> sqlite3.Connectio
     return conn
 
 
-_INSERTS: dict[int, tuple[Entity, str, tuple[str, ...], itemgetter[Any]]] = {}
+_INSERTS: dict[int, tuple[Any, Any]] = {}
 
 
 def _insert_sql(ent: Entity) -> tuple[str, tuple[str, ...], itemgetter[Any]]:
     """The INSERT statement of an entity, its columns and a getter of a row's values as a tuple
     in column order (memoised per entity object)."""
-    hit = _INSERTS.get(id(ent))
-    if hit is None or hit[0] is not ent:
-        cols = tuple(f.name for f in ent.fields)  # at least two: an entity has an id and one more field
-        sql = f'INSERT INTO "{ent.name}" ({", ".join(chr(34) + c + chr(34) for c in cols)}) VALUES ({", ".join("?" for _ in cols)})'
-        hit = _INSERTS[id(ent)] = (ent, sql, cols, itemgetter(*cols))
-    return hit[1], hit[2], hit[3]
+    return per_object(_INSERTS, ent, _build_insert)
+
+
+def _build_insert(ent: Entity) -> tuple[str, tuple[str, ...], itemgetter[Any]]:
+    cols = tuple(f.name for f in ent.fields)  # at least two: an entity has an id and one more field
+    sql = f'INSERT INTO "{ent.name}" ({", ".join(chr(34) + c + chr(34) for c in cols)}) VALUES ({", ".join("?" for _ in cols)})'
+    return sql, cols, itemgetter(*cols)
 
 
 def insert_rows(conn: sqlite3.Connection, order: list[Entity], rows: Rows) -> None:
@@ -202,31 +204,56 @@ def read_keyed_rows(conn: sqlite3.Connection, bp: Blueprint, keys: dict[str, set
     return out
 
 
-_SELECTS: dict[int, tuple[Entity, str, tuple[str, ...]]] = {}
+_SELECTS: dict[int, tuple[Any, Any]] = {}
 
 
 def _select_sql(ent: Entity) -> tuple[str, tuple[str, ...]]:
     """The SELECT of all rows of an entity by primary key, and its bool columns (memoised per entity object)."""
-    hit = _SELECTS.get(id(ent))
-    if hit is None or hit[0] is not ent:
-        sql = f'SELECT * FROM "{ent.name}" ORDER BY "{ent.id_field}"'
-        hit = _SELECTS[id(ent)] = (ent, sql, tuple(f.name for f in ent.fields if f.type == "bool"))
-    return hit[1], hit[2]
+    return per_object(_SELECTS, ent, _build_select)
 
 
-_READS: dict[int, tuple[Blueprint, list[tuple[str, str, str, tuple[str, ...]]]]] = {}
+def _build_select(ent: Entity) -> tuple[str, tuple[str, ...]]:
+    return f'SELECT * FROM "{ent.name}" ORDER BY "{ent.id_field}"', tuple(f.name for f in ent.fields if f.type == "bool")
+
+
+_READS: dict[int, tuple[Any, Any]] = {}
 
 
 def _reads(bp: Blueprint) -> list[tuple[str, str, str, tuple[str, ...]]]:
     """Per entity: (table, :func:`_select_sql`'s SELECT, id field, bool columns) (memoised per blueprint object)."""
-    hit = _READS.get(id(bp))
-    if hit is None or hit[0] is not bp:
-        reads = []
-        for e in bp.entities:
-            sql, bools = _select_sql(e)
-            reads.append((e.name, sql, e.id_field, bools))
-        hit = _READS[id(bp)] = (bp, reads)
-    return hit[1]
+    return per_object(_READS, bp, _build_reads)
+
+
+def _build_reads(bp: Blueprint) -> list[tuple[str, str, str, tuple[str, ...]]]:
+    reads = []
+    for e in bp.entities:
+        sql, bools = _select_sql(e)
+        reads.append((e.name, sql, e.id_field, bools))
+    return reads
+
+
+_ID_FIELDS: dict[int, tuple[Any, Any]] = {}
+
+
+def id_fields(bp: Blueprint) -> dict[str, str]:
+    """Table -> its id field, in blueprint order (memoised per blueprint object; do not change it)."""
+    return per_object(_ID_FIELDS, bp, _build_id_fields)
+
+
+def _build_id_fields(bp: Blueprint) -> dict[str, str]:
+    return {e.name: e.id_field for e in bp.entities}
+
+
+_REF_FIELDS: dict[int, tuple[Any, Any]] = {}
+
+
+def ref_fields(ent: Entity) -> list[tuple[str, str]]:
+    """(field, referenced table) of an entity's ref fields (memoised per entity object; do not change it)."""
+    return per_object(_REF_FIELDS, ent, _build_ref_fields)
+
+
+def _build_ref_fields(ent: Entity) -> list[tuple[str, str]]:
+    return [(f.name, f.ref) for f in ent.fields if f.type == "ref" and f.ref is not None]
 
 
 @dataclass
@@ -389,34 +416,32 @@ class _Plan(NamedTuple):
     steps: tuple[tuple[str, float | None, bool, FieldDef, str, str], ...]
 
 
-_PLANS: dict[int, tuple[Entity, _Plan]] = {}
+_PLANS: dict[int, tuple[Any, Any]] = {}  # StateBuilder.add reads it directly (the per_object layout)
 
 
 def _plan(bp: Blueprint, ent: Entity) -> _Plan:
     """How rows of ``ent`` are drawn (memoised per entity object)."""
-    hit = _PLANS.get(id(ent))
-    if hit is None or hit[0] is not ent:
+
+    def build(e: Entity) -> _Plan:
         steps = []
-        for f in ent.fields[1:]:
+        for f in e.fields[1:]:
             null_rate = f.null_rate if f.nullable else None
             if f.type == "ref":  # a ref field names its table (FieldDef checks it)
                 steps.append((f.name, null_rate, f.unique, f, f.ref or "", bp.entity(f.ref or "").id_field))
             else:
                 steps.append((f.name, null_rate, f.unique, f, "", ""))
-        hit = _PLANS[id(ent)] = (ent, _Plan(ent.name, ent.id_field, ent.prefix, tuple(steps)))
-    return hit[1]
+        return _Plan(e.name, e.id_field, e.prefix, tuple(steps))
+
+    return per_object(_PLANS, ent, build)
 
 
-_BUILDER_FACTS: dict[int, tuple[Blueprint, tuple[str, ...], dict[str, list[tuple[str, str]]]]] = {}
+_BUILDER_FACTS: dict[int, tuple[Any, Any]] = {}
 
 
 def _builder_facts(bp: Blueprint) -> tuple[tuple[str, ...], dict[str, list[tuple[str, str]]]]:
     """The tables of a blueprint, and per table the ``used <= capacity`` pairs implied by booking
     actions, kept true in drawn rows (memoised per blueprint object)."""
-    hit = _BUILDER_FACTS.get(id(bp))
-    if hit is None or hit[0] is not bp:
-        hit = _BUILDER_FACTS[id(bp)] = (bp, tuple(e.name for e in bp.entities), _find_capacity_invariants(bp))
-    return hit[1], hit[2]
+    return per_object(_BUILDER_FACTS, bp, lambda b: (tuple(e.name for e in b.entities), _find_capacity_invariants(b)))
 
 
 def _find_capacity_invariants(bp: Blueprint) -> dict[str, list[tuple[str, str]]]:

@@ -15,11 +15,11 @@ ground truth is computed on the final state.
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, NamedTuple
 
 from envsynth.blueprint.models import Blueprint
-from envsynth.runtime.state import Rows, StateBuilder
-from envsynth.tasks.state import id_fields
+from envsynth.memo import per_object
+from envsynth.runtime.state import Rows, StateBuilder, id_fields
 
 PER_LEVEL = 2
 
@@ -82,7 +82,8 @@ def add_distractors(
                 elif level == 2 and ent.label:
                     b.add(ent, _fixed(ent, target, keep={ent.label}))
                 elif level == 3:
-                    facts, refs = _identifying(ent)
+                    fx = _fields(ent)
+                    facts, refs = fx.facts, fx.refs
                     if facts:  # change a value the target has, so that the target's own value tells them apart
                         change = rng.choice([f for f in facts if target.get(f) is not None] or facts)
                         b.add(ent, _fixed(ent, target, keep=set(facts) - {change} | refs))
@@ -96,7 +97,7 @@ def add_distractors(
             first = start[ent.name]
             if len(table_rows) == first:
                 continue
-            values = [(n, target.get(n)) for n in _plain_fields(ent)]
+            values = [(n, target.get(n)) for n in _fields(ent).plain]
             new = [r for r in table_rows[first:] if any(r.get(n) != v for n, v in values)]
             if len(new) < len(table_rows) - first:
                 b.rows[ent.name] = table_rows[:first] + new
@@ -107,18 +108,7 @@ def add_distractors(
 
 def _fixed(ent: Any, target: dict[str, Any], keep: set[str]) -> dict[str, Any]:
     """Field values a distractor copies from its target (unique fields are never copied)."""
-    return {name: target[name] for name in _copyable(ent) if name in keep and target.get(name) is not None}
-
-
-_COPYABLE: dict[int, tuple[Any, list[str]]] = {}
-
-
-def _copyable(ent: Any) -> list[str]:
-    """An entity's fields other than its id that are not unique (memoised per entity object)."""
-    hit = _COPYABLE.get(id(ent))
-    if hit is None or hit[0] is not ent:
-        hit = _COPYABLE[id(ent)] = (ent, [f.name for f in ent.fields[1:] if not f.unique])
-    return hit[1]
+    return {name: target[name] for name in _fields(ent).copyable if name in keep and target.get(name) is not None}
 
 
 _CHILDREN: dict[tuple[int, str, frozenset[str]], tuple[Blueprint, list[tuple[Any, Any]]]] = {}
@@ -134,24 +124,27 @@ def _children(bp: Blueprint, table: str, guarded: frozenset[str]) -> list[tuple[
     return hit[1]
 
 
-_PLAIN: dict[int, tuple[Any, list[str]]] = {}
+class _Fields(NamedTuple):
+    """Field names of an entity as the distractor levels use them."""
+
+    plain: list[str]  # every field but the id
+    copyable: list[str]  # those that are not unique (a copy may take them from its target)
+    facts: list[str]  # identifying facts: plain, non-unique, not a ref or free text
+    refs: set[str]  # ref fields
 
 
-def _plain_fields(ent: Any) -> list[str]:
-    """An entity's fields other than its id (memoised per entity object)."""
-    hit = _PLAIN.get(id(ent))
-    if hit is None or hit[0] is not ent:
-        hit = _PLAIN[id(ent)] = (ent, [f.name for f in ent.fields[1:]])
-    return hit[1]
+_FIELDS: dict[int, tuple[Any, Any]] = {}
 
 
-_IDENTIFYING: dict[int, tuple[Any, list[str], set[str]]] = {}
+def _fields(ent: Any) -> _Fields:
+    """:class:`_Fields` of ``ent`` (memoised per entity object)."""
+    return per_object(_FIELDS, ent, _build_fields)
 
 
-def _identifying(ent: Any) -> tuple[list[str], set[str]]:
-    """An entity's identifying facts (plain, non-unique fields) and its ref fields (memoised per entity object)."""
-    hit = _IDENTIFYING.get(id(ent))
-    if hit is None or hit[0] is not ent:
-        facts = [f.name for f in ent.fields[1:] if f.type not in ("ref", "text") and not f.unique]
-        hit = _IDENTIFYING[id(ent)] = (ent, facts, {f.name for f in ent.fields if f.type == "ref"})
-    return hit[1], hit[2]
+def _build_fields(ent: Any) -> _Fields:
+    return _Fields(
+        plain=[f.name for f in ent.fields[1:]],
+        copyable=[f.name for f in ent.fields[1:] if not f.unique],
+        facts=[f.name for f in ent.fields[1:] if f.type not in ("ref", "text") and not f.unique],
+        refs={f.name for f in ent.fields if f.type == "ref"},
+    )

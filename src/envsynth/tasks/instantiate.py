@@ -18,11 +18,11 @@ from typing import Any
 
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import SUCCESS, Episode
-from envsynth.runtime.state import Rows, insert_rows, read_rows, scratch_connection
+from envsynth.runtime.state import Rows, id_fields, insert_rows, read_rows, ref_fields, scratch_connection
 from envsynth.runtime.toolkit import Context
 from envsynth.tasks.chain import Step
 from envsynth.tasks.model import Call, Ref
-from envsynth.tasks.state import copy_rows, id_fields, ref_fields, writable_tables
+from envsynth.tasks.state import copy_rows, writable_tables
 from envsynth.testing.fixtures import Solver
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from envsynth.blueprint.models import Blueprint, Entity
 from envsynth.runtime.app import App
-from envsynth.runtime.state import Rows, rows_to_bytes_fast
+from envsynth.runtime.state import Rows, id_fields, rows_to_bytes_fast
 from envsynth.tasks.model import Task
 
 
@@ -46,17 +45,6 @@ def key_index(app: App, rows: Rows) -> dict[tuple[str, Any], dict[str, Any]]:
     return out
 
 
-_ID_FIELDS: dict[int, tuple[Blueprint, dict[str, str]]] = {}
-
-
-def id_fields(bp: Blueprint) -> dict[str, str]:
-    """Table -> its id field, in blueprint order (memoised per blueprint object; do not change it)."""
-    hit = _ID_FIELDS.get(id(bp))
-    if hit is None or hit[0] is not bp:
-        hit = _ID_FIELDS[id(bp)] = (bp, {e.name: e.id_field for e in bp.entities})
-    return hit[1]
-
-
 def writable_tables(app: App, tools: Iterable[str]) -> frozenset[str]:
     """Tables that ``tools`` can change (written, inserted into or deleted from); memoised per app."""
     key = tuple(tools)
@@ -69,14 +57,3 @@ def writable_tables(app: App, tools: Iterable[str]) -> frozenset[str]:
             out |= set(spec.writes) | set(spec.creates) | set(spec.deletes)
         hit = memo[key] = frozenset(out)
     return hit
-
-
-_REF_FIELDS: dict[int, tuple[Entity, list[tuple[str, str]]]] = {}
-
-
-def ref_fields(ent: Entity) -> list[tuple[str, str]]:
-    """(field, referenced table) of an entity's ref fields (memoised per entity object; do not change it)."""
-    hit = _REF_FIELDS.get(id(ent))
-    if hit is None or hit[0] is not ent:
-        hit = _REF_FIELDS[id(ent)] = (ent, [(f.name, f.ref) for f in ent.fields if f.type == "ref" and f.ref is not None])
-    return hit[1]

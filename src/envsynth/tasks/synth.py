@@ -18,7 +18,7 @@ from envsynth.graph import expand_subgraph, missing_inputs
 from envsynth.graph.model import ToolGraph
 from envsynth.runtime.app import App
 from envsynth.runtime.reward import Effects, compare, effects_of
-from envsynth.runtime.state import Rows, StateBuilder
+from envsynth.runtime.state import Rows, StateBuilder, id_fields, ref_fields
 from envsynth.tasks.chain import Step, plan_chain
 from envsynth.tasks.describe import Description, describe
 from envsynth.tasks.distractors import add_distractors
@@ -26,7 +26,7 @@ from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, _instantiate
 from envsynth.tasks.instruction import Phraser, compose, leaks_id, profile
 from envsynth.tasks.model import Call, Coordinates, Rejection, Task, TaskKind, TaskState
 from envsynth.tasks.oracle import oracle_program
-from envsynth.tasks.state import copy_rows, count_rows, id_fields, merged, ref_fields
+from envsynth.tasks.state import copy_rows, count_rows, merged
 
 KINDS: tuple[tuple[TaskKind, float], ...] = (("action", 0.55), ("info", 0.2), ("mixed", 0.25))
 WORLD_ROWS = 2

@@ -16,13 +16,13 @@ import copy
 import datetime as dt
 import random
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any
 
 from envsynth.blueprint import expr as X
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import Check, ParamSpec, ToolSpec
-from envsynth.runtime.state import Rows, StateBuilder
+from envsynth.memo import per_object
+from envsynth.runtime.state import Rows, StateBuilder, id_fields
 
 _NEGATE = {
     ast.Eq: ast.NotEq,
@@ -39,26 +39,28 @@ _NEGATE = {
 _MIRROR = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
 
 
-_CODE: dict[int, tuple[ast.expr, Any]] = {}
+_CODE: dict[int, tuple[Any, Any]] = {}
 
 
 def _code(node: ast.expr) -> Any:
     """Compiled code of a (sub-)expression; parse() caches trees, so ids are stable."""
-    hit = _CODE.get(id(node))
-    if hit is None or hit[0] is not node:
-        hit = _CODE[id(node)] = (node, compile(X.render(node, X.plain), "<condition>", "eval"))
-    return hit[1]
+    return per_object(_CODE, node, _compile)
 
 
-_TREE: dict[int, tuple[Check, ast.expr]] = {}
+def _compile(node: ast.expr) -> Any:
+    return compile(X.render(node, X.plain), "<condition>", "eval")
+
+
+_TREE: dict[int, tuple[Any, Any]] = {}
 
 
 def _tree(check: Check) -> ast.expr:
     """The parsed condition of a check (memoised per check object)."""
-    hit = _TREE.get(id(check))
-    if hit is None or hit[0] is not check:
-        hit = _TREE[id(check)] = (check, X.parse(check.check).tree)
-    return hit[1]
+    return per_object(_TREE, check, _parse)
+
+
+def _parse(check: Check) -> ast.expr:
+    return X.parse(check.check).tree
 
 
 @dataclass
@@ -105,17 +107,6 @@ def _tool(bp: Blueprint, spec: ToolSpec) -> _Tool:
     )
     _TOOLS[(id(bp), id(spec))] = (bp, spec, tool)
     return tool
-
-
-_ENTITIES: dict[int, tuple[Blueprint, tuple[tuple[str, itemgetter[Any]], ...]]] = {}
-
-
-def _entities(bp: Blueprint) -> tuple[tuple[str, itemgetter[Any]], ...]:
-    """(name, getter of the id field) of each entity (memoised per blueprint object)."""
-    hit = _ENTITIES.get(id(bp))
-    if hit is None or hit[0] is not bp:
-        hit = _ENTITIES[id(bp)] = (bp, tuple((e.name, itemgetter(e.id_field)) for e in bp.entities))
-    return hit[1]
 
 
 class Unsolvable(Exception):
@@ -193,8 +184,8 @@ class Solver:
         if pool is not None:
             builder.use_pool(pool)
         builder.rows = copied = {k: list(map(dict, v)) for k, v in rows.items()}
-        for name, id_of in _entities(self.bp):
-            builder.taken_ids[name] = set(map(id_of, copied.setdefault(name, [])))
+        for name, key in id_fields(self.bp).items():
+            builder.taken_ids[name] = {r[key] for r in copied.setdefault(name, [])}
         return self._arguments(builder, mode, fixed)
 
     def _arguments(self, builder: StateBuilder, mode: str, fixed: dict[str, Any]) -> Fixture:
