@@ -292,20 +292,42 @@ def diff_rows(bp: Blueprint, before: Rows, after: Rows) -> dict[str, TableDiff]:
     return out
 
 
+class TakenIds(dict[str, set[str]]):
+    """The ids taken per table, collected from ``rows`` when a table is first asked for."""
+
+    def __init__(self, rows: Rows, ids: dict[str, str]) -> None:
+        super().__init__()
+        self._rows = rows
+        self._ids = ids
+
+    def __missing__(self, table: str) -> set[str]:
+        key = self._ids[table]
+        taken = self[table] = {r[key] for r in self._rows.get(table, ())}
+        return taken
+
+
 class StateBuilder:
     """Draws rows for a blueprint's entities from one seed, respecting references.
 
     Used for the sample state of an app, for test fixtures and for task states.
     """
 
-    def __init__(self, bp: Blueprint, seed: int, order: list[Entity]) -> None:
+    def __init__(self, bp: Blueprint, seed: int, order: list[Entity], rows: Rows | None = None) -> None:
+        """``rows``: existing rows to add to (this dict is used and extended, its row lists too)."""
         self.bp = bp
         self.values = ValueMaker(bp, seed)
         self.rng = self.values.rng
         self.order = order
         tables, self._invariants = _builder_facts(bp)
-        self.rows: Rows = {t: [] for t in tables}
-        self.taken_ids: dict[str, set[str]] = {t: set() for t in tables}
+        self.taken_ids: dict[str, set[str]]
+        if rows is None:
+            self.rows: Rows = {t: [] for t in tables}
+            self.taken_ids = {t: set() for t in tables}
+        else:
+            for t in tables:
+                rows.setdefault(t, [])
+            self.rows = rows
+            self.taken_ids = TakenIds(rows, id_fields(bp))
         self.unique_seen: dict[tuple[str, str], set[Any]] = {}
         self.pool: Rows | None = None
 

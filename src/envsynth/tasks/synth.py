@@ -119,7 +119,8 @@ def _synthesize(
         s0, calls, bound = _instantiate(app, ws0, steps, base, STEP_ATTEMPTS, value_pool(app))
     except ChainFailed as exc:
         return reject("not_instantiable", str(exc))
-    core = _prune(app, s0, steps, bound)
+    guarded = _per_chain(app, steps, "_guarded_memo", lambda: _guarded(steps))
+    core = _prune(app, s0, steps, bound, guarded)
     derived = ws0.prune(s0, core)  # state 0 runs in ws0 (False: SQLite refused a delete, load anew)
     if not derived:
         ws0.close()  # its connection is the one fresh workspaces use
@@ -133,8 +134,8 @@ def _synthesize(
     creates = sorted({t for c in calls for t in app.spec_by_name[c.tool].creates})
     core_verified = False  # the chain runs on the pruned core: checked by the first state run, see below
     ids = id_fields(app.blueprint)
-    guarded = _per_chain(app, steps, "_guarded_memo", lambda: _guarded(steps))
     targets = _targets(app, steps, calls, bound, core)
+    acted_on = frozenset(tk for b in bound for tk in b.values())
     answer_step, answer_field = _answer_spec(app, steps, calls, rng, core)
     visible = _visible(graph, [c.tool for c in calls], rng)
     if len(steps) and any(c.tool not in visible for c in calls):
@@ -151,13 +152,22 @@ def _synthesize(
         state_core, mapping = (core, {}) if s == 0 else _remap_ids(app, core, srng)
         state_calls = [_remap_call(app, c, mapping) for c in calls]
         state_targets = [(t, mapping.get((t, k), k)) for t, k in targets]
+        state_bound = frozenset((t, mapping.get((t, k), k)) for t, k in acted_on) if mapping else acted_on
         made = None
         why, why_detail = "description_ambiguous_in_state", ""
         attempt = -1
         while attempt < 2:
             attempt += 1
             extra, per_level = add_distractors(
-                app.blueprint, app.order, state_core, state_targets, depth, base * 7 + s * 101 + attempt, value_pool(app), guarded
+                app.blueprint,
+                app.order,
+                state_core,
+                state_targets,
+                depth,
+                base * 7 + s * 101 + attempt,
+                value_pool(app),
+                guarded,
+                state_bound,
             )
             if s > 0:  # the instruction is fixed: drop distractors its descriptions would also match
                 extra = _without_matches(app, state_core, extra, [descs[tk] for tk in targets])
@@ -440,8 +450,12 @@ def _runs_in(ws: Workspace, calls: list[Call]) -> bool:
     return True
 
 
-def _prune(app: App, s0: Rows, steps: list[Step], bound: list[dict[str, Any]]) -> Rows:
-    """The minimal core: rows the chain binds, rows its reads range over, and their parents.
+def _prune(app: App, s0: Rows, steps: list[Step], bound: list[dict[str, Any]], guarded: frozenset[str] = frozenset()) -> Rows:
+    """The minimal core: rows the chain binds, rows its reads range over, the rows of ``guarded``
+    tables (those the pre-conditions count) that refer to these, and the parents of all of them.
+
+    A pre-condition like ``exists(order_item, order_id=order)`` counts rows no step binds;
+    without them the chain would not run on the core.
 
     Not verified here: the first run on the task state (core plus distractors) shows
     whether the chain still runs, and ``synthesize`` falls back to all of s0 when the
@@ -457,6 +471,10 @@ def _prune(app: App, s0: Rows, steps: list[Step], bound: list[dict[str, Any]]) -
             keep |= {(ent.name, r[idf]) for r in s0.get(ent.name, [])}
     index = {(t, r[idf]): r for t, idf in ids.items() for r in s0.get(t, ())}
     keep &= index.keys()
+    for t, idf in ids.items():  # in blueprint order: a guarded table's rows may refer to another's
+        if t in guarded:
+            refs = ref_fields(bp.entity(t))
+            keep |= {(t, r[idf]) for r in s0.get(t, ()) if any((ref, r.get(name)) in keep for name, ref in refs)}
     todo = list(keep)
     while todo:
         t, k = todo.pop()

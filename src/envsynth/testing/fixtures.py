@@ -22,7 +22,7 @@ from envsynth.blueprint import expr as X
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import Check, ParamSpec, ToolSpec
 from envsynth.memo import per_object
-from envsynth.runtime.state import Rows, StateBuilder, id_fields
+from envsynth.runtime.state import Rows, StateBuilder
 
 _NEGATE = {
     ast.Eq: ast.NotEq,
@@ -180,12 +180,9 @@ class Solver:
         rows whose plain values new rows and non-unique field parameters take (see
         :meth:`StateBuilder.use_pool`) instead of drawing them with Faker.
         """
-        builder = StateBuilder(self.bp, self.seed * 1009 + attempt, self.order)
+        builder = StateBuilder(self.bp, self.seed * 1009 + attempt, self.order, {k: list(map(dict, v)) for k, v in rows.items()})
         if pool is not None:
             builder.use_pool(pool)
-        builder.rows = copied = {k: list(map(dict, v)) for k, v in rows.items()}
-        for name, key in id_fields(self.bp).items():
-            builder.taken_ids[name] = {r[key] for r in copied.setdefault(name, [])}
         return self._arguments(builder, mode, fixed)
 
     def _arguments(self, builder: StateBuilder, mode: str, fixed: dict[str, Any]) -> Fixture:
