@@ -101,3 +101,23 @@ def test_an_order_for_a_new_customer_needs_an_address_of_theirs(app):
     assert not f.allows(app.spec_by_name["place_order"], new_customer, {})
     f.add(app.spec_by_name["add_address"], new_customer, {})
     assert f.allows(app.spec_by_name["place_order"], new_customer, {})
+
+
+def test_a_deleted_row_is_never_used_again(app):
+    new_address = {"address_id": Ref(step=0, field="address_id")}
+    f = _facts(app, ("add_address", {}, {}))
+    assert f.allows(app.spec_by_name["place_order"], new_address, {})
+    f.add(app.spec_by_name["delete_address"], new_address, {})
+    assert not f.allows(app.spec_by_name["place_order"], new_address, {})
+    assert not f.allows_one(app.spec_by_name["place_order"], "ref", "address_id", 0, "address_id")
+    assert f.allows(app.spec_by_name["place_order"], {}, {})  # another address
+
+
+def test_a_row_the_chain_gave_a_child_cannot_be_deleted(app):
+    """delete_address needs ``not exists(customer_order, address_id=address.address_id)``."""
+    new_address = {"address_id": Ref(step=0, field="address_id")}
+    f = _facts(app, ("add_address", {}, {}))
+    assert f.allows(app.spec_by_name["delete_address"], new_address, {})
+    f.add(app.spec_by_name["place_order"], new_address, {})
+    assert not f.allows(app.spec_by_name["delete_address"], new_address, {})
+    assert f.allows(app.spec_by_name["delete_address"], {}, {})  # another address

@@ -5,8 +5,11 @@ step whose pre-condition needs a row in a state that the earlier steps rule out 
 added to a *pending* order, then returned as if the order were *delivered*; a product the
 chain created as a *draft*, then discontinued as if *active*), or that needs a child row
 of a row the chain itself created when no step adds one (paying an order no step put an
-item in). The fixture solver cannot repair those: changing the row in s0 breaks the
-earlier step, and it cannot add rows referring to rows the chain creates.
+item in), or a row an earlier step deleted (an address removed, then used for an order),
+or no child of a row that an earlier step gave a child (``not exists(order, address_id=a)``
+after an order was placed to that address). The fixture solver cannot repair those:
+changing the row in s0 breaks the earlier step, and it cannot add or remove rows the chain
+creates.
 
 Rows are symbols. A step's bound rows get the symbol of the earlier row they are pinned
 or referred to, of the row a reference field leads to (``via`` bindings, the references
@@ -39,6 +42,9 @@ class _Facts:
     # (alias, entity, keyed by the id field, param, via alias or None, via ref field)
     states: tuple[tuple[str, str, Keys], ...]  # (alias, field, accepted values)
     children: tuple[tuple[str, str, str], ...]  # (child entity, child ref field, alias) for exists(child, f=alias.id)
+    no_children: tuple[tuple[str, str, str], ...]  # the same for not exists(child, f=alias.id) with no other filter
+    needed: tuple[str, ...]  # aliases of rows that must exist (bindings that are not optional)
+    deletes: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]  # (alias, its cascade: (child entity, ref field))
     updates: tuple[tuple[str, str, str, Keys | None, bool], ...]  # (alias, entity, field, values or None, only when given)
     inserts: tuple[tuple[str, str, tuple[tuple[str, Keys], ...], tuple[tuple[str, str, str], ...], tuple[str, ...]], ...]
     # (alias, entity, constant fields, ref fields -> ("param", binding alias, "") or ("via", alias, ref field),
@@ -69,6 +75,9 @@ def _facts(app: App, spec: ToolSpec) -> _Facts:
         binds.append((b.alias, b.entity, b.key == id_of[b.alias], b.param, parent if b.via else None, ref_field))
     states = tuple((a, f, _keys(v)) for a, f, v in required_states(spec) if a in ent_of)
     children = tuple((c, cf, a) for c, cf, a, af in required_children(spec) if id_of.get(a) == af) + _same_parent(app, spec)
+    no_children = tuple((c, cf, a) for c, cf, a, af in _forbidden_children(spec) if id_of.get(a) == af)
+    needed = tuple(b.alias for b in spec.bindings if not b.optional)
+    deletes = tuple((ef.alias, tuple(ef.cascade)) for ef in spec.effects if ef.op == "delete")
     updates: list[tuple[str, str, str, Keys | None, bool]] = []
     inserts = []
     for ef in spec.effects:
@@ -103,6 +112,9 @@ def _facts(app: App, spec: ToolSpec) -> _Facts:
         tuple(binds),
         states,
         children,
+        no_children,
+        needed,
+        deletes,
         tuple(updates),
         tuple(inserts),  # type: ignore[arg-type]
         spec.code is not None,
@@ -112,6 +124,27 @@ def _facts(app: App, spec: ToolSpec) -> _Facts:
     )
     _CACHE[id(spec)] = (spec, facts)
     return facts
+
+
+def _forbidden_children(spec: ToolSpec) -> list[tuple[str, str, str, str]]:
+    """``(child entity, child field, alias, alias field)`` for each top-level ``not exists(child, field=alias.f)``
+    with no other filter (any such child, whatever its values, makes the pre-condition false)."""
+    aliases_ = {b.alias for b in spec.bindings}
+    out: list[tuple[str, str, str, str]] = []
+    for c in spec.pre:
+        for node in X.conjuncts(X.parse(c.check)):
+            if not (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
+                continue
+            call = node.operand
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "exists"):
+                continue
+            if not (len(call.args) == 1 and isinstance(call.args[0], ast.Name) and len(call.keywords) == 1):
+                continue
+            kw = call.keywords[0]
+            v = kw.value
+            if kw.arg and isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name) and v.value.id in aliases_:
+                out.append((call.args[0].id, kw.arg, v.value.id, v.attr))
+    return out
 
 
 def _same_parent(app: App, spec: ToolSpec) -> tuple[tuple[str, str, str], ...]:
@@ -149,6 +182,8 @@ class RowFacts:
         self.children: dict[tuple[str, str], set[int]] = {}  # (child entity, ref field) -> parents given a child
         self.any_parent: dict[tuple[str, str], int] = {}  # child added whose parent is not known -> rows existing then
         self.any_child: set[str] = set()  # entities custom code may add rows to
+        self.deleted: set[int] = set()  # rows a step deleted
+        self.kids: dict[tuple[str, str, int], set[int]] = {}  # (child entity, ref field, parent) -> rows the chain gave it
         self.bound: list[dict[str, int]] = []  # per step: alias -> symbol
         self.returned: list[int | None] = []  # per step: the row its result is
 
@@ -198,7 +233,7 @@ class RowFacts:
     def allows(self, spec: ToolSpec, refs: dict[str, Any], pins: dict[str, tuple[int, str]]) -> bool:
         """Whether a next step of ``spec`` (fed by ``refs``, pinned by ``pins``) could meet its pre-conditions."""
         facts = _facts(self.app, spec)
-        if not facts.states and not facts.children:
+        if not facts.states and not facts.children and not facts.no_children and not self.deleted:
             return True
         return self._allows(facts, self._fixed(refs, pins))
 
@@ -207,13 +242,19 @@ class RowFacts:
         ``"ref"`` (``param`` takes field ``name`` of that step's result) or ``"pin"`` (``param``
         loads the row that step bound as alias ``name``)."""
         facts = _facts(self.app, spec)
-        if not facts.states and not facts.children:
+        if not facts.states and not facts.children and not facts.no_children and not self.deleted:
             return True
         s = self._result_field(step, name) if how == "ref" else self.bound[step].get(name)
         return self._allows(facts, {} if s is None else {param: s})
 
     def _allows(self, facts: _Facts, fixed: dict[str, int]) -> bool:
         rows = self._bind(facts, fixed, create=False)
+        if self.deleted and any(rows.get(alias) in self.deleted for alias in facts.needed):
+            return False  # a row an earlier step deleted: no later step can load it
+        for child, cf, alias in facts.no_children:
+            s = rows.get(alias)
+            if s is not None and self.kids.get((child, cf, s), set()) - self.deleted:
+                return False  # an earlier step gave the row a child, and nothing removed it
         for alias, f, vals in facts.states:
             s = rows.get(alias)
             have = None if s is None else self.known.get(s, {}).get(f)
@@ -259,6 +300,7 @@ class RowFacts:
                 target = src if how == "param" else self.links.get((src, ref_field)) if src is not None else None
                 if target is not None:
                     self.links[(s, f)] = target
+                    self.kids.setdefault((ent, f, target), set()).add(s)
                     linked.add(f)
                     if target in self.created:
                         self.children.setdefault((ent, f), set()).add(target)
@@ -267,11 +309,21 @@ class RowFacts:
             for name in ref_fields:
                 if name not in linked:
                     self.any_parent[(ent, name)] = s
+        for alias, cascade in facts.deletes:
+            s = rows.get(alias)
+            if s is None:
+                continue
+            gone = {s}
+            for child, f in cascade:  # children deleted first
+                gone |= {t for t, ent in enumerate(self.entity) if ent == child and self.links.get((t, f)) == s}
+            self.deleted |= gone
         self.bound.append(rows)
         self.returned.append(new.get("new") if facts.returns == "new" else rows.get(facts.returns))
 
     def _write(self, entity: str, sym: int | None, f: str, vals: Keys | None) -> None:
         """``sym``.f now holds one of ``vals`` (None: unknown); any other row of the table may be the same row."""
+        for key in [k for k in self.kids if k[0] == entity and k[1] == f]:  # the child may now refer to another row
+            del self.kids[key]
         for t, ent in enumerate(self.entity):
             if ent != entity:
                 continue
