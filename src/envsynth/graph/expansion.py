@@ -50,7 +50,8 @@ def expand_subgraph(graph: ToolGraph, chain: list[str], min_size: int = 20, rng:
     Raises:
         KeyError: if a chain tool is not in the graph.
     """
-    unknown = [t for t in chain if t not in graph]
+    adjacency = graph.adjacency()
+    unknown = [t for t in chain if t not in adjacency]
     if unknown:
         raise KeyError(f"tools not in the graph: {unknown}")
     r = rng if isinstance(rng, random.Random) else random.Random(0 if rng is None else rng)
@@ -59,22 +60,22 @@ def expand_subgraph(graph: ToolGraph, chain: list[str], min_size: int = 20, rng:
     requirements = graph.requirements()
     around: set[str] = set()  # neighbours of the selected tools (the set itself included)
     for t in selected:
-        around.update(graph.neighbours(t))
+        around |= adjacency[t]
     while len(selected) < min_size:
         frontier = sorted(around - in_set)
         r.shuffle(frontier)
         added = False
         for v in frontier:
-            if len(selected) >= min_size:
-                break
             for _, _, suppliers in requirements[v]:
                 if suppliers.isdisjoint(in_set):
                     break  # a required input no selected tool supplies
             else:
                 selected.append(v)
                 in_set.add(v)
-                around.update(graph.neighbours(v))
+                around |= adjacency[v]
                 added = True
+                if len(selected) >= min_size:
+                    break
         if not added:
             break
     return selected

@@ -115,6 +115,13 @@ class ToolGraph:
             hit = memo[(node, kind)] = sorted(set(self.successors(node, kind)) | set(self.predecessors(node, kind)))
         return hit
 
+    def adjacency(self) -> dict[str, frozenset[str]]:
+        """Per tool: its :meth:`neighbours` over any edge kind, as a set (memoised)."""
+        memo = self.__dict__.get("_adjacency_memo")
+        if memo is None:
+            memo = self.__dict__["_adjacency_memo"] = {tool: frozenset(self.neighbours(tool)) for tool in self.g.nodes}
+        return memo
+
     def projection(self, kinds: Iterable[str] | None = None) -> nx.DiGraph:
         """Simple DiGraph with an edge ``u -> v`` when some edge of ``kinds`` joins them."""
         keep = set(kinds) if kinds is not None else set(EDGE_KINDS)

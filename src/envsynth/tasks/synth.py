@@ -538,11 +538,13 @@ def _extract(results: list[Any], step: int | None, field: str | None) -> Any:
 def _visible(graph: ToolGraph, chain: list[str], rng: random.Random) -> list[str]:
     """H: the chain, tools that supply its ids, then dependency-aware BFS to >= 20 tools."""
     seed_tools = list(dict.fromkeys(chain))
+    chosen = set(seed_tools)
     for tool in list(seed_tools):
-        for param in missing_inputs(graph, tool, seed_tools):
+        for param in missing_inputs(graph, tool, chosen):
             supplier = _supplier(graph, tool, param)
             if supplier is not None:
                 seed_tools.append(supplier)
+                chosen.add(supplier)
     return expand_subgraph(graph, seed_tools, min_size=MIN_VISIBLE, rng=rng)
 
 
