@@ -89,15 +89,25 @@ def _next_of(app: App, graph: ToolGraph, source: ToolSpec) -> list[tuple[ToolSpe
     return out
 
 
-def _continuations(app: App, graph: ToolGraph, steps: list[Step]) -> list[Continuation]:
-    """The possible next steps, as plain tuples (only the chosen one becomes a :class:`Step`)."""
-    used = {s.spec.name for s in steps}
-    return [
-        (spec, how, param, j, name)
-        for j, st in enumerate(steps)
-        for spec, how, param, name in _next_of(app, graph, st.spec)
-        if spec.name not in used
-    ]
+def _continuations(nexts: list[list[tuple[ToolSpec, str, str, str]]], used: set[str], facts: RowFacts) -> list[Continuation]:
+    """The possible next steps, as plain tuples (only the chosen one becomes a :class:`Step`).
+
+    ``nexts`` holds :func:`_next_of` of each planned step; a continuation is offered when its
+    tool is not ``used`` yet and it is :func:`_possible`.
+    """
+    out = []
+    for j, following in enumerate(nexts):
+        for spec, how, param, name in following:
+            if spec.name not in used:
+                c = (spec, how, param, j, name)
+                if _possible(facts, c):
+                    out.append(c)
+    return out
+
+
+def _possible(facts: RowFacts, c: Continuation) -> bool:
+    """Whether the continuation's pre-conditions can hold after the planned steps (see :mod:`rowfacts`)."""
+    return facts.allows_one(*c)
 
 
 def _step(c: Continuation) -> Step:
@@ -105,12 +115,6 @@ def _step(c: Continuation) -> Step:
     if how == "ref":
         return Step(spec, refs={param: Ref(step=j, field=name)})
     return Step(spec, pins={param: (j, name)})
-
-
-def _possible(facts: RowFacts, c: Continuation) -> bool:
-    """Whether the continuation's pre-conditions can hold after the planned steps (see :mod:`rowfacts`)."""
-    spec, how, param, j, name = c
-    return facts.allows_one(spec, how, param, j, name)
 
 
 @dataclass(frozen=True)
@@ -169,18 +173,21 @@ def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind) -
     """Plan the steps of one task; None when the graph offers no chain of this kind here."""
     steps: list[Step] = []
     facts = RowFacts(app)  # continuations whose pre-conditions the earlier steps rule out are not offered
+    nexts: list[list[tuple[ToolSpec, str, str, str]]] = []  # per step: the steps that can follow it
+    used: set[str] = set()  # the tools of the steps
 
     def append(step: Step) -> None:
         steps.append(step)
         facts.add(step.spec, step.refs, step.pins)
+        nexts.append(_next_of(app, graph, step.spec))
+        used.add(step.spec.name)
 
     if kind in ("action", "mixed"):
         tools = _tools(app)
         append(Step(rng.choice(tools.writes)))
         length = rng.choice(LENGTHS)
         while len(steps) < length:
-            options = [c for c in _continuations(app, graph, steps) if _possible(facts, c)]
-            used = {s.spec.name for s in steps}
+            options = _continuations(nexts, used, facts)
             unrelated = [s for s in tools.plain_writes if s.name not in used]
             if unrelated and (not options or rng.random() < INDEPENDENT):
                 append(Step(rng.choice(unrelated)))  # a second, independent request

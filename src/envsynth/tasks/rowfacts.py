@@ -30,6 +30,7 @@ from envsynth.blueprint import expr as X
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.graph.conditions import required_children, required_states, value_constants, value_key
 from envsynth.runtime.app import App
+from envsynth.runtime.state import id_fields
 
 Keys = frozenset[tuple[str, Any]]  # value_key()s of the values a field can hold
 
@@ -53,6 +54,7 @@ class _Facts:
     writes: tuple[tuple[str, tuple[str, ...]], ...]  # custom code: entity -> fields it may write
     creates: tuple[str, ...]  # custom code: entities it may add rows to
     returns: str
+    checked: bool  # states, children or no_children is not empty
 
 
 def _keys(values: Any) -> Keys:
@@ -121,6 +123,7 @@ def _facts(app: App, spec: ToolSpec) -> _Facts:
         tuple((ent, tuple(fields)) for ent, fields in spec.writes.items()),
         tuple(spec.creates),
         spec.returns,
+        bool(states or children or no_children),
     )
     _CACHE[id(spec)] = (spec, facts)
     return facts
@@ -175,6 +178,7 @@ class RowFacts:
 
     def __init__(self, app: App) -> None:
         self.app = app
+        self.id_field = id_fields(app.blueprint)  # entity -> its id field
         self.entity: list[str] = []  # symbol -> entity
         self.known: dict[int, dict[str, Keys]] = {}  # symbol -> field -> values it can hold now
         self.links: dict[tuple[int, str], int] = {}  # (symbol, ref field) -> symbol of the row referred to
@@ -195,7 +199,7 @@ class RowFacts:
         row = self.returned[step]
         if row is None:
             return None
-        if name == self.app.blueprint.entity(self.entity[row]).id_field:
+        if name == self.id_field[self.entity[row]]:
             return row
         return self.links.get((row, name))
 
@@ -233,7 +237,7 @@ class RowFacts:
     def allows(self, spec: ToolSpec, refs: dict[str, Any], pins: dict[str, tuple[int, str]]) -> bool:
         """Whether a next step of ``spec`` (fed by ``refs``, pinned by ``pins``) could meet its pre-conditions."""
         facts = _facts(self.app, spec)
-        if not facts.states and not facts.children and not facts.no_children and not self.deleted:
+        if not facts.checked and not self.deleted:
             return True
         return self._allows(facts, self._fixed(refs, pins))
 
@@ -242,7 +246,7 @@ class RowFacts:
         ``"ref"`` (``param`` takes field ``name`` of that step's result) or ``"pin"`` (``param``
         loads the row that step bound as alias ``name``)."""
         facts = _facts(self.app, spec)
-        if not facts.states and not facts.children and not facts.no_children and not self.deleted:
+        if not facts.checked and not self.deleted:
             return True
         s = self._result_field(step, name) if how == "ref" else self.bound[step].get(name)
         return self._allows(facts, {} if s is None else {param: s})
