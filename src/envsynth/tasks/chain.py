@@ -123,6 +123,7 @@ class _Tools:
 
     writes: list[ToolSpec]  # write tools
     plain_writes: list[ToolSpec]  # write tools without custom code
+    plain_names: frozenset[str]  # their names
     gets: list[tuple[ToolSpec, str, str, str]]  # get tools by id: (tool, entity, param, key)
     reads: list[ToolSpec]  # possible reads of a chain without earlier steps
 
@@ -147,26 +148,43 @@ def _tools(app: App) -> _Tools:
         for s in app.specs
         if (s.kind == "get" and by_id(s)) or s.kind == "search" or (s.kind == "aggregate" and s.query and not s.query.group_by)
     ]
-    tools = _Tools(writes, [s for s in writes if s.code is None], gets, reads)
+    plain = [s for s in writes if s.code is None]
+    tools = _Tools(writes, plain, frozenset(s.name for s in plain), gets, reads)
     _TOOLS[id(app)] = (app, tools)
     return tools
 
 
+_READS: dict[tuple[int, str], tuple[App, list[tuple[ToolSpec, str, str, str]]]] = {}
+
+
+def _reads_of(app: App, source: ToolSpec) -> list[tuple[ToolSpec, str, str, str]]:
+    """The gets by id that can read a row a ``source`` step touched, as (tool, "ref" or "pin", param, result field or alias).
+
+    Depends only on the app and the tool: memoised per (app, tool) objects.
+    """
+    key = (id(app), source.name)
+    hit = _READS.get(key)
+    if hit is not None and hit[0] is app:
+        return hit[1]
+    out: list[tuple[ToolSpec, str, str, str]] = []
+    for g, entity, param, id_field in _tools(app).gets:
+        if _created(source, entity):
+            out.append((g, "ref", param, id_field))
+        else:
+            alias = _alias_of(source, entity)
+            if alias is not None:
+                out.append((g, "pin", param, alias))
+    _READS[key] = (app, out)
+    return out
+
+
 def _reader(app: App, rng: random.Random, steps: list[Step]) -> Step | None:
     """A read step for the answer: about a row the chain touched, else about any row."""
-    tools = _tools(app)
     if not steps:
-        return Step(rng.choice(tools.reads)) if tools.reads else None
-    options: list[Step] = []
-    for j, st in enumerate(steps):
-        for g, entity, param, key in tools.gets:
-            if _created(st.spec, entity):
-                options.append(Step(g, refs={param: Ref(step=j, field=key)}))
-            else:
-                alias = _alias_of(st.spec, entity)
-                if alias is not None:
-                    options.append(Step(g, pins={param: (j, alias)}))
-    return rng.choice(options) if options else None
+        reads = _tools(app).reads
+        return Step(rng.choice(reads)) if reads else None
+    options = [(g, how, param, j, name) for j, st in enumerate(steps) for g, how, param, name in _reads_of(app, st.spec)]
+    return _step(rng.choice(options)) if options else None
 
 
 def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind) -> list[Step] | None:
@@ -188,9 +206,9 @@ def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind) -
         length = rng.choice(LENGTHS)
         while len(steps) < length:
             options = _continuations(nexts, used, facts)
-            unrelated = [s for s in tools.plain_writes if s.name not in used]
+            unrelated = not tools.plain_names <= used  # some plain write tool is not in the chain yet
             if unrelated and (not options or rng.random() < INDEPENDENT):
-                append(Step(rng.choice(unrelated)))  # a second, independent request
+                append(Step(rng.choice([s for s in tools.plain_writes if s.name not in used])))  # a second, independent request
                 continue
             if not options:
                 break

@@ -180,6 +180,7 @@ class RowFacts:
         self.app = app
         self.id_field = id_fields(app.blueprint)  # entity -> its id field
         self.entity: list[str] = []  # symbol -> entity
+        self.rows_of: dict[str, list[int]] = {}  # entity -> its symbols
         self.known: dict[int, dict[str, Keys]] = {}  # symbol -> field -> values it can hold now
         self.links: dict[tuple[int, str], int] = {}  # (symbol, ref field) -> symbol of the row referred to
         self.created: set[int] = set()  # rows the chain creates
@@ -192,8 +193,10 @@ class RowFacts:
         self.returned: list[int | None] = []  # per step: the row its result is
 
     def _new(self, entity: str) -> int:
+        sym = len(self.entity)
         self.entity.append(entity)
-        return len(self.entity) - 1
+        self.rows_of.setdefault(entity, []).append(sym)
+        return sym
 
     def _result_field(self, step: int, name: str) -> int | None:
         row = self.returned[step]
@@ -319,7 +322,7 @@ class RowFacts:
                 continue
             gone = {s}
             for child, f in cascade:  # children deleted first
-                gone |= {t for t, ent in enumerate(self.entity) if ent == child and self.links.get((t, f)) == s}
+                gone |= {t for t in self.rows_of.get(child, ()) if self.links.get((t, f)) == s}
             self.deleted |= gone
         self.bound.append(rows)
         self.returned.append(new.get("new") if facts.returns == "new" else rows.get(facts.returns))
@@ -328,9 +331,7 @@ class RowFacts:
         """``sym``.f now holds one of ``vals`` (None: unknown); any other row of the table may be the same row."""
         for key in [k for k in self.kids if k[0] == entity and k[1] == f]:  # the child may now refer to another row
             del self.kids[key]
-        for t, ent in enumerate(self.entity):
-            if ent != entity:
-                continue
+        for t in self.rows_of.get(entity, ()):
             self.links.pop((t, f), None)
             known = self.known.get(t)
             if known is None:
