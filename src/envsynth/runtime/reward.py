@@ -268,7 +268,7 @@ def _scalar(v: Any) -> Any:
     """A normalised scalar: a float for numbers, else a lower-cased trimmed string."""
     if _num(v):
         return float(v)
-    s = re.sub(r"\s+", " ", str(v)).strip().strip(_EDGE).lower()
+    s = " ".join(str(v).split()).strip(_EDGE).lower()  # runs of white space made one space first
     if _CURRENCY.match(s) and re.search(r"\d", s):
         n = re.sub(r"[$€£¥,%\s]|usd|eur|gbp", "", s)
         sign = -1.0 if n.count("-") % 2 else 1.0
