@@ -190,7 +190,9 @@ def effects_of(
         real = {str(pk): {c: ch for c, ch in sorted(chs.items()) if not _same(*ch)} for pk, chs in sorted(d.changed.items())}
         updated = {pk: {c: norm(t, c, new) for c, (_, new) in r.items()} for pk, r in real.items() if r}
         previous = {pk: {c: old for c, (old, _) in r.items()} for pk, r in real.items() if r}
-        added = sorted((content((t, pk), frozenset({(t, pk)})) for pk in d.added), key=_canon)
+        added = [content((t, pk), frozenset({(t, pk)})) for pk in d.added]
+        if len(added) > 1:  # (the sort key is costly)
+            added.sort(key=_canon)
         tables[t] = TableEffects(updated, tuple(sorted(map(str, d.removed))), tuple(added), previous)
     return Effects({t: te for t, te in tables.items() if te})
 

@@ -516,15 +516,16 @@ def _prune(app: App, s0: Rows, steps: list[Step], bound: list[dict[str, Any]], g
 
 def _targets(app: App, steps: list[Step], calls: list[Call], bound: list[dict[str, Any]], core: Rows) -> list[tuple[str, Any]]:
     """Pre-existing rows the instruction must name (bound through literal id arguments)."""
-    present = {(t, r[idf]) for t, idf in id_fields(app.blueprint).items() for r in core.get(t, ())}
-    out: list[tuple[str, Any]] = []
+    named: list[tuple[str, Any]] = []
     for st, call, b in zip(steps, calls, bound):
         for binding in st.spec.bindings:
             if binding.param and binding.param in call.args and binding.param not in call.refs and binding.alias in b:
                 tk = b[binding.alias]
-                if tk in present and tk not in out:
-                    out.append(tk)
-    return out
+                if tk not in named:
+                    named.append(tk)
+    ids = id_fields(app.blueprint)
+    present = {(t, r[ids[t]]) for t in {t for t, _ in named} for r in core.get(t, ())}
+    return [tk for tk in named if tk in present]
 
 
 def _param_descriptions(app: App, calls: list[Call], descs: dict[tuple[str, Any], Description]) -> list[dict[str, Description]]:
