@@ -190,7 +190,9 @@ def effects_of(
         real = {str(pk): {c: ch for c, ch in sorted(chs.items()) if not _same(*ch)} for pk, chs in sorted(d.changed.items())}
         updated = {pk: {c: norm(t, c, new) for c, (_, new) in r.items()} for pk, r in real.items() if r}
         previous = {pk: {c: old for c, (old, _) in r.items()} for pk, r in real.items() if r}
-        added = sorted((content((t, pk), frozenset({(t, pk)})) for pk in d.added), key=_canon)
+        added = [content((t, pk), frozenset({(t, pk)})) for pk in d.added]
+        if len(added) > 1:  # (the sort key is costly)
+            added.sort(key=_canon)
         tables[t] = TableEffects(updated, tuple(sorted(map(str, d.removed))), tuple(added), previous)
     return Effects({t: te for t, te in tables.items() if te})
 
@@ -268,7 +270,7 @@ def _scalar(v: Any) -> Any:
     """A normalised scalar: a float for numbers, else a lower-cased trimmed string."""
     if _num(v):
         return float(v)
-    s = re.sub(r"\s+", " ", str(v)).strip().strip(_EDGE).lower()
+    s = " ".join(str(v).split()).strip(_EDGE).lower()  # runs of white space made one space first
     if _CURRENCY.match(s) and re.search(r"\d", s):
         n = re.sub(r"[$€£¥,%\s]|usd|eur|gbp", "", s)
         sign = -1.0 if n.count("-") % 2 else 1.0

@@ -61,7 +61,7 @@ def add_distractors(
     counts: dict[str, int] = {}
     ids = id_fields(bp)
     indexes: dict[str, dict[Any, dict[str, Any]]] = {}  # table -> key -> row, for the targets' tables
-    rows = []
+    found = []
     for t, k in targets:
         if t not in ids:
             continue
@@ -70,43 +70,24 @@ def add_distractors(
             key = ids[t]
             index = indexes[t] = {r[key]: r for r in b.rows[t]}
         if k in index:
-            rows.append((bp.entity(t), index[k]))
-    watched = [ent for ent, _ in rows if ent.name in guarded and bound]  # target tables the chain's checks count
+            found.append(_target(bp, bp.entity(t), index[k], guarded))
+    watched = [tg.ent for tg in found if tg.ent.name in guarded and bound]  # target tables the chain's checks count
     for level in range(1, min(depth, 4) + 1):
         n0 = sum(map(len, b.rows.values()))
-        start = {ent.name: len(b.rows[ent.name]) for ent, _ in rows}
-        for ent, target in rows:
+        start = {tg.ent.name: len(b.rows[tg.ent.name]) for tg in found}
+        for tg in found:
             for _ in range(PER_LEVEL):
-                if level == 1:
-                    b.add(ent)
-                elif level == 2 and ent.label:
-                    b.add(ent, _fixed(ent, target, keep={ent.label}))
-                elif level == 3:
-                    fx = _fields(ent)
-                    facts, refs = fx.facts, fx.refs
-                    if facts:  # change a value the target has, so that the target's own value tells them apart
-                        change = rng.choice([f for f in facts if target.get(f) is not None] or facts)
-                        fixed = _fixed(ent, target, keep=set(facts) - {change} | refs)
-                        other = _other_value(b, rng, ent, change, target.get(change))
-                        if other is not None:
-                            fixed[change] = other
-                        b.add(ent, fixed)
-                elif level == 4:
-                    children = _children(bp, ent.name, guarded)
-                    if children:
-                        child, f = rng.choice(children)
-                        b.add(child, {f.name: target[ent.fields[0].name]})
-        for ent, target in rows:
+                _add(b, rng, level, tg)
+        for tg in found:
             # a new row that has every value the target has (its own fields and its references) could
             # never be told apart from it: the instruction can only name the target by values it has
-            table_rows = b.rows[ent.name]
-            first = start[ent.name]
+            table_rows = b.rows[tg.ent.name]
+            first = start[tg.ent.name]
             if len(table_rows) == first:
                 continue
-            values = [(n, v) for n in _fields(ent).plain if (v := target.get(n)) is not None]
-            new = [r for r in table_rows[first:] if any(r.get(n) != v for n, v in values)]
+            new = [r for r in table_rows[first:] if not tg.values.items() <= r.items()]
             if len(new) < len(table_rows) - first:
-                b.rows[ent.name] = table_rows[:first] + new
+                b.rows[tg.ent.name] = table_rows[:first] + new
         for ent in watched:
             table_rows = b.rows[ent.name]
             first = start[ent.name]
@@ -117,6 +98,51 @@ def add_distractors(
         counts[f"d{level}"] = sum(map(len, b.rows.values())) - n0
     added = {k: v[before.get(k, 0) :] for k, v in b.rows.items() if len(v) > before.get(k, 0)}
     return added, counts
+
+
+class _Target(NamedTuple):
+    """A target row and what its distractors take from it (worked out once per call)."""
+
+    ent: Any
+    row: dict[str, Any]
+    values: dict[str, Any]  # its non-null values (all but the id): a distractor must differ in one
+    named: dict[str, Any] | None  # level 2: the label it shares (None: the entity has no label)
+    changeable: list[str]  # level 3: the facts a near-duplicate may change (those the target has)
+    like: dict[str, Any]  # level 3: the facts and references a near-duplicate copies (but the changed one)
+    children: list[tuple[Any, Any]]  # level 4: (entity, ref field) of the related tables
+
+
+def _target(bp: Blueprint, ent: Any, row: dict[str, Any], guarded: frozenset[str]) -> _Target:
+    fx = _fields(ent)
+    return _Target(
+        ent=ent,
+        row=row,
+        values={n: v for n in fx.plain if (v := row.get(n)) is not None},
+        named=_fixed(ent, row, keep={ent.label}) if ent.label else None,
+        changeable=[f for f in fx.facts if row.get(f) is not None] or fx.facts,
+        like=_fixed(ent, row, keep=set(fx.facts) | fx.refs),
+        children=_children(bp, ent.name, guarded),
+    )
+
+
+def _add(b: StateBuilder, rng: random.Random, level: int, tg: _Target) -> None:
+    """Add one distractor of ``level`` for target ``tg`` (levels 2-4 add none when it has nothing to vary)."""
+    ent = tg.ent
+    if level == 1:
+        b.add(ent)
+    elif level == 2 and tg.named is not None:
+        b.add(ent, tg.named)
+    elif level == 3 and tg.changeable:
+        # change a value the target has, so that the target's own value tells them apart
+        change = rng.choice(tg.changeable)
+        fixed = {n: v for n, v in tg.like.items() if n != change}
+        other = _other_value(b, rng, ent, change, tg.row.get(change))
+        if other is not None:
+            fixed[change] = other
+        b.add(ent, fixed)
+    elif level == 4 and tg.children:
+        child, f = rng.choice(tg.children)
+        b.add(child, {f.name: tg.row[ent.fields[0].name]})
 
 
 def _other_value(b: StateBuilder, rng: random.Random, ent: Any, name: str, value: Any) -> Any:

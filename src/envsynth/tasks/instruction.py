@@ -18,7 +18,6 @@ from envsynth.tasks.describe import Description, fmt_value, human, quoted, rende
 from envsynth.tasks.model import Call, UserProfile
 
 ID_PATTERN = re.compile(r"\b[a-z]{2,5}_\d{6}\b")
-_SPACES = re.compile(r"\s+")
 _OPEN = ("Please {x}.", "Could you {x}?", "I need you to {x}.", "Can you {x}?", "I'd like you to {x}.")
 _THEN = ("Then {x}.", "After that, {x}.", "Next, {x}.", "Once that's done, {x}.")
 _LAST = ("Finally, {x}.", "And lastly, {x}.", "To finish, {x}.")
@@ -216,7 +215,7 @@ def compose(clauses: list[str], question: str | None, rng: random.Random, greeti
         else:
             sentences.append(question)
     text = " ".join(s[0].upper() + s[1:] if s else s for s in sentences)
-    return _SPACES.sub(" ", text).strip()
+    return " ".join(text.split())  # runs of white space made one space, none at the ends
 
 
 def profile(
@@ -245,4 +244,4 @@ def profile(
 
 def leaks_id(text: str) -> bool:
     """Whether an instruction contains something shaped like an internal id."""
-    return bool(ID_PATTERN.search(text))
+    return "_" in text and ID_PATTERN.search(text) is not None  # every id has an underscore (a cheap test first)

@@ -84,8 +84,11 @@ class Task(_Frozen):
     hash: str = ""
 
     def content_hash(self) -> str:
-        """SHA-256 of the record's JSON (fields in declaration order, row dicts in their order), hash left out."""
-        return hashlib.sha256(self.model_dump_json(exclude={"hash"}).encode()).hexdigest()
+        """SHA-256 of the record's JSON (fields in declaration order, row dicts in their order), hash left out.
+
+        The bytes of ``model_dump_json(exclude={"hash"})``, taken from the serializer before they are decoded.
+        """
+        return hashlib.sha256(self.__pydantic_serializer__.to_json(self, exclude={"hash"})).hexdigest()
 
     def sealed(self) -> Task:
         """A copy carrying its content hash."""

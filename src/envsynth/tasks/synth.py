@@ -13,9 +13,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from envsynth.blueprint.expr import parse
+from envsynth.blueprint.models import Blueprint
 from envsynth.blueprint.values import ValueMaker
 from envsynth.graph import expand_subgraph, missing_inputs
 from envsynth.graph.model import ToolGraph
+from envsynth.memo import per_object
 from envsynth.runtime.app import App
 from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import Rows, StateBuilder, id_fields, ref_fields
@@ -376,19 +378,44 @@ def _world_tables(app: App, steps: list[Step]) -> list[str]:
 
 def _find_world_tables(app: App, steps: list[Step]) -> list[str]:
     bp = app.blueprint
-    todo = set()
+    reach = _reachable(bp)
+    out: set[str] = set()
     for st in steps:
         spec = st.spec
-        todo |= {spec.entity, *spec.reads, *spec.writes, *spec.creates, *spec.deletes, *(b.entity for b in spec.bindings)}
+        touched = {spec.entity, *spec.reads, *spec.writes, *spec.creates, *spec.deletes, *(b.entity for b in spec.bindings)}
         if spec.query is not None:
-            todo.add(spec.query.entity)
-    todo &= {e.name for e in bp.entities}
-    out: set[str] = set()
-    while todo:
-        t = todo.pop()
-        out.add(t)
-        todo |= {f.ref for f in bp.entity(t).fields if f.type == "ref" and f.ref and f.ref not in out}
+            touched.add(spec.query.entity)
+        for t in touched:
+            out |= reach.get(t, ())
     return [e.name for e in bp.entities if e.name in out]
+
+
+_REACHABLE: dict[int, tuple[Any, Any]] = {}
+
+
+def _reachable(bp: Blueprint) -> dict[str, frozenset[str]]:
+    """Table -> itself and the tables its rows refer to, directly or through others (memoised per blueprint object)."""
+    return per_object(_REACHABLE, bp, _build_reachable)
+
+
+def _build_reachable(bp: Blueprint) -> dict[str, frozenset[str]]:
+    out = {}
+    for ent in bp.entities:
+        todo, seen = {ent.name}, set()
+        while todo:
+            t = todo.pop()
+            seen.add(t)
+            todo |= {ref for _, ref in _refs(bp)[t] if ref not in seen}
+        out[ent.name] = frozenset(seen)
+    return out
+
+
+_REFS: dict[int, tuple[Any, Any]] = {}
+
+
+def _refs(bp: Blueprint) -> dict[str, list[tuple[str, str]]]:
+    """Table -> (field, referenced table) of its ref fields (memoised per blueprint object)."""
+    return per_object(_REFS, bp, lambda b: {e.name: ref_fields(e) for e in b.entities})
 
 
 def _guarded(steps: list[Step]) -> frozenset[str]:
@@ -471,15 +498,15 @@ def _prune(app: App, s0: Rows, steps: list[Step], bound: list[dict[str, Any]], g
             keep |= {(ent.name, r[idf]) for r in s0.get(ent.name, [])}
     index = {(t, r[idf]): r for t, idf in ids.items() for r in s0.get(t, ())}
     keep &= index.keys()
+    refs = _refs(bp)
     for t, idf in ids.items():  # in blueprint order: a guarded table's rows may refer to another's
         if t in guarded:
-            refs = ref_fields(bp.entity(t))
-            keep |= {(t, r[idf]) for r in s0.get(t, ()) if any((ref, r.get(name)) in keep for name, ref in refs)}
+            keep |= {(t, r[idf]) for r in s0.get(t, ()) if any((ref, r.get(name)) in keep for name, ref in refs[t])}
     todo = list(keep)
     while todo:
         t, k = todo.pop()
         row = index[(t, k)]
-        for name, ref in ref_fields(bp.entity(t)):
+        for name, ref in refs[t]:
             v = row.get(name)
             if v is not None and (ref, v) not in keep and (ref, v) in index:
                 keep.add((ref, v))
@@ -489,15 +516,16 @@ def _prune(app: App, s0: Rows, steps: list[Step], bound: list[dict[str, Any]], g
 
 def _targets(app: App, steps: list[Step], calls: list[Call], bound: list[dict[str, Any]], core: Rows) -> list[tuple[str, Any]]:
     """Pre-existing rows the instruction must name (bound through literal id arguments)."""
-    present = {(t, r[idf]) for t, idf in id_fields(app.blueprint).items() for r in core.get(t, ())}
-    out: list[tuple[str, Any]] = []
+    named: list[tuple[str, Any]] = []
     for st, call, b in zip(steps, calls, bound):
         for binding in st.spec.bindings:
             if binding.param and binding.param in call.args and binding.param not in call.refs and binding.alias in b:
                 tk = b[binding.alias]
-                if tk in present and tk not in out:
-                    out.append(tk)
-    return out
+                if tk not in named:
+                    named.append(tk)
+    ids = id_fields(app.blueprint)
+    present = {(t, r[ids[t]]) for t in {t for t, _ in named} for r in core.get(t, ())}
+    return [tk for tk in named if tk in present]
 
 
 def _param_descriptions(app: App, calls: list[Call], descs: dict[tuple[str, Any], Description]) -> list[dict[str, Description]]:
