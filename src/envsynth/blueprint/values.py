@@ -25,6 +25,24 @@ def _faker_instance() -> Any:
     return Faker("en_US")
 
 
+_NOT_LOCAL = re.compile(r"[^a-z.]")
+_DOTS = re.compile(r"\.{2,}")
+EMAIL_NAMES = 128
+
+
+@lru_cache(maxsize=1)
+def email_names() -> tuple[str, ...]:
+    """Person names for emails of rows that name nobody (drawn once per process with a fixed seed:
+    the same list everywhere; a Faker email per value is slow)."""
+    rng = random.Random(7727)
+    fake = _faker_instance()
+    names = []
+    for _ in range(EMAIL_NAMES):
+        fake.seed_instance(rng.getrandbits(32))
+        names.append(fake.name())
+    return tuple(names)
+
+
 def faker_provider_exists(name: str) -> bool:
     """Whether Faker (en_US) has a provider of this name."""
     return callable(getattr(_faker_instance(), name, None))
@@ -95,12 +113,13 @@ class ValueMaker:
         t = f.type
         if t == "name":
             return self.fake("name")
-        if t == "email":
+        if t == "email":  # person.name42@domain: from the row's person, else from one of a fixed list of names
             person = next((v for k, v in (row or {}).items() if isinstance(v, str) and k in _name_fields(row)), None)
-            if person:
-                local = re.sub(r"[^a-z.]", "", person.lower().replace(" ", "."))[:30].strip(".") or "user"
-                return f"{local}{self.rng.randint(1, 99)}@{self.rng.choice(_EMAIL_DOMAINS)}"
-            return self.fake("email")
+            if not person:
+                person = self.rng.choice(email_names())
+            local = _NOT_LOCAL.sub("", person.lower().replace(" ", "."))
+            local = _DOTS.sub(".", local)[:30].strip(".") or "user"
+            return f"{local}{self.rng.randint(1, 99)}@{self.rng.choice(_EMAIL_DOMAINS)}"
         if t == "phone":
             return f"+1-{self.rng.randint(200, 989)}-{self.rng.randint(200, 999)}-{self.rng.randint(1000, 9999)}"
         if t == "url":

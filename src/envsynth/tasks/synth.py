@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from envsynth.blueprint.expr import parse
 from envsynth.blueprint.models import Blueprint
-from envsynth.blueprint.values import ValueMaker
+from envsynth.blueprint.values import ValueMaker, email_names
 from envsynth.graph import expand_subgraph, missing_inputs
 from envsynth.graph.model import ToolGraph
 from envsynth.memo import per_object
@@ -43,11 +43,15 @@ _POOLS: dict[str, Rows] = {}
 
 
 def value_pool(app: App) -> Rows:
-    """Pre-drawn rows whose plain values seed task worlds (drawn once per app and process)."""
+    """Pre-drawn rows whose plain values seed task worlds (drawn once per app and process).
+
+    The names that emails of rows naming nobody are made from are drawn at the same time.
+    """
     key = app.manifest.get("provenance", {}).get("content_hash") or app.name
     pool = _POOLS.get(key)
     if pool is None:
         pool = _POOLS[key] = StateBuilder(app.blueprint, 7919, app.order).fill({e.name: 24 for e in app.blueprint.entities})
+        email_names()
     return pool
 
 
