@@ -53,6 +53,7 @@ class _Facts:
     custom: bool  # the tool runs custom code
     writes: tuple[tuple[str, tuple[str, ...]], ...]  # custom code: entity -> fields it may write
     creates: tuple[str, ...]  # custom code: entities it may add rows to
+    removes: tuple[str, ...]  # custom code: entities it may delete rows from
     returns: str
     checked: bool  # states, children or no_children is not empty
 
@@ -122,6 +123,7 @@ def _facts(app: App, spec: ToolSpec) -> _Facts:
         spec.code is not None,
         tuple((ent, tuple(fields)) for ent, fields in spec.writes.items()),
         tuple(spec.creates),
+        tuple(spec.deletes),
         spec.returns,
         bool(states or children or no_children),
     )
@@ -290,6 +292,8 @@ class RowFacts:
                 for f in fields:
                     self._write(ent, None, f, None)
             self.any_child.update(facts.creates)
+            for key in [k for k in self.kids if k[0] in facts.removes]:  # the child may be gone
+                del self.kids[key]
         for alias, ent, f, vals, when_given in facts.updates:
             s = rows.get(alias)
             if when_given and vals is not None:  # written only when the parameter is given
