@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from envsynth.blueprint.models import Blueprint
 from envsynth.memo import per_object
-from envsynth.runtime.state import Rows, StateBuilder, id_fields
+from envsynth.runtime.state import Rows, StateBuilder, id_fields, ref_fields
 
 PER_LEVEL = 2
 
@@ -91,7 +91,7 @@ def add_distractors(
         for ent in watched:
             table_rows = b.rows[ent.name]
             first = start[ent.name]
-            refs = _fields(ent).ref_pairs
+            refs = ref_fields(ent)
             new = [r for r in table_rows[first:] if not any((ref, r.get(name)) in bound for name, ref in refs)]
             if len(new) < len(table_rows) - first:
                 b.rows[ent.name] = table_rows[:first] + new
@@ -203,7 +203,6 @@ class _Fields(NamedTuple):
     copyable: list[str]  # those that are not unique (a copy may take them from its target)
     facts: list[str]  # identifying facts: plain, non-unique, not a ref or free text
     refs: set[str]  # ref fields
-    ref_pairs: list[tuple[str, str]]  # (ref field, the table it refers to)
 
 
 _FIELDS: dict[int, tuple[Any, Any]] = {}
@@ -220,5 +219,4 @@ def _build_fields(ent: Any) -> _Fields:
         copyable=[f.name for f in ent.fields[1:] if not f.unique],
         facts=[f.name for f in ent.fields[1:] if f.type not in ("ref", "text") and not f.unique],
         refs={f.name for f in ent.fields if f.type == "ref"},
-        ref_pairs=[(f.name, f.ref) for f in ent.fields if f.type == "ref" and f.ref],
     )

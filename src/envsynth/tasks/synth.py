@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from envsynth.blueprint.expr import parse
 from envsynth.blueprint.models import Blueprint
-from envsynth.blueprint.values import ValueMaker, email_names
+from envsynth.blueprint.values import ValueMaker
 from envsynth.graph import expand_subgraph, missing_inputs
 from envsynth.graph.model import ToolGraph
 from envsynth.memo import per_object
@@ -43,15 +43,11 @@ _POOLS: dict[str, Rows] = {}
 
 
 def value_pool(app: App) -> Rows:
-    """Pre-drawn rows whose plain values seed task worlds (drawn once per app and process).
-
-    The names that emails of rows naming nobody are made from are drawn at the same time.
-    """
+    """Pre-drawn rows whose plain values seed task worlds (drawn once per app and process)."""
     key = app.manifest.get("provenance", {}).get("content_hash") or app.name
     pool = _POOLS.get(key)
     if pool is None:
         pool = _POOLS[key] = StateBuilder(app.blueprint, 7919, app.order).fill({e.name: 24 for e in app.blueprint.entities})
-        email_names()
     return pool
 
 
@@ -333,7 +329,7 @@ def _without_matches(app: App, core: Rows, extra: Rows, descs: list[Description]
     full = merged(core, extra)
     dropped: set[tuple[str, Any]] = set()
     for d in descs:
-        idf = bp.entity(d.entity).id_field
+        idf = ids[d.entity]
         for r in extra.get(d.entity, []):
             if d.matches(bp, full, r):
                 dropped.add((d.entity, r[idf]))
@@ -348,7 +344,7 @@ def _without_matches(app: App, core: Rows, extra: Rows, descs: list[Description]
                 if key not in dropped and any((ref, r.get(name)) in dropped for name, ref in refs):
                     dropped.add(key)
                     changed = True
-    return {t: [r for r in rows if (t, r[bp.entity(t).id_field]) not in dropped] for t, rows in extra.items()}
+    return {t: [r for r in rows if (t, r[ids[t]]) not in dropped] for t, rows in extra.items()}
 
 
 def _nonempty(rows: Rows) -> Rows:
