@@ -8,7 +8,8 @@ package). Usage, from the repository root:
     python3 benchmarks/count_instructions.py SRC [SRC ...]   # other checkouts' src/ folders, side by side
 
 Counts ``synthesize()`` over task indexes 0..N-1 (``--tasks``, default 100) of
-``harbor_market`` at D=0 and D=4 (S=1), after 5 warm-up candidates; only the synthesis loop
+``harbor_market`` at D=0 and D=4 (S=1), after 5 warm-up candidates, and how many were admitted
+(compare instructions per admitted task when a change alters tasks); only the synthesis loop
 is instrumented (``--instr-atstart=no``, switched on and off with ``callgrind_control``).
 Runs two valgrind processes at a time.
 """
@@ -31,7 +32,7 @@ from envsynth import catalog
 import envsynth.blueprint.values as blueprint_values
 from envsynth.compiler.compile import compile_app
 from envsynth.graph import build_graph
-from envsynth.tasks import synthesize
+from envsynth.tasks import Rejection, synthesize
 app = compile_app(catalog.load("harbor_market"), 0)
 graph = build_graph(app)
 for i in range(5):
@@ -39,20 +40,22 @@ for i in range(5):
 getattr(blueprint_values, "email_names", tuple)()  # drawn once per process, on first use (older checkouts have none)
 depth, n = int(sys.argv[2]), int(sys.argv[3])
 subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], capture_output=True)
+admitted = 0
 for i in range(n):
-    synthesize(app, graph, app_index=0, task_index=i, states=1, depth=depth, seed=0)
+    admitted += not isinstance(synthesize(app, graph, app_index=0, task_index=i, states=1, depth=depth, seed=0), Rejection)
 subprocess.run(["callgrind_control", "-i", "off", str(os.getpid())], capture_output=True)
+print(admitted)
 """
 
 
-def count(src: str, depth: int, tasks: int) -> int:
-    """Instructions of the synthesis loop for ``src`` at ``depth``."""
+def count(src: str, depth: int, tasks: int) -> tuple[int, int]:
+    """Instructions of the synthesis loop for ``src`` at ``depth``, and the task indexes it admitted."""
     cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null"]
     out = subprocess.run([*cmd, str(PYTHON), "-c", CHILD, src, str(depth), str(tasks)], capture_output=True, text=True)
     lines = [line for line in out.stderr.splitlines() if "Collected" in line]
     if out.returncode != 0 or not lines:
         sys.exit(f"valgrind failed for {src} D={depth}:\n{out.stderr[-2000:]}")
-    return int(lines[0].split()[-1])
+    return int(lines[0].split()[-1]), int(out.stdout.split()[-1])
 
 
 def main() -> None:
@@ -63,8 +66,8 @@ def main() -> None:
     jobs = [(s, d) for d in (0, 4) for s in args.src]
     with cf.ThreadPoolExecutor(2) as ex:
         results = list(ex.map(lambda job: count(job[0], job[1], args.tasks), jobs))
-    for (src, depth), n in zip(jobs, results):
-        print(f"{src}  D={depth}  {n / 1e6:,.1f} M instructions for {args.tasks} task indexes")
+    for (src, depth), (n, admitted) in zip(jobs, results):
+        print(f"{src}  D={depth}  {n / 1e6:,.1f} M instructions for {args.tasks} task indexes, {admitted} admitted")
 
 
 if __name__ == "__main__":
