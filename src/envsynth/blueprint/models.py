@@ -24,6 +24,18 @@ def _not_keyword(name: str) -> str:
 
 Ident = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=48), AfterValidator(_not_keyword)]
 
+EPISODE_TOOLS = ("complete_task", "list_apps", "list_tools", "get_tool_documentation")
+"""Tool names every episode adds itself (the end-of-task tool and the code-acting meta-tools)."""
+
+
+def _not_episode_tool(name: str) -> str:
+    if name in EPISODE_TOOLS:
+        raise ValueError(f"{name!r} is reserved: every episode has a tool of that name ({', '.join(EPISODE_TOOLS)}); pick another name")
+    return name
+
+
+ToolName = Annotated[Ident, AfterValidator(_not_episode_tool)]
+
 FIELD_TYPES = (
     "id",
     "ref",
@@ -268,7 +280,7 @@ class Filter(_Model):
 
 
 class _Action(_Model):
-    name: Ident
+    name: ToolName
     description: str = Field(min_length=8)
     entity: Ident
     params: list[Param] = Field(default_factory=list)
