@@ -16,6 +16,7 @@ from typing import Any
 
 from envsynth.blueprint import expr as X
 from envsynth.blueprint.errors import BlueprintError
+from envsynth.blueprint.language import check_language
 from envsynth.blueprint.models import (
     Action,
     AggregateAction,
@@ -831,6 +832,7 @@ def expand(bp: Blueprint) -> list[ToolSpec]:
         names.add(action.name)
         x = _Expander(bp, i, action)
         specs.append(_BY_KIND[action.kind](x, action))  # type: ignore[operator]
+    check_language(bp, specs)
     return specs
 
 

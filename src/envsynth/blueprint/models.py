@@ -85,6 +85,10 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+Words = Annotated[str, Field(min_length=1, max_length=80, pattern=r"^[^{}\n]+$")]
+"""A few words of plain text (a noun, a label): no line breaks, no ``{slots}``."""
+
+
 class Generator(_Model):
     """How synthetic values for a field are drawn (one of the keys is set).
 
@@ -135,6 +139,7 @@ class FieldDef(_Model):
     unique: bool = False
     gen: Generator | None = None
     null_rate: float = Field(0.0, ge=0.0, le=1.0)
+    label: Words | None = Field(None, description="what people call this field where the column name is not a word ('private')")
 
     @model_validator(mode="after")
     def _type_options(self) -> FieldDef:
@@ -191,6 +196,11 @@ class Entity(_Model):
     id_prefix: Annotated[str, Field(pattern=r"^[a-z]{2,5}$")] | None = None
     rows: int = Field(30, ge=1, le=100_000, description="rows of this entity in a sample state")
     fields: list[FieldDef] = Field(min_length=2)
+    called: Words | None = Field(None, description="what people call a row ('order', not 'customer order')")
+    known_by: list[Ident] = Field(default_factory=list, description="fields a person names a row by, best first")
+    never_describe: list[Ident] = Field(
+        default_factory=list, description="fields that never describe a row: counters, running totals, free text"
+    )
 
     @model_validator(mode="after")
     def _id_first(self) -> Entity:
@@ -204,6 +214,17 @@ class Entity(_Model):
             raise ValueError(f"duplicate field names {sorted(dup)}")
         if self.label is not None and self.label not in names:
             raise ValueError(f"label {self.label!r} is not a field of this entity")
+        for key in ("known_by", "never_describe"):
+            unknown = [n for n in getattr(self, key) if n not in names]
+            if unknown:
+                raise ValueError(f"{key}: {unknown[0]!r} is not a field of this entity; fields are {names}")
+        both = set(self.known_by) & set(self.never_describe)
+        if both:
+            raise ValueError(f"{sorted(both)[0]!r} is both in known_by and in never_describe")
+        if self.label is not None and self.label in self.never_describe:
+            raise ValueError(f"the label {self.label!r} names the row, it cannot be in never_describe")
+        if self.fields[0].name in self.known_by:
+            raise ValueError(f"known_by: {self.fields[0].name!r} is the id; people never name a row by its id")
         return self
 
     @property
@@ -287,6 +308,12 @@ class _Action(_Model):
     pre: list[Condition] = Field(default_factory=list)
     post: list[Condition] = Field(default_factory=list)
     bind: dict[Ident, str] = Field(default_factory=dict, description="extra row aliases: alias -> 'other.ref_field'")
+    say: Annotated[str, Field(min_length=3, max_length=200, pattern=r"^[^\n]+$")] | None = Field(
+        None, description="the request in the user's voice, with {slots} for parameters and bound rows"
+    )
+    reasons: list[Annotated[str, Field(min_length=3, max_length=200)]] = Field(
+        default_factory=list, description="why a person asks for this, in their words"
+    )
 
     _norm_pre = field_validator("pre", "post", mode="before")(_conditions)
 
@@ -423,6 +450,27 @@ CATEGORIES = ("shopping", "music", "productivity", "finance", "fitness", "messag
 _ENTITY_INDEX: dict[int, tuple[Blueprint, dict[str, Entity]]] = {}
 
 
+class UserRole(_Model):
+    """Who asks for things in an app: a role, and the entity whose rows are those users.
+
+    ``entity`` is the table a user of this role is a row of (a customer, a member);
+    ``identify_by`` are the fields the app finds them by besides their name (an email,
+    an account number). A role without an entity is staff: they act for someone else.
+    """
+
+    role: Ident
+    entity: Ident | None = None
+    identify_by: list[Ident] = Field(default_factory=list)
+    called: Words | None = Field(None, description="how the role is written in text ('member', 'account holder')")
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _identified(self) -> UserRole:
+        if self.entity is None and self.identify_by:
+            raise ValueError("identify_by names fields of the role's entity; set 'entity' too")
+        return self
+
+
 class Blueprint(_Model):
     """A whole domain: what the compiler turns into an app."""
 
@@ -434,6 +482,7 @@ class Blueprint(_Model):
     reference_date: str = Field("2026-03-15", pattern=r"^\d{4}-\d{2}-\d{2}$")
     entities: list[Entity] = Field(min_length=1)
     actions: list[Action] = Field(min_length=1)
+    users: list[UserRole] = Field(default_factory=list, description="the roles of the people who ask (customer, staff...)")
 
     def entity(self, name: str) -> Entity:
         index = _ENTITY_INDEX.get(id(self))

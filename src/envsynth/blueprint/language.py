@@ -1,0 +1,68 @@
+"""Checks of the words a blueprint gives people: phrases, nouns, descriptions and user roles.
+
+The keys themselves (``say``, ``reasons``, ``called``, ``known_by``, ``never_describe``,
+field ``label`` and the blueprint's ``users``) are declared on the models; what needs the
+whole blueprint or an action's expanded tool spec is checked here.
+"""
+
+from __future__ import annotations
+
+import string
+
+from envsynth.blueprint.errors import BlueprintError
+from envsynth.blueprint.models import Blueprint
+from envsynth.blueprint.spec import ToolSpec
+
+
+def slots(phrase: str) -> list[str]:
+    """The ``{slot}`` names of a phrase, in order.
+
+    Raises:
+        ValueError: if the phrase is not a valid template (an unclosed brace, a format spec).
+    """
+    names = []
+    for _, name, spec, conversion in string.Formatter().parse(phrase):
+        if name is None:
+            continue
+        if not name or spec or conversion or not name.isidentifier():
+            raise ValueError(f"{{{name}}} is not a slot; slots are plain names such as {{order}}")
+        names.append(name)
+    return names
+
+
+def check_language(bp: Blueprint, specs: list[ToolSpec]) -> None:
+    """Raise :class:`BlueprintError` at the first phrase slot or user role that names nothing."""
+    for i, (action, spec) in enumerate(zip(bp.actions, specs, strict=True)):
+        if action.say is None:
+            continue
+        try:
+            used = slots(action.say)
+        except ValueError as exc:
+            raise BlueprintError(f"actions[{i}].say", str(exc)) from None
+        allowed = [p.name for p in spec.params if p.name not in ("limit", "offset")] + [b.alias for b in spec.bindings]
+        for name in used:
+            if name not in allowed:
+                raise BlueprintError(f"actions[{i}].say", f"slot {{{name}}} names nothing; use one of {sorted(set(allowed))}")
+    _check_users(bp)
+
+
+def _check_users(bp: Blueprint) -> None:
+    seen: set[str] = set()
+    for i, user in enumerate(bp.users):
+        if user.role in seen:
+            raise BlueprintError(f"users[{i}].role", f"duplicate role {user.role!r}")
+        seen.add(user.role)
+        if user.entity is None:
+            continue
+        if not bp.has_entity(user.entity):
+            raise BlueprintError(f"users[{i}].entity", f"unknown entity {user.entity!r}")
+        ent = bp.entity(user.entity)
+        if ent.label is None or ent.field(ent.label).type != "name":
+            raise BlueprintError(f"users[{i}].entity", f"{user.entity!r} has no label field of type name, so its rows name no person")
+        for j, name in enumerate(user.identify_by):
+            if not ent.has(name):
+                raise BlueprintError(f"users[{i}].identify_by[{j}]", f"{name!r} is not a field of {user.entity!r}")
+            if not ent.field(name).unique:
+                raise BlueprintError(
+                    f"users[{i}].identify_by[{j}]", f"{user.entity}.{name} is not unique, so it cannot tell one user from another"
+                )
