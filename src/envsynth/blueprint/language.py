@@ -21,7 +21,11 @@ def slots(phrase: str) -> list[str]:
         ValueError: if the phrase is not a valid template (an unclosed brace, a format spec).
     """
     names = []
-    for _, name, spec, conversion in string.Formatter().parse(phrase):
+    try:
+        parts = list(string.Formatter().parse(phrase))
+    except ValueError as exc:  # an unbalanced brace
+        raise ValueError(f"{phrase!r} is not a slot template ({exc}); write slots as {{name}} and no other braces") from None
+    for _, name, spec, conversion in parts:
         if name is None:
             continue
         if not name or spec or conversion or not name.isidentifier():
