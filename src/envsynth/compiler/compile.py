@@ -10,8 +10,9 @@ from typing import Any
 from envsynth import __version__
 from envsynth.blueprint.expand import expand
 from envsynth.blueprint.models import Blueprint
+from envsynth.blueprint.order import creation_order
 from envsynth.compiler.codegen import write_tools_module
-from envsynth.compiler.schema import creation_order, schema_sql
+from envsynth.compiler.schema import schema_sql
 from envsynth.runtime.app import App
 from envsynth.runtime.state import StateBuilder, rows_to_bytes
 

@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from envsynth.blueprint.models import Blueprint, Entity
+from envsynth.blueprint.order import creation_order
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
-from envsynth.compiler.schema import creation_order
 from envsynth.runtime.episode import Episode
 from envsynth.runtime.toolkit import BoolColumns
 
