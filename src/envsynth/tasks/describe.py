@@ -40,6 +40,16 @@ def human(name: str) -> str:
     return name.replace("_", " ")
 
 
+def noun(ent: Entity) -> str:
+    """What people call a row of ``ent`` (its ``called``, else its name in words)."""
+    return ent.called or human(ent.name)
+
+
+def field_words(f: FieldDef) -> str:
+    """What people call a field (its ``label``, else its name in words)."""
+    return f.label or human(f.name)
+
+
 def fmt_value(f: FieldDef | None, v: Any) -> str:
     """A value as a person writes it: $12.50, March 3, 2026, 'Blue Mug'."""
     if v is None:
@@ -148,13 +158,15 @@ def _fields(ent: Entity) -> _Fields:
     """The fields a description may use, and the refs to describe parents by (memoised per entity object)."""
     hit = _FIELDS.get(id(ent))
     if hit is None or hit.entity is not ent:
-        fields = [f for f in ent.fields if f.type in _ORDER]
+        never = set(ent.never_describe)
+        fields = [f for f in ent.fields if f.type in _ORDER and f.name not in never]
         fields.sort(key=lambda f: (f.name != ent.label, _ORDER.index(f.type)))
         telling = ("date", "datetime", "money", "name", "company", "string")
+        known = {name: -len(ent.known_by) + i for i, name in enumerate(ent.known_by)}  # best first, before any other field
         hit = _FIELDS[id(ent)] = _Fields(
             entity=ent,
             named=tuple((0, f.name) for f in fields if f.name == ent.label),
-            others=tuple((0 if f.type in telling else 1, f.name) for f in fields if f.name != ent.label),
+            others=tuple((known.get(f.name, 0 if f.type in telling else 1), f.name) for f in fields if f.name != ent.label),
             refs=tuple((f.name, f.ref or "") for f in ent.fields if f.type == "ref"),
         )
     return hit
@@ -172,8 +184,9 @@ def _describe(
     d = Description(entity)
     fields = _fields(ent)
     others = list(fields.others)
-    rng.shuffle(others)
-    # people and titled things are named first; other rows by their most telling fields
+    if not ent.known_by:  # without an author's order, fields of one kind are tried in random order
+        rng.shuffle(others)
+    # people and titled things are named first; other rows by what people know them by, then their most telling fields
     others.sort(key=itemgetter(0))
     table = rows.get(entity, [])
     matching = table  # rows that the facts so far match (no parent yet)
@@ -221,28 +234,28 @@ def _describe(
 def render(bp: Blueprint, d: Description, possessive: str = "the") -> str:
     """``the order placed on March 3, 2026 for $54.20`` style text."""
     ent = bp.entity(d.entity)
-    noun = human(ent.name)
+    called = noun(ent)
     parts = []
     label = d.facts.get(ent.label) if ent.label else None
     if label is not None:
         lf = ent.field(ent.label)  # type: ignore[arg-type]
-        head = f"{possessive} {noun} {quoted(lf, label)}" if lf.type not in ("name",) else f"{noun} {label}"
+        head = f"{possessive} {called} {quoted(lf, label)}" if lf.type not in ("name",) else f"{called} {label}"
     else:
-        head = f"{possessive} {noun}"
+        head = f"{possessive} {called}"
     when = []
     for k, v in d.facts.items():
         if k == ent.label:
             continue
         f = ent.field(k)
         if f.type in ("date", "datetime"):
-            name = human(k).removesuffix(" date").removesuffix(" on").removesuffix(" at")
+            name = field_words(f).removesuffix(" date").removesuffix(" on").removesuffix(" at")
             when.append(
                 f"{name} on {fmt_value(f, v)}"
                 if f.type == "date"
                 else f"{name} {fmt_value(f, v).replace(' at ', ' at ', 1)}".replace(f"{name} ", f"{name} on ", 1)
             )
         else:
-            parts.append(f"{human(k)} {quoted(f, v)}")
+            parts.append(f"{field_words(f)} {quoted(f, v)}")
     text = head + "".join(f" {w}" for w in when)
     if parts:
         text += " with " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]

@@ -10,11 +10,13 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from envsynth.blueprint.models import Blueprint, FieldDef
+from envsynth.blueprint.language import slots
+from envsynth.blueprint.models import Blueprint, FieldDef, UserRole
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
-from envsynth.tasks.describe import Description, fmt_value, human, quoted, render
+from envsynth.tasks.describe import Description, field_words, fmt_value, human, noun, quoted, render
 from envsynth.tasks.model import Call, UserProfile
 
 ID_PATTERN = re.compile(r"\b[a-z]{2,5}_\d{6}\b")
@@ -24,8 +26,24 @@ _LAST = ("Finally, {x}.", "And lastly, {x}.", "To finish, {x}.")
 _ASK = ("{q}", "Also, {q_lower}", "One more thing: {q_lower}")
 
 
-def _article(noun: str) -> str:
-    return "an" if noun[:1] in "aeiou" else "a"
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def plural(word: str) -> str:
+    """A noun's plural, for the regular cases a domain's nouns take (order -> orders, entry -> entries)."""
+    last = word.rsplit(" ", 1)[-1]
+    if last.endswith("y") and last[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return word[:-1] + "ies"
+    if last.endswith(("s", "x", "z", "ch", "sh")):
+        return word + "es"
+    return word + "s"
+
+
+def _field_of(bp: Blueprint, entity: str, name: str) -> str:
+    """The words for field ``name`` of ``entity`` (its label, else the name in words)."""
+    ent = bp.entity(entity)
+    return field_words(ent.field(name)) if ent.has(name) else human(name)
 
 
 def _verb(spec: ToolSpec) -> str:
@@ -72,22 +90,73 @@ class Phraser:
         self.specs = specs
         self.rng = rng
         self.me = me  # the user's own row, named in the first person
+        self.says = {a.name: a.say for a in bp.actions if a.say}
 
     def row_text(self, spec: ToolSpec, call: Call, param: str, descs: dict[str, Description], calls: list[Call], role: str = "main") -> str:
         if param in call.refs:
             ref = call.refs[param]
             made = self.specs[calls[ref.step].tool]
             ent = next((b.entity for b in spec.bindings if b.param == param), made.entity)
-            return self.rng.choice(("that ", "the new ", "the same ")) + human(ent)
+            return self.rng.choice(("that ", "the new ", "the same ")) + noun(self.bp.entity(ent))
         d = descs.get(param)
         if d is not None and d is self.me:
-            return "me" if role == "other" else f"my {human(d.entity)} account"
+            return "me" if role == "other" else "my account"
         return render(self.bp, d) if d is not None else "it"
+
+    def said(self, spec: ToolSpec, call: Call, calls: list[Call], descs: dict[str, Description]) -> str | None:
+        """The call in the words of its action's ``say`` phrase, or None when the action has none or it does not fit the call.
+
+        Row slots become descriptions of the rows, value slots the values; the requester's
+        own row is implied when not slotted, other rows and values the phrase leaves out are
+        added after it.
+        """
+        phrase = self.says.get(spec.name)
+        if phrase is None:
+            return None
+        row_param = {b.alias: b.param for b in spec.bindings if b.param}
+        rows = set(row_param.values()) | set(descs)
+        fill: dict[str, str] = {}
+        used: set[str] = set()
+        for name in slots(phrase):
+            param = row_param.get(name, name)
+            given = param in call.args or param in call.refs
+            if not given:
+                return None  # an optional row or value this call leaves out: the phrase does not fit
+            used.add(param)
+            if param in rows or param in call.refs:
+                first = not any(p in rows or p in call.refs for p in used - {param})
+                fill[name] = self.row_text(spec, call, param, descs, calls, role="main" if first else "other")
+            else:
+                fill[name] = _param_value(spec, self.bp, param, call.args[param])
+        text = phrase.format(**fill)
+        question = text.endswith("?")
+        text = text.removesuffix("?")
+        extra_rows = [
+            p for p in sorted(rows) if p not in used and (p in call.args or p in call.refs) and (descs.get(p) is not self.me or p in call.refs)
+        ]
+        if extra_rows:
+            text += " for " + ", ".join(self.row_text(spec, call, p, descs, calls, role="other") for p in extra_rows)
+        values = [k for k in call.args if k not in used and k not in rows and k not in ("limit", "offset")]
+        if values:
+            entity = spec.query.entity if spec.query else spec.entity
+            parts = [f"{self._words(spec, entity, k)} {_param_value(spec, self.bp, k, call.args[k])}" for k in values]
+            text += ", with " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+        return text + ("?" if question else "")
+
+    def _words(self, spec: ToolSpec, entity: str, param: str) -> str:
+        p = spec.param(param)
+        if p.field:
+            ent, fname = p.field.split(".")
+            return _field_of(self.bp, ent, fname)
+        return _field_of(self.bp, entity, param)
 
     def clause(self, idx: int, calls: list[Call], descs: dict[str, Description]) -> str:
         call = calls[idx]
         spec = self.specs[call.tool]
         bp = self.bp
+        said = self.said(spec, call, calls, descs)
+        if said is not None:
+            return said
         row_params = [b.param for b in spec.bindings if b.param is not None and (b.param in call.args or b.param in call.refs)]
         values = {k: v for k, v in call.args.items() if k not in row_params and k not in ("limit", "offset")}
         main = next((b.param for b in spec.bindings if b.entity == spec.entity and b.param in row_params), None)
@@ -105,7 +174,7 @@ class Phraser:
             others = []
         elif spec.kind == "update":
             target = self.row_text(spec, call, main, descs, calls) if main else human(spec.entity)
-            changes = [f"its {human(k)} to {_param_value(spec, bp, k, v)}" for k, v in values.items()]
+            changes = [f"its {self._words(spec, spec.entity, k)} to {_param_value(spec, bp, k, v)}" for k, v in values.items()]
             changes += [f"its {human(p).removesuffix(' id')} to {self.row_text(spec, call, p, descs, calls, role='other')}" for p in others]
             values, others = {}, []
             text = f"update {target}: set " + ", ".join(changes[:-1]) + (" and " if len(changes) > 1 else "") + changes[-1]
@@ -124,7 +193,7 @@ class Phraser:
             linked = [self.row_text(spec, call, p, descs, calls, role="other") for p in others]
             text += " for " + linked[0] + "".join(f", using {t}" for t in linked[1:])
         if values:
-            parts = [f"{human(k)} {_param_value(spec, bp, k, v)}" for k, v in values.items()]
+            parts = [f"{self._words(spec, spec.entity, k)} {_param_value(spec, bp, k, v)}" for k, v in values.items()]
             joined = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
             lead = "," if others else ""
             text += f"{lead} with {joined}" if spec.kind in ("create", "book") else f", setting {joined}"
@@ -148,16 +217,21 @@ class Phraser:
     def question(self, call: Call, field: str | None, descs: dict[str, Description], calls: list[Call]) -> str:
         spec = self.specs[call.tool]
         q = spec.query
-        noun = human(spec.entity)
+        entity = q.entity if q else spec.entity
+        many = plural(noun(self.bp.entity(entity)))
         if spec.kind == "get":
             target = self.row_text(spec, call, spec.bindings[0].param or "", descs, calls)
-            return self.rng.choice((f"What is the {human(field or '')} of {target}?", f"Tell me the {human(field or '')} of {target}."))
+            words = _field_of(self.bp, entity, field or "")
+            return self.rng.choice((f"What is the {words} of {target}?", f"Tell me the {words} of {target}."))
+        said = self.said(spec, call, calls, descs)
+        if said is not None and said.endswith("?"):
+            return said[0].upper() + said[1:]
         conds = self._filters(spec, call)
         where = (" " + " and ".join(conds)) if conds else ""
         if q is not None and q.op == "aggregate" and q.agg != "count":
             word = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest"}[q.agg or "sum"]
-            return f"What is the {word} {human(q.field or '')} of the {noun} records{where}?"
-        return self.rng.choice((f"How many {noun} records are there{where}?", f"Count the {noun} records{where} and tell me the number."))
+            return f"What is the {word} {_field_of(self.bp, entity, q.field or '')} of the {many}{where}?"
+        return self.rng.choice((f"How many {many} are there{where}?", f"Count the {many}{where} and tell me the number."))
 
     def _filters(self, spec: ToolSpec, call: Call) -> list[str]:
         q = spec.query
@@ -173,6 +247,7 @@ class Phraser:
             if v is None:
                 continue
             val = _param_value(spec, self.bp, flt.param, v)
+            words = _field_of(self.bp, q.entity, flt.field) if q else human(flt.field)
             if flt.op in ("gte", "lte"):
                 if flt.field in done:
                     continue
@@ -183,11 +258,11 @@ class Phraser:
                 val = f'"{v}"'
             out.append(
                 {
-                    "eq": f"whose {human(flt.field)} is {val}",
-                    "contains": f"whose {human(flt.field)} contains {val}",
-                    "gte": f"with {human(flt.field)} at least {val}",
-                    "lte": f"with {human(flt.field)} at most {val}",
-                    "in": f"whose {human(flt.field)} is {val}",
+                    "eq": f"whose {words} is {val}",
+                    "contains": f"whose {words} contains {val}",
+                    "gte": f"with {words} at least {val}",
+                    "lte": f"with {words} at most {val}",
+                    "in": f"whose {words} is {val}",
                 }[flt.op]
             )
         return out
@@ -197,7 +272,7 @@ def _range_words(spec: ToolSpec, bp: Blueprint, field: str) -> tuple[str, bool]:
     ent = bp.entity(spec.query.entity) if spec.query else None
     f = ent.field(field) if ent is not None and ent.has(field) else None
     dated = f is not None and f.type in ("date", "datetime")
-    name = human(field)
+    name = field_words(f) if f is not None else human(field)
     if dated:
         name = name.removesuffix(" at").removesuffix(" on").removesuffix(" date")
     return name, dated
@@ -218,14 +293,35 @@ def compose(clauses: list[str], question: str | None, rng: random.Random, greeti
     return " ".join(text.split())  # runs of white space made one space, none at the ends
 
 
+@dataclass(frozen=True)
+class Requester:
+    """Who asks: their profile, the table their row is in (None for staff) and how they identify themselves."""
+
+    user: UserProfile
+    table: str | None = None
+    identity: tuple[str, ...] = ()
+
+    @property
+    def staff(self) -> bool:
+        return self.table is None
+
+
+def _role(bp: Blueprint, table: str | None) -> UserRole | None:
+    return next((u for u in bp.users if u.entity == table), None)
+
+
 def profile(
     bp: Blueprint,
     rows: dict[str, list[dict[str, Any]]],
     targets: list[tuple[str, Any]],
     rng: random.Random,
     fake_name: Callable[[], str],
-) -> UserProfile:
-    """The user: a person the task names (a customer, a member), else a staff member (named by ``fake_name()``)."""
+) -> Requester:
+    """The user: a person the task names (a customer, a member), else a staff member (named by ``fake_name()``).
+
+    A role the blueprint declares (``users``) gives the role's words and the values the
+    requester identifies themselves by (``identify_by``).
+    """
     for table, key in targets:
         ent = bp.entity(table)
         label = ent.field(ent.label) if ent.label else None
@@ -238,8 +334,32 @@ def profile(
         email = next((row[f.name] for f in ent.fields if f.type == "email"), None)
         phone = next((row[f.name] for f in ent.fields if f.type == "phone"), None)
         prefs = {f.name: row[f.name] for f in ent.fields if f.type in ("enum", "bool") and row.get(f.name) is not None}
-        return UserProfile(name=row[ent.label], role=human(table), email=email, phone=phone, preferences=prefs)  # type: ignore[index]
-    return UserProfile(name=fake_name(), role=f"{bp.title} staff member", preferences={})
+        role = _role(bp, table)
+        ids = tuple(quoted(ent.field(f), row[f]) for f in (role.identify_by if role else ()) if row.get(f) is not None)
+        facts = [f"my {field_words(ent.field(f))} is {quoted(ent.field(f), row[f])}" for f in (role.identify_by if role else ())]
+        user = UserProfile(
+            name=row[ent.label],  # type: ignore[index]
+            role=(role.called or human(role.role)) if role else human(table),
+            email=email,
+            phone=phone,
+            preferences=prefs,
+            knows=facts,
+        )
+        return Requester(user, table, ids)
+    staff = _role(bp, None)
+    role_words = (staff.called or human(staff.role)) if staff else f"{bp.title} staff member"
+    return Requester(UserProfile(name=fake_name(), role=role_words, preferences={}))
+
+
+def greeting(requester: Requester, rng: random.Random) -> str:
+    """How a person the task names opens: their name, and what the app finds them by; staff do not introduce themselves."""
+    if requester.staff:
+        return ""
+    name = requester.user.name
+    if requester.identity:
+        ids = " / ".join(requester.identity)
+        return rng.choice((f"Hi, this is {name} ({ids}).", f"Hello, I'm {name}, {ids}.", f"Hi, {name} here ({ids})."))
+    return rng.choice((f"Hi, this is {name}.", f"Hello, I'm {name}."))
 
 
 def leaks_id(text: str) -> bool:

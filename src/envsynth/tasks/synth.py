@@ -25,7 +25,7 @@ from envsynth.tasks.chain import Step, plan_chain
 from envsynth.tasks.describe import Description, describe
 from envsynth.tasks.distractors import add_distractors
 from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, _instantiate, execute
-from envsynth.tasks.instruction import Phraser, compose, leaks_id, profile
+from envsynth.tasks.instruction import Phraser, compose, greeting, leaks_id, profile
 from envsynth.tasks.model import Call, Coordinates, Rejection, Task, TaskKind, TaskState
 from envsynth.tasks.oracle import oracle_program
 from envsynth.tasks.state import copy_rows, count_rows, merged
@@ -227,13 +227,14 @@ def _synthesize(
             return reject("no_effect")
         if s == 0:
             param_descs = _param_descriptions(app, calls, descs)
-            user, me = profile(app.blueprint, full, targets, srng, lambda: random.Random(base).choice(staff_names(app))), None
-            if user.role != f"{app.blueprint.title} staff member":
+            requester = profile(app.blueprint, full, targets, srng, lambda: random.Random(base).choice(staff_names(app)))
+            user, me = requester.user, None
+            if not requester.staff:
                 me = next(
                     (
                         d
                         for (t, _k), d in descs.items()
-                        if t.replace("_", " ") == user.role and d.facts.get(app.blueprint.entity(t).label or "") == user.name
+                        if t == requester.table and d.facts.get(app.blueprint.entity(t).label or "") == user.name
                     ),
                     None,
                 )
@@ -243,15 +244,10 @@ def _synthesize(
             question = (
                 phraser.question(calls[answer_step], answer_field, param_descs[answer_step], calls) if answer_step is not None else None
             )
-            greeting = (
-                srng.choice((f"Hi, this is {user.name}.", f"Hello, I'm {user.name}.", ""))
-                if user.role != f"{app.blueprint.title} staff member"
-                else ""
-            )
-            instruction = compose(clauses, question, srng, greeting)
+            instruction = compose(clauses, question, srng, greeting(requester, srng))
             if leaks_id(instruction):
                 return reject("id_in_instruction", instruction)
-            user = user.model_copy(update={"knows": [instruction]})
+            user = user.model_copy(update={"knows": [instruction, *user.knows]})
         assert user is not None
         task = Task(
             id=f"{app.name}-t{task_index:05d}-s{s}",
