@@ -132,7 +132,9 @@ class Phraser:
         question = text.endswith("?")
         text = text.removesuffix("?")
         extra_rows = [
-            p for p in sorted(rows) if p not in used and (p in call.args or p in call.refs) and (descs.get(p) is not self.me or p in call.refs)
+            p
+            for p in sorted(rows)
+            if p not in used and (p in call.args or p in call.refs) and (descs.get(p) is not self.me or p in call.refs)
         ]
         if extra_rows:
             text += " for " + ", ".join(self.row_text(spec, call, p, descs, calls, role="other") for p in extra_rows)
