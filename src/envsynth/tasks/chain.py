@@ -19,7 +19,8 @@ from envsynth.tasks.model import Ref, TaskKind
 from envsynth.tasks.rowfacts import RowFacts
 
 LENGTHS = (1, 1, 2, 2, 2, 3, 3, 4, 5, 6, 8)
-INDEPENDENT = 0.2  # chance that the next step is a separate request rather than a follow-up
+UNDO_VERBS = frozenset(("cancel", "delete", "remove", "void", "withdraw", "revoke", "discard", "undo", "abandon"))
+"""First words of tool names that take back what a request did; such a tool never follows a step on the same row."""
 
 
 @dataclass
@@ -68,12 +69,12 @@ def _next_of(app: App, graph: ToolGraph, source: ToolSpec) -> list[tuple[ToolSpe
     out: list[tuple[ToolSpec, str, str, str]] = []
     for _, tgt, _, a in graph.edges("data", source=source.name):
         spec = app.spec_by_name[tgt]
-        if spec.mode != "write" or spec.code is not None or not a.get("fresh") or not a.get("required", True):
+        if spec.mode != "write" or spec.code is not None or not a.get("fresh") or not a.get("required", True) or undoes(spec):
             continue
         out.append((spec, "ref", a["param"], a["via"].split(".", 1)[1]))
     for _, tgt, _, a in graph.edges("logic", source=source.name):
         spec = app.spec_by_name[tgt]
-        if spec.mode != "write" or spec.code is not None:
+        if spec.mode != "write" or spec.code is not None or undoes(spec):  # a goal does not take back its own steps
             continue
         ent = a.get("entity")
         param = _param_for(spec, ent) if ent else None
@@ -87,6 +88,11 @@ def _next_of(app: App, graph: ToolGraph, source: ToolSpec) -> list[tuple[ToolSpe
                 out.append((spec, "pin", param, alias))
     _NEXT[key] = (app, graph, out)
     return out
+
+
+def undoes(spec: ToolSpec) -> bool:
+    """Whether a write tool takes back what made or changed its row: a delete, or a cancel/void/withdraw... of it."""
+    return spec.kind == "delete" or (spec.mode == "write" and spec.name.split("_", 1)[0] in UNDO_VERBS)
 
 
 def _continuations(nexts: list[list[tuple[ToolSpec, str, str, str]]], used: set[str], facts: RowFacts) -> list[Continuation]:
@@ -122,8 +128,6 @@ class _Tools:
     """The tools of an app that chains start with, add and end with."""
 
     writes: list[ToolSpec]  # write tools
-    plain_writes: list[ToolSpec]  # write tools without custom code
-    plain_names: frozenset[str]  # their names
     gets: list[tuple[ToolSpec, str, str, str]]  # get tools by id: (tool, entity, param, key)
     reads: list[ToolSpec]  # possible reads of a chain without earlier steps
 
@@ -148,8 +152,7 @@ def _tools(app: App) -> _Tools:
         for s in app.specs
         if (s.kind == "get" and by_id(s)) or s.kind == "search" or (s.kind == "aggregate" and s.query and not s.query.group_by)
     ]
-    plain = [s for s in writes if s.code is None]
-    tools = _Tools(writes, plain, frozenset(s.name for s in plain), gets, reads)
+    tools = _Tools(writes, gets, reads)
     _TOOLS[id(app)] = (app, tools)
     return tools
 
@@ -204,12 +207,8 @@ def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind) -
         tools = _tools(app)
         append(Step(rng.choice(tools.writes)))
         length = rng.choice(LENGTHS)
-        while len(steps) < length:
+        while len(steps) < length:  # one goal: every next step follows up on a row an earlier step made or touched
             options = _continuations(nexts, used, facts)
-            unrelated = not tools.plain_names <= used  # some plain write tool is not in the chain yet
-            if unrelated and (not options or rng.random() < INDEPENDENT):
-                append(Step(rng.choice([s for s in tools.plain_writes if s.name not in used])))  # a second, independent request
-                continue
             if not options:
                 break
             append(_step(rng.choice(options)))

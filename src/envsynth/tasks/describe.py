@@ -172,13 +172,25 @@ def _fields(ent: Entity) -> _Fields:
     return hit
 
 
-def describe(bp: Blueprint, rows: Rows, entity: str, row: dict[str, Any], rng: random.Random, depth: int = 0) -> Description | None:
-    """The shortest description (greedy) that matches ``row`` and no other row, or None."""
-    return _describe(bp, rows, _Lookup(bp, rows), entity, row, rng, depth)
+def describe(
+    bp: Blueprint, rows: Rows, entity: str, row: dict[str, Any], rng: random.Random, depth: int = 0, avoid: tuple[str, ...] = ()
+) -> Description | None:
+    """The shortest description (greedy) that matches ``row`` and no other row, or None.
+
+    ``avoid``: fields of the row the description must not use (the answer a question asks for).
+    """
+    return _describe(bp, rows, _Lookup(bp, rows), entity, row, rng, depth, avoid)
 
 
 def _describe(
-    bp: Blueprint, rows: Rows, lookup: _Lookup, entity: str, row: dict[str, Any], rng: random.Random, depth: int
+    bp: Blueprint,
+    rows: Rows,
+    lookup: _Lookup,
+    entity: str,
+    row: dict[str, Any],
+    rng: random.Random,
+    depth: int,
+    avoid: tuple[str, ...] = (),
 ) -> Description | None:
     ent = bp.entity(entity)
     d = Description(entity)
@@ -192,7 +204,7 @@ def _describe(
     matching = table  # rows that the facts so far match (no parent yet)
     for _, name in [*fields.named, *others]:
         v = row.get(name)
-        if v is None:
+        if v is None or name in avoid:
             continue
         d.facts[name] = v
         matching = [r for r in matching if r.get(name) == v]

@@ -139,6 +139,7 @@ def _synthesize(
     targets = _targets(app, steps, calls, bound, core)
     acted_on = frozenset(tk for b in bound for tk in b.values())
     answer_step, answer_field = _answer_spec(app, steps, calls, rng, core)
+    answer_facts = _answered_rows(app, calls, answer_step, answer_field)
     visible = _visible(graph, [c.tool for c in calls], rng)
     if len(steps) and any(c.tool not in visible for c in calls):
         return reject("tool_not_visible")
@@ -201,7 +202,7 @@ def _synthesize(
                 for t, k in state_targets:
                     idf = ids[t]
                     row = next(r for r in full[t] if r[idf] == k)
-                    d = describe(app.blueprint, full, t, row, srng)
+                    d = describe(app.blueprint, full, t, row, srng, avoid=answer_facts.get((t, k), ()))
                     if d is None:
                         why = "target_not_describable"
                         break
@@ -543,13 +544,42 @@ def _answer_spec(app: App, steps: list[Step], calls: list[Call], rng: random.Ran
     i = len(steps) - 1
     if last.query.op == "get":
         ent = app.blueprint.entity(last.entity)
-        changed = {f for st in steps[:-1] for ef in st.spec.effects if ef.entity == ent.name for f in ef.values}
-        fields = [f.name for f in ent.fields if f.type in ANSWER_TYPES]
-        preferred = [f for f in fields if f in changed] or fields
+        stated, computed = _set_by_chain(app, steps[:-1], ent.name)
+        # never a field the request itself gives (an argument, a state its verb names); the row's description leaves it out
+        fields = [f.name for f in ent.fields if f.type in ANSWER_TYPES and f.name not in stated]
+        preferred = [f for f in fields if f in computed] or fields  # what the chain worked out is worth asking about
         return i, rng.choice(preferred) if preferred else None
     if last.query.op == "aggregate":
         return i, "value"
     return i, "total"
+
+
+def _answered_rows(app: App, calls: list[Call], step: int | None, field: str | None) -> dict[tuple[str, Any], tuple[str, ...]]:
+    """(table, key) of the row a get answer reads -> the field its description must not use (it is the answer)."""
+    if step is None or field is None or app.spec_by_name[calls[step].tool].kind != "get":
+        return {}
+    b = app.spec_by_name[calls[step].tool].bindings[0]
+    key = calls[step].args.get(b.param or "")
+    return {(b.entity, key): (field,)} if key is not None else {}
+
+
+def _set_by_chain(app: App, steps: list[Step], entity: str) -> tuple[set[str], set[str]]:
+    """Fields of ``entity`` the steps write: (stated by the request, worked out by the tools).
+
+    A field set to an argument as given, or a state field (the request's verb names the
+    state), is stated; anything else the steps write (a new balance, a timestamp) is worked out.
+    """
+    stated: set[str] = set()
+    computed: set[str] = set()
+    states = {f.name for f in app.blueprint.entity(entity).fields if f.type == "state"}
+    for st in steps:
+        params = {p.name for p in st.spec.params}
+        for ef in st.spec.effects:
+            if ef.entity != entity:
+                continue
+            for f, expr in ef.values.items():
+                (stated if f in states or expr.strip() in params else computed).add(f)
+    return stated, computed - stated
 
 
 def _extract(results: list[Any], step: int | None, field: str | None) -> Any:
