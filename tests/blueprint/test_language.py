@@ -65,7 +65,8 @@ Mutation = Callable[[dict], Any]
         (lambda d: _entity(d, "book").update(known_by=["stock"], never_describe=["stock"]), "entities[1]", "both in known_by"),
         (lambda d: _entity(d, "book").update(known_by=["book_id"]), "entities[1]", "is the id"),
         (lambda d: d.update(users=[{"role": "customer", "entity": "shopper"}]), "users[0].entity", "unknown entity 'shopper'"),
-        (lambda d: d.update(users=[{"role": "customer", "entity": "book"}]), "users[0].entity", "no label field of type name"),
+        (lambda d: d.update(users=[{"role": "customer", "entity": "gift_card"}]), "users[0].entity", "has no field of type name"),
+        (lambda d: _entity(d, "book")["fields"][2].update(say="by {author}"), "entities[1].fields[2].say", "exactly one {value} slot"),
         (
             lambda d: d.update(users=[{"role": "customer", "entity": "customer", "identify_by": ["phone"]}]),
             "users[0].identify_by[0]",

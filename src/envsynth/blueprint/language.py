@@ -10,7 +10,7 @@ from __future__ import annotations
 import string
 
 from envsynth.blueprint.errors import BlueprintError
-from envsynth.blueprint.models import Blueprint
+from envsynth.blueprint.models import Blueprint, Entity
 from envsynth.blueprint.spec import ToolSpec
 
 
@@ -32,6 +32,13 @@ def slots(phrase: str) -> list[str]:
             raise ValueError(f"{{{name}}} is not a slot; slots are plain names such as {{order}}")
         names.append(name)
     return names
+
+
+def person_name(ent: Entity) -> str | None:
+    """The field holding the name of the person a row is: the label if it is of type name, else the first field of type name."""
+    if ent.label is not None and ent.field(ent.label).type == "name":
+        return ent.label
+    return next((f.name for f in ent.fields if f.type == "name"), None)
 
 
 def check_language(bp: Blueprint, specs: list[ToolSpec]) -> None:
@@ -61,8 +68,8 @@ def _check_users(bp: Blueprint) -> None:
         if not bp.has_entity(user.entity):
             raise BlueprintError(f"users[{i}].entity", f"unknown entity {user.entity!r}")
         ent = bp.entity(user.entity)
-        if ent.label is None or ent.field(ent.label).type != "name":
-            raise BlueprintError(f"users[{i}].entity", f"{user.entity!r} has no label field of type name, so its rows name no person")
+        if person_name(ent) is None:
+            raise BlueprintError(f"users[{i}].entity", f"{user.entity!r} has no field of type name, so its rows name no person")
         for j, name in enumerate(user.identify_by):
             if not ent.has(name):
                 raise BlueprintError(f"users[{i}].identify_by[{j}]", f"{name!r} is not a field of {user.entity!r}")

@@ -122,6 +122,12 @@ class Generator(_Model):
         return self
 
 
+def _value_phrase(text: str) -> str:
+    if "\n" in text or text.count("{") != 1 or text.count("}") != 1 or "{value}" not in text:
+        raise ValueError(f"{text!r}: a field's say has exactly one {{value}} slot and no other braces, e.g. 'from {{value}}'")
+    return text
+
+
 class FieldDef(_Model):
     """One column of an entity."""
 
@@ -140,6 +146,9 @@ class FieldDef(_Model):
     gen: Generator | None = None
     null_rate: float = Field(0.0, ge=0.0, le=1.0)
     label: Words | None = Field(None, description="what people call this field where the column name is not a word ('private')")
+    say: Annotated[str, Field(min_length=7, max_length=80), AfterValidator(_value_phrase)] | None = Field(
+        None, description="how a row is picked out by this field, with {value}: 'from {value}', 'that costs {value}'"
+    )
 
     @model_validator(mode="after")
     def _type_options(self) -> FieldDef:

@@ -17,7 +17,8 @@ reading of the record, the way a person reviewing tasks would make it:
 - ``erased_effect``: a row the oracle writes is deleted later in the chain;
 - ``answer_in_question``: the expected answer is stated in the text, or set by the oracle;
 - ``counter_descriptor``: a row is named by a count or running total no person knows
-  ("booked count 4", "tickets sold 127");
+  ("booked count 4", "tickets sold 127"): a field the blueprint says never describes a
+  row, or else an int/quantity or a balance-like money field it does not list in ``known_by``;
 - ``disconnected``: a multi-step task whose steps do not all touch related rows (rows are
   related when one call's row is, or is the parent of, another call's row).
 """
@@ -304,9 +305,10 @@ def _counter_descriptor(task: Task, app: AppView, low: str, rows: dict[str, tupl
             if hit is None:
                 continue
             table, row = hit
-            for f in app.blueprint.entity(table).fields:
+            ent = app.blueprint.entity(table)
+            for f in ent.fields:
                 money = f.type == "money" and ((table, f.name) in app.running or any(w in f.name for w in _TOTAL_WORDS))
-                counter = f.type in _COUNTER_TYPES or money
+                counter = f.name in ent.never_describe or (f.name not in ent.known_by and (f.type in _COUNTER_TYPES or money))
                 v = row.get(f.name)
                 if not counter or v is None or isinstance(v, bool):
                     continue

@@ -244,34 +244,44 @@ def _describe(
 
 
 def render(bp: Blueprint, d: Description, possessive: str = "the") -> str:
-    """``the order placed on March 3, 2026 for $54.20`` style text."""
+    """``the pending order placed on March 3, 2026 from Lumen & Co`` style text.
+
+    Enum and state values come before the noun, a field's ``say`` phrase (or a date's
+    "placed on ...", or a labelled bool's "that is private") after it, and other facts
+    as "with <field> <value>".
+    """
     ent = bp.entity(d.entity)
     called = noun(ent)
-    parts = []
-    label = d.facts.get(ent.label) if ent.label else None
-    if label is not None:
-        lf = ent.field(ent.label)  # type: ignore[arg-type]
-        head = f"{possessive} {called} {quoted(lf, label)}" if lf.type not in ("name",) else f"{called} {label}"
-    else:
-        head = f"{possessive} {called}"
-    when = []
+    adjectives, phrases, parts = [], [], []
     for k, v in d.facts.items():
         if k == ent.label:
             continue
         f = ent.field(k)
-        if f.type in ("date", "datetime"):
-            name = field_words(f).removesuffix(" date").removesuffix(" on").removesuffix(" at")
-            when.append(
-                f"{name} on {fmt_value(f, v)}"
-                if f.type == "date"
-                else f"{name} {fmt_value(f, v).replace(' at ', ' at ', 1)}".replace(f"{name} ", f"{name} on ", 1)
-            )
+        if f.say:
+            phrases.append(f.say.replace("{value}", quoted(f, v)))
+        elif f.type in ("enum", "state"):
+            adjectives.append(fmt_value(f, v))
+        elif f.type in ("date", "datetime"):
+            phrases.append(_when(f, v))
+        elif f.type == "bool" and f.label:
+            phrases.append(f"that is {'' if v else 'not '}{f.label}")
         else:
             parts.append(f"{field_words(f)} {quoted(f, v)}")
-    text = head + "".join(f" {w}" for w in when)
+    head = " ".join([possessive, *adjectives, called])
+    label = d.facts.get(ent.label) if ent.label else None
+    if label is not None:
+        lf = ent.field(ent.label)  # type: ignore[arg-type]
+        head = f"{head} {quoted(lf, label)}" if lf.type not in ("name",) or adjectives else f"{called} {label}"
+    text = head + "".join(f" {p}" for p in phrases)
     if parts:
         text += " with " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
     if d.parent is not None:
         _ref, pd = d.parent
-        text += f" (the one for {render(bp, pd)})" if parts else f" of {render(bp, pd)}"
+        text += f" (the one for {render(bp, pd)})" if parts or phrases else f" of {render(bp, pd)}"
     return text
+
+
+def _when(f: FieldDef, v: Any) -> str:
+    """A date fact: ``placed on March 3, 2026`` / ``starts on March 3, 2026 at 9:15 AM``."""
+    name = field_words(f).removesuffix(" date").removesuffix(" on").removesuffix(" at")
+    return f"{name} on {fmt_value(f, v)}"

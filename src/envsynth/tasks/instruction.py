@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from envsynth.blueprint.language import slots
+from envsynth.blueprint.language import person_name, slots
 from envsynth.blueprint.models import Blueprint, FieldDef, UserRole
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
 from envsynth.tasks.describe import Description, field_words, fmt_value, human, noun, quoted, render
@@ -85,11 +85,14 @@ def _param_value(spec: ToolSpec, bp: Blueprint, name: str, value: Any) -> str:
 class Phraser:
     """Turns each oracle call into a request sentence."""
 
-    def __init__(self, bp: Blueprint, specs: dict[str, ToolSpec], rng: random.Random, me: Description | None = None) -> None:
+    def __init__(
+        self, bp: Blueprint, specs: dict[str, ToolSpec], rng: random.Random, me: Description | None = None, me_key: Any = None
+    ) -> None:
         self.bp = bp
         self.specs = specs
         self.rng = rng
         self.me = me  # the user's own row, named in the first person
+        self.me_key = me_key  # its id: a search or count over "my" rows leaves it implied
         self.says = {a.name: a.say for a in bp.actions if a.say}
 
     def row_text(self, spec: ToolSpec, call: Call, param: str, descs: dict[str, Description], calls: list[Call], role: str = "main") -> str:
@@ -138,12 +141,18 @@ class Phraser:
         ]
         if extra_rows:
             text += " for " + ", ".join(self.row_text(spec, call, p, descs, calls, role="other") for p in extra_rows)
-        values = [k for k in call.args if k not in used and k not in rows and k not in ("limit", "offset")]
+        values = [
+            k for k in call.args if k not in used and k not in rows and k not in ("limit", "offset") and not self._mine(spec, k, call)
+        ]
         if values:
             entity = spec.query.entity if spec.query else spec.entity
             parts = [f"{self._words(spec, entity, k)} {_param_value(spec, self.bp, k, call.args[k])}" for k in values]
             text += ", with " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
         return text + ("?" if question else "")
+
+    def _mine(self, spec: ToolSpec, param: str, call: Call) -> bool:
+        """Whether a parameter carries the requester's own id (implied by "my")."""
+        return self.me_key is not None and spec.param(param).ref is not None and call.args.get(param) == self.me_key
 
     def _words(self, spec: ToolSpec, entity: str, param: str) -> str:
         p = spec.param(param)
@@ -301,6 +310,7 @@ class Requester:
 
     user: UserProfile
     table: str | None = None
+    key: Any = None
     identity: tuple[str, ...] = ()
 
     @property
@@ -326,8 +336,10 @@ def profile(
     """
     for table, key in targets:
         ent = bp.entity(table)
+        role = _role(bp, table)
         label = ent.field(ent.label) if ent.label else None
-        if label is None or label.type != "name":
+        name_field = person_name(ent) if role else ent.label if label is not None and label.type == "name" else None
+        if name_field is None:
             continue
         id_field = ent.id_field
         row = next((r for r in rows.get(table, []) if r[id_field] == key), None)
@@ -336,18 +348,17 @@ def profile(
         email = next((row[f.name] for f in ent.fields if f.type == "email"), None)
         phone = next((row[f.name] for f in ent.fields if f.type == "phone"), None)
         prefs = {f.name: row[f.name] for f in ent.fields if f.type in ("enum", "bool") and row.get(f.name) is not None}
-        role = _role(bp, table)
         ids = tuple(quoted(ent.field(f), row[f]) for f in (role.identify_by if role else ()) if row.get(f) is not None)
         facts = [f"my {field_words(ent.field(f))} is {quoted(ent.field(f), row[f])}" for f in (role.identify_by if role else ())]
         user = UserProfile(
-            name=row[ent.label],  # type: ignore[index]
+            name=row[name_field],
             role=(role.called or human(role.role)) if role else human(table),
             email=email,
             phone=phone,
             preferences=prefs,
             knows=facts,
         )
-        return Requester(user, table, ids)
+        return Requester(user, table, key, ids)
     staff = _role(bp, None)
     role_words = (staff.called or human(staff.role)) if staff else f"{bp.title} staff member"
     return Requester(UserProfile(name=fake_name(), role=role_words, preferences={}))

@@ -229,17 +229,9 @@ def _synthesize(
         if s == 0:
             param_descs = _param_descriptions(app, calls, descs)
             requester = profile(app.blueprint, full, targets, srng, lambda: random.Random(base).choice(staff_names(app)))
-            user, me = requester.user, None
-            if not requester.staff:
-                me = next(
-                    (
-                        d
-                        for (t, _k), d in descs.items()
-                        if t == requester.table and d.facts.get(app.blueprint.entity(t).label or "") == user.name
-                    ),
-                    None,
-                )
-            phraser = Phraser(app.blueprint, app.spec_by_name, srng, me)
+            user = requester.user
+            me = descs.get((requester.table, requester.key)) if not requester.staff else None
+            phraser = Phraser(app.blueprint, app.spec_by_name, srng, me, requester.key)
             n_writes = len(calls) - (1 if answer_step is not None else 0)
             clauses = [phraser.clause(i, calls, param_descs[i]) for i in range(n_writes)]
             question = (
