@@ -79,6 +79,7 @@ def test_a_request_a_person_would_make_has_no_defect() -> None:
     [
         ("Anna Weber here. Please update customer for me: phone +1-555-0142.", "tool_name_verbatim"),
         ("Anna Weber here. Update the customer records of mine: phone +1-555-0142.", "records"),
+        ("Anna Weber here. Update the record of my account: phone +1-555-0142.", "records"),
         ("Anna Weber here. Update the customer whose loyalty tier is gold: phone +1-555-0142.", "field_names"),
         ("Anna Weber here. Update the customer: set its store credit to nothing.", "field_names"),
         ("Please change my phone number to +1-555-0142.", "missing_identity"),
@@ -87,6 +88,10 @@ def test_a_request_a_person_would_make_has_no_defect() -> None:
 )
 def test_each_wording_defect_is_found(text: str, defect: str) -> None:
     assert defect in defects(task(text, [UPDATE]))
+
+
+def test_record_as_a_verb_is_not_records() -> None:
+    assert "records" not in defects(task("Anna Weber here (anna.weber@example.net). Please record my new phone, +1-555-0142.", [UPDATE]))
 
 
 def test_first_person_inside_quotes_is_the_rows_text_not_the_user() -> None:

@@ -61,10 +61,14 @@ def test_a_row_made_earlier_in_the_request_is_the_new_one(bookshop: Blueprint) -
 
 
 def test_a_question_phrase_and_the_fallback_without_one(bookshop: Blueprint) -> None:
-    count = Call(tool="count_purchases", args={"status": "paid"})
-    assert _phraser(bookshop).question(count, "value", {}, [count]) == "How many of my purchases are paid?"
+    count = Call(tool="count_purchases", args={"customer_id": "cus_100001", "status": "paid"})
+    mine = Phraser(bookshop, {s.name: s for s in expand(bookshop)}, random.Random(0), me_key="cus_100001")
+    assert mine.question(count, "value", {}, [count]) == "How many of my purchases are paid?"  # the requester's id is implied
+    everyone = Call(tool="count_purchases", args={"status": "paid"})
+    text = mine.question(everyone, "value", {}, [everyone])
+    assert "my" not in text.split() and "orders" in text  # a first-person phrase never describes other people's rows
     no_phrase = bookshop.model_copy(update={"actions": [a.model_copy(update={"say": None}) for a in bookshop.actions]})
-    text = _phraser(no_phrase).question(count, "value", {}, [count])
+    text = _phraser(no_phrase).question(everyone, "value", {}, [everyone])
     assert "records" not in text and "orders" in text  # about things, in the entity's own noun
 
 

@@ -18,7 +18,8 @@ reading of the record, the way a person reviewing tasks would make it:
 - ``answer_in_question``: the expected answer is stated in the text, or set by the oracle;
 - ``counter_descriptor``: a row is named by a count or running total no person knows
   ("booked count 4", "tickets sold 127"): a field the blueprint says never describes a
-  row, or else an int/quantity or a balance-like money field it does not list in ``known_by``;
+  row, or else a tally (an int/quantity named like a count, "booked_count") or a balance-like
+  money field it does not list in ``known_by``;
 - ``disconnected``: a multi-step task whose steps do not all touch related rows (rows are
   related when one call's row is, or is the parent of, another call's row).
 """
@@ -53,11 +54,11 @@ DEFECTS = (
 
 _NATURAL_TYPES = {"name", "email", "phone", "address", "url", "company"}
 _COUNTER_TYPES = {"int", "quantity"}
-_TOTAL_WORDS = ("balance", "total", "count", "spent", "sold", "used", "booked")
+_TOTAL_WORDS = ("balance", "total", "count", "spent", "sold", "used", "booked", "taken", "credit", "allocated", "stocked", "left")
 _UNDO_VERBS = ("delete", "remove", "cancel", "void", "withdraw", "revoke", "undo", "discard")
 _FIRST_PERSON = re.compile(r"\b(my|mine|myself)\b|(?<!tell )(?<!show )(?<!give )(?<!let )(?<!help )\bme\b", re.IGNORECASE)
 _QUOTED = re.compile(r'"[^"]*"')
-_RECORDS = re.compile(r"\brecords?\b", re.IGNORECASE)
+_RECORDS = re.compile(r"\brecords\b|\b(the|a|this|that|each|every) record\b", re.IGNORECASE)  # the noun, not "record that ..."
 
 
 class TaskLint(BaseModel):
@@ -308,7 +309,8 @@ def _counter_descriptor(task: Task, app: AppView, low: str, rows: dict[str, tupl
             ent = app.blueprint.entity(table)
             for f in ent.fields:
                 money = f.type == "money" and ((table, f.name) in app.running or any(w in f.name for w in _TOTAL_WORDS))
-                counter = f.name in ent.never_describe or (f.name not in ent.known_by and (f.type in _COUNTER_TYPES or money))
+                tally = f.type in _COUNTER_TYPES and any(w in f.name for w in _TOTAL_WORDS)
+                counter = f.name in ent.never_describe or (f.name not in ent.known_by and (tally or money))
                 v = row.get(f.name)
                 if not counter or v is None or isinstance(v, bool):
                     continue

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from envsynth.blueprint.language import person_name, slots
-from envsynth.blueprint.models import Blueprint, FieldDef, UserRole
+from envsynth.blueprint.models import Blueprint, Entity, FieldDef, UserRole
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
 from envsynth.tasks.describe import Description, field_words, fmt_value, human, noun, quoted, render
 from envsynth.tasks.model import Call, UserProfile
 
 ID_PATTERN = re.compile(r"\b[a-z]{2,5}_\d{6}\b")
+_FIRST_PERSON = re.compile(r"\b(my|me|mine|myself|I|I'm|I'd|I've|I'll)\b")
+_SLOT = re.compile(r"\{[a-z_0-9]+\}")
 _OPEN = ("Please {x}.", "Could you {x}?", "I need you to {x}.", "Can you {x}?", "I'd like you to {x}.")
 _THEN = ("Then {x}.", "After that, {x}.", "Next, {x}.", "Once that's done, {x}.")
 _LAST = ("Finally, {x}.", "And lastly, {x}.", "To finish, {x}.")
@@ -86,25 +88,42 @@ class Phraser:
     """Turns each oracle call into a request sentence."""
 
     def __init__(
-        self, bp: Blueprint, specs: dict[str, ToolSpec], rng: random.Random, me: Description | None = None, me_key: Any = None
+        self,
+        bp: Blueprint,
+        specs: dict[str, ToolSpec],
+        rng: random.Random,
+        me: Description | None = None,
+        me_key: Any = None,
+        me_step: int | None = None,
+        mine: frozenset[Any] = frozenset(),
     ) -> None:
         self.bp = bp
         self.specs = specs
         self.rng = rng
         self.me = me  # the user's own row, named in the first person
         self.me_key = me_key  # its id: a search or count over "my" rows leaves it implied
+        self.me_step = me_step  # the step that signs the user up, when the request does
+        self.mine = mine  # ids of the rows that are the user's own (their orders, their accounts): "my order ..."
         self.says = {a.name: a.say for a in bp.actions if a.say}
 
     def row_text(self, spec: ToolSpec, call: Call, param: str, descs: dict[str, Description], calls: list[Call], role: str = "main") -> str:
+        if self._is_me(call, param, descs):
+            return "me" if role == "other" else "my account"
         if param in call.refs:
             ref = call.refs[param]
             made = self.specs[calls[ref.step].tool]
             ent = next((b.entity for b in spec.bindings if b.param == param), made.entity)
             return self.rng.choice(("that ", "the new ", "the same ")) + noun(self.bp.entity(ent))
         d = descs.get(param)
-        if d is not None and d is self.me:
-            return "me" if role == "other" else "my account"
-        return render(self.bp, d) if d is not None else "it"
+        if d is None:
+            return "it"
+        return render(self.bp, d, possessive="my" if call.args.get(param) in self.mine else "the")
+
+    def _is_me(self, call: Call, param: str, descs: dict[str, Description]) -> bool:
+        """Whether the row ``param`` names is the requester (their existing row, or the one the request signs them up as)."""
+        if param in call.refs:
+            return self.me_step is not None and call.refs[param].step == self.me_step
+        return self.me is not None and descs.get(param) is self.me
 
     def said(self, spec: ToolSpec, call: Call, calls: list[Call], descs: dict[str, Description]) -> str | None:
         """The call in the words of its action's ``say`` phrase, or None when the action has none or it does not fit the call.
@@ -116,6 +135,8 @@ class Phraser:
         phrase = self.says.get(spec.name)
         if phrase is None:
             return None
+        if _FIRST_PERSON.search(_SLOT.sub("", phrase)) and not self._involves_me(spec, call, descs):
+            return None  # "cancel my order" said of a row that is not the requester's
         row_param = {b.alias: b.param for b in spec.bindings if b.param}
         rows = set(row_param.values()) | set(descs)
         fill: dict[str, str] = {}
@@ -134,21 +155,27 @@ class Phraser:
         text = phrase.format(**fill)
         question = text.endswith("?")
         text = text.removesuffix("?")
-        extra_rows = [
-            p
-            for p in sorted(rows)
-            if p not in used and (p in call.args or p in call.refs) and (descs.get(p) is not self.me or p in call.refs)
-        ]
+        extra_rows = [p for p in sorted(rows) if p not in used and (p in call.args or p in call.refs) and not self._is_me(call, p, descs)]
         if extra_rows:
             text += " for " + ", ".join(self.row_text(spec, call, p, descs, calls, role="other") for p in extra_rows)
         values = [
             k for k in call.args if k not in used and k not in rows and k not in ("limit", "offset") and not self._mine(spec, k, call)
         ]
-        if values:
+        if values and question:
+            conds = self._filters(spec, Call(tool=call.tool, args={k: call.args[k] for k in values}))
+            text += "".join(f" {c}" for c in conds)
+        elif values:
             entity = spec.query.entity if spec.query else spec.entity
-            parts = [f"{self._words(spec, entity, k)} {_param_value(spec, self.bp, k, call.args[k])}" for k in values]
-            text += ", with " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+            new = "new " if spec.kind == "update" else ""
+            parts = [f"the {new}{self._words(spec, entity, k)} is {_param_value(spec, self.bp, k, call.args[k])}" for k in values]
+            text += "; " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
         return text + ("?" if question else "")
+
+    def _involves_me(self, spec: ToolSpec, call: Call, descs: dict[str, Description]) -> bool:
+        """Whether the call acts on the requester or on a row of theirs."""
+        return any(
+            self._is_me(call, p, descs) or self._mine(spec, p, call) or call.args.get(p) in self.mine for p in (*call.args, *call.refs)
+        )
 
     def _mine(self, spec: ToolSpec, param: str, call: Call) -> bool:
         """Whether a parameter carries the requester's own id (implied by "my")."""
@@ -219,11 +246,11 @@ class Phraser:
         fmt = lambda v: quoted(f, v) if not dated else fmt_value(f, v)  # noqa: E731
         if lo is not None and hi is not None:
             if lo == hi:
-                return f"{name} {'on ' if dated else ''}{fmt(lo)}" if dated else f"whose {name} is {fmt(lo)}"
-            return f"{name} between {fmt(lo)} and {fmt(hi)}" if dated else f"whose {name} is between {fmt(lo)} and {fmt(hi)}"
+                return f"{name} {'on ' if dated else ''}{fmt(lo)}" if dated else f"with a {name} of exactly {fmt(lo)}"
+            return f"{name} between {fmt(lo)} and {fmt(hi)}" if dated else f"with a {name} between {fmt(lo)} and {fmt(hi)}"
         if lo is not None:
-            return f"{name} on or after {fmt(lo)}" if dated else f"with {name} at least {fmt(lo)}"
-        return f"{name} on or before {fmt(hi)}" if dated else f"with {name} at most {fmt(hi)}"
+            return f"{name} on or after {fmt(lo)}" if dated else f"with a {name} of at least {fmt(lo)}"
+        return f"{name} on or before {fmt(hi)}" if dated else f"with a {name} of at most {fmt(hi)}"
 
     def question(self, call: Call, field: str | None, descs: dict[str, Description], calls: list[Call]) -> str:
         spec = self.specs[call.tool]
@@ -258,7 +285,8 @@ class Phraser:
             if v is None:
                 continue
             val = _param_value(spec, self.bp, flt.param, v)
-            words = _field_of(self.bp, q.entity, flt.field) if q else human(flt.field)
+            f = self.bp.entity(q.entity).field(flt.field) if q and self.bp.entity(q.entity).has(flt.field) else None
+            words = field_words(f) if f is not None else human(flt.field)
             if flt.op in ("gte", "lte"):
                 if flt.field in done:
                     continue
@@ -266,17 +294,21 @@ class Phraser:
                 out.append(self._range(spec, flt.field, flt.param, bounds[flt.field]))
                 continue
             if flt.op == "contains":
-                val = f'"{v}"'
-            out.append(
-                {
-                    "eq": f"whose {words} is {val}",
-                    "contains": f"whose {words} contains {val}",
-                    "gte": f"with {words} at least {val}",
-                    "lte": f"with {words} at most {val}",
-                    "in": f"whose {words} is {val}",
-                }[flt.op]
-            )
+                out.append(f'with "{v}" in the {words}')
+            else:
+                out.append(_matching_phrase(f, words, v, val))
         return out
+
+
+def _matching_phrase(f: FieldDef | None, words: str, raw: Any, val: str) -> str:
+    """A filter ``field == value`` said of the rows a question is about: "that are pending", "from Lumen & Co"."""
+    if f is not None and f.say and not isinstance(raw, list):
+        return f.say.replace("{value}", val)
+    if f is not None and f.type in ("enum", "state"):
+        return f"that are {val}"
+    if f is not None and f.type == "bool" and f.label:
+        return f"that are {'' if raw else 'not '}{f.label}"
+    return f"where the {words} is {val}"
 
 
 def _range_words(spec: ToolSpec, bp: Blueprint, field: str) -> tuple[str, bool]:
@@ -312,6 +344,7 @@ class Requester:
     table: str | None = None
     key: Any = None
     identity: tuple[str, ...] = ()
+    made_at: int | None = None  # the step that signs the requester up, when the chain does
 
     @property
     def staff(self) -> bool:
@@ -328,40 +361,66 @@ def profile(
     targets: list[tuple[str, Any]],
     rng: random.Random,
     fake_name: Callable[[], str],
+    made: list[tuple[int, str, dict[str, Any]]] | None = None,
 ) -> Requester:
     """The user: a person the task names (a customer, a member), else a staff member (named by ``fake_name()``).
 
-    A role the blueprint declares (``users``) gives the role's words and the values the
-    requester identifies themselves by (``identify_by``).
+    ``made`` lists the rows the chain creates, as (step, table, argument values): a person
+    of a declared role the chain signs up is the one asking. Otherwise the first person among
+    the ``targets`` is, people of a declared role (``users``) first. A declared role gives the
+    role's words and the values the requester identifies themselves by (``identify_by``); other
+    people identify themselves by their unique email or phone, if they have one.
     """
-    for table, key in targets:
-        ent = bp.entity(table)
+    for step, table, values in made or []:
         role = _role(bp, table)
-        label = ent.field(ent.label) if ent.label else None
-        name_field = person_name(ent) if role else ent.label if label is not None and label.type == "name" else None
-        if name_field is None:
+        name_field = person_name(bp.entity(table)) if role else None
+        if name_field is not None and values.get(name_field):
+            return _person(bp, table, values, None, step)
+    for table, key in sorted(targets, key=lambda tk: _role(bp, tk[0]) is None):  # declared roles first (a stable sort)
+        ent = bp.entity(table)
+        if _name_field(bp, ent) is None:
             continue
-        id_field = ent.id_field
-        row = next((r for r in rows.get(table, []) if r[id_field] == key), None)
-        if row is None:
-            continue
-        email = next((row[f.name] for f in ent.fields if f.type == "email"), None)
-        phone = next((row[f.name] for f in ent.fields if f.type == "phone"), None)
-        prefs = {f.name: row[f.name] for f in ent.fields if f.type in ("enum", "bool") and row.get(f.name) is not None}
-        ids = tuple(quoted(ent.field(f), row[f]) for f in (role.identify_by if role else ()) if row.get(f) is not None)
-        facts = [f"my {field_words(ent.field(f))} is {quoted(ent.field(f), row[f])}" for f in (role.identify_by if role else ())]
-        user = UserProfile(
-            name=row[name_field],
-            role=(role.called or human(role.role)) if role else human(table),
-            email=email,
-            phone=phone,
-            preferences=prefs,
-            knows=facts,
-        )
-        return Requester(user, table, key, ids)
+        row = next((r for r in rows.get(table, []) if r[ent.id_field] == key), None)
+        if row is not None:
+            return _person(bp, table, row, key, None)
     staff = _role(bp, None)
     role_words = (staff.called or human(staff.role)) if staff else f"{bp.title} staff member"
     return Requester(UserProfile(name=fake_name(), role=role_words, preferences={}))
+
+
+def identity_fields(bp: Blueprint, ent: Entity) -> set[str]:
+    """The fields a person of ``ent`` gives to say who they are: their name and what the app finds them by."""
+    name = _name_field(bp, ent)
+    return ({name} if name else set()) | set(_identify_by(bp, ent))
+
+
+def _identify_by(bp: Blueprint, ent: Entity) -> list[str]:
+    role = _role(bp, ent.name)
+    return role.identify_by if role else [f.name for f in ent.fields if f.unique and f.type in ("email", "phone")]
+
+
+def _name_field(bp: Blueprint, ent: Entity) -> str | None:
+    if _role(bp, ent.name) is not None:
+        return person_name(ent)
+    label = ent.field(ent.label) if ent.label else None
+    return ent.label if label is not None and label.type == "name" else None
+
+
+def _person(bp: Blueprint, table: str, row: dict[str, Any], key: Any, made_at: int | None) -> Requester:
+    """The requester who is ``row`` of ``table`` (an existing row with id ``key``, or one step ``made_at`` creates)."""
+    ent = bp.entity(table)
+    role = _role(bp, table)
+    ident = _identify_by(bp, ent)
+    user = UserProfile(
+        name=row[_name_field(bp, ent) or ""],
+        role=(role.called or human(role.role)) if role else human(table),
+        email=next((row.get(f.name) for f in ent.fields if f.type == "email"), None),
+        phone=next((row.get(f.name) for f in ent.fields if f.type == "phone"), None),
+        preferences={f.name: row[f.name] for f in ent.fields if f.type in ("enum", "bool") and row.get(f.name) is not None},
+        knows=[f"my {field_words(ent.field(f))} is {quoted(ent.field(f), row[f])}" for f in ident if row.get(f) is not None],
+    )
+    ids = tuple(quoted(ent.field(f), row[f]) for f in ident if row.get(f) is not None)
+    return Requester(user, table, key, ids, made_at)
 
 
 def greeting(requester: Requester, rng: random.Random) -> str:

@@ -25,7 +25,7 @@ from envsynth.tasks.chain import Step, plan_chain
 from envsynth.tasks.describe import Description, describe
 from envsynth.tasks.distractors import add_distractors
 from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, _instantiate, execute
-from envsynth.tasks.instruction import Phraser, compose, greeting, leaks_id, profile
+from envsynth.tasks.instruction import Phraser, Requester, compose, greeting, identity_fields, leaks_id, profile
 from envsynth.tasks.model import Call, Coordinates, Rejection, Task, TaskKind, TaskState
 from envsynth.tasks.oracle import oracle_program
 from envsynth.tasks.state import copy_rows, count_rows, merged
@@ -228,10 +228,14 @@ def _synthesize(
             return reject("no_effect")
         if s == 0:
             param_descs = _param_descriptions(app, calls, descs)
-            requester = profile(app.blueprint, full, targets, srng, lambda: random.Random(base).choice(staff_names(app)))
+            made = [(i, app.spec_by_name[c.tool].entity, c.args) for i, c in enumerate(calls) if app.spec_by_name[c.tool].kind == "create"]
+            # "my orders": a search or count over a person's rows, then the owners of the rows the request names
+            people = targets + _people_in_filters(app, calls) + _owners(app, full, targets)
+            requester = profile(app.blueprint, full, people, srng, lambda: random.Random(base).choice(staff_names(app)), made)
             user = requester.user
             me = descs.get((requester.table, requester.key)) if not requester.staff else None
-            phraser = Phraser(app.blueprint, app.spec_by_name, srng, me, requester.key)
+            mine = frozenset(k for t, k in targets if requester.key is not None and _owned(app, full, t, k, requester))
+            phraser = Phraser(app.blueprint, app.spec_by_name, srng, me, requester.key, requester.made_at, mine)
             n_writes = len(calls) - (1 if answer_step is not None else 0)
             clauses = [phraser.clause(i, calls, param_descs[i]) for i in range(n_writes)]
             question = (
@@ -537,6 +541,7 @@ def _answer_spec(app: App, steps: list[Step], calls: list[Call], rng: random.Ran
     if last.query.op == "get":
         ent = app.blueprint.entity(last.entity)
         stated, computed = _set_by_chain(app, steps[:-1], ent.name)
+        stated |= identity_fields(app.blueprint, ent)  # nobody asks for their own name or email
         # never a field the request itself gives (an argument, a state its verb names); the row's description leaves it out
         fields = [f.name for f in ent.fields if f.type in ANSWER_TYPES and f.name not in stated]
         preferred = [f for f in fields if f in computed] or fields  # what the chain worked out is worth asking about
@@ -544,6 +549,39 @@ def _answer_spec(app: App, steps: list[Step], calls: list[Call], rng: random.Ran
     if last.query.op == "aggregate":
         return i, "value"
     return i, "total"
+
+
+def _people_in_filters(app: App, calls: list[Call]) -> list[tuple[str, Any]]:
+    """(table, id) of the people of a declared role whose id a call passes as a plain value (a search's customer filter)."""
+    roles = {u.entity for u in app.blueprint.users if u.entity}
+    out = []
+    for c in calls:
+        spec = app.spec_by_name[c.tool]
+        bound = {b.param for b in spec.bindings}
+        for p in spec.params:
+            if p.ref in roles and p.name not in bound and isinstance(c.args.get(p.name), str):
+                out.append((p.ref, c.args[p.name]))
+    return out
+
+
+def _owners(app: App, rows: Rows, targets: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """(table, id) of the people of a declared role whom the named rows refer to (the customer of an order)."""
+    roles = {u.entity for u in app.blueprint.users if u.entity}
+    ids = id_fields(app.blueprint)
+    out: list[tuple[str, Any]] = []
+    for t, k in targets:
+        row = next((r for r in rows.get(t, ()) if r[ids[t]] == k), None)
+        for f, target in ref_fields(app.blueprint.entity(t)) if row is not None else ():
+            if target in roles and row.get(f) is not None and (target, row[f]) not in out:  # type: ignore[union-attr]
+                out.append((target, row[f]))  # type: ignore[index]
+    return out
+
+
+def _owned(app: App, rows: Rows, table: str, key: Any, requester: Requester) -> bool:
+    """Whether row ``key`` of ``table`` refers to the requester (their order, their account)."""
+    ids = id_fields(app.blueprint)
+    row = next((r for r in rows.get(table, ()) if r[ids[table]] == key), None)
+    return row is not None and any(t == requester.table and row.get(f) == requester.key for f, t in ref_fields(app.blueprint.entity(table)))
 
 
 def _answered_rows(app: App, calls: list[Call], step: int | None, field: str | None) -> dict[tuple[str, Any], tuple[str, ...]]:
