@@ -242,6 +242,9 @@ def profile(
     return UserProfile(name=fake_name(), role=f"{bp.title} staff member", preferences={})
 
 
+_ID_ANY_CASE = re.compile(ID_PATTERN.pattern, re.IGNORECASE)
+
+
 def leaks_id(text: str) -> bool:
-    """Whether an instruction contains something shaped like an internal id."""
-    return "_" in text and ID_PATTERN.search(text) is not None  # every id has an underscore (a cheap test first)
+    """Whether an instruction contains something shaped like an internal id, in any letter case (``RNT_104200`` too)."""
+    return "_" in text and _ID_ANY_CASE.search(text) is not None  # every id has an underscore (a cheap test first)
