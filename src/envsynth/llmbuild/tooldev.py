@@ -9,15 +9,18 @@ For each custom tool of a design:
 3. the tool is compiled into the app (its body as untrusted code, so it runs only in
    sandboxed workers) and runs the agent's cases plus the procedural cases derived from
    its pre- and post-conditions;
-4. while some verdict is wrong, the debug agent gets the failing verdicts and repairs the
-   code, the cases or both, up to ``rounds`` times. A tool that never passes is dropped
-   with the reason recorded, never shipped.
+4. while some verdict is wrong, the debug agent gets the failing verdicts and its earlier
+   rounds and repairs the code, the cases or both, up to ``rounds`` times. A case may be
+   fixed, never dropped without a reason a rule accepts (:func:`merge_cases`); the
+   procedural cases always run. A tool that never passes is dropped with the reason
+   recorded, never shipped.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -25,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from envsynth.blueprint.errors import BlueprintError
 from envsynth.compiler.compile import compile_app
+from envsynth.llm.types import Message
 from envsynth.llmbuild.client import BuilderClient
 from envsynth.llmbuild.design import DomainDesign
 from envsynth.llmbuild.prompts import prompt
@@ -81,14 +85,24 @@ class TestPlan(BaseModel):
     cases: list[TestCase] = Field(min_length=1)
 
 
+class CaseDrop(BaseModel):
+    """A unit case the debug agent asks to remove, and why."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    case: str = Field(description="the name of the case")
+    reason: str = Field(min_length=1, description="why the case is wrong and cannot be fixed")
+
+
 class DebugReply(BaseModel):
-    """The debug agent's reply: a diagnosis, and a new body and/or new cases (None: keep)."""
+    """The debug agent's reply: a diagnosis, a new body and/or corrected cases (None: keep), cases to drop with why."""
 
     model_config = ConfigDict(extra="ignore")
 
     diagnosis: str
     code: str | None = None
     cases: list[TestCase] | None = None
+    drop: list[CaseDrop] = Field(default_factory=list)
 
     @field_validator("code")
     @classmethod
@@ -264,15 +278,95 @@ def _cases_json(cases: list[TestCase]) -> str:
     return json.dumps([c.model_dump() for c in cases], indent=1, default=str)
 
 
+def _same_case(a: TestCase, b: TestCase) -> bool:
+    return a.model_dump(exclude={"name"}) == b.model_dump(exclude={"name"})
+
+
+def merge_cases(old: list[TestCase], fix: DebugReply, verdicts: list[CaseVerdict]) -> tuple[list[TestCase], list[str]]:
+    """The unit cases after a debug reply, and a note for each change refused.
+
+    A case may be fixed, never silently dropped: a case of the reply replaces the case of
+    the same name and a new name is added; a case the reply leaves out (``"cases": []``
+    leaves out all) is kept as it was. A case goes only when ``drop`` names it with a
+    reason and a rule accepts it: its fixture cannot be loaded (its last verdict was
+    ``fixture_error``), or it repeats another case that stays (same fixture, arguments
+    and expectations). The procedural cases are not unit cases: they always run.
+    """
+    given = {c.name: c for c in fix.cases or []}
+    drops = {d.case: d.reason for d in fix.drop}
+    observed = {v.case: v.observed for v in verdicts if v.kind == "unit"}
+    notes = [f"drop of {n!r} refused: there is no such case" for n in drops if n not in {c.name for c in old}]
+    staying = [given.get(c.name, c) for c in old if c.name not in drops]
+    staying += [c for name, c in given.items() if name not in {o.name for o in old} and name not in drops]
+    kept_back = []
+    for c in old:
+        if c.name not in drops:
+            if fix.cases is not None and c.name not in given:
+                notes.append(f"{c.name!r} was left out of your cases: kept (drop a case only in 'drop', with a reason)")
+            continue
+        if observed.get(c.name) == "fixture_error" or any(_same_case(c, o) for o in staying):
+            continue
+        notes.append(
+            f"drop of {c.name!r} refused ({drops[c.name][:120]}): only a case whose fixture cannot be loaded, or a "
+            "repeat of another case, may be dropped; fix the code or the case instead"
+        )
+        kept_back.append(given.get(c.name, c))
+    order = {c.name: i for i, c in enumerate(old)}
+    merged = sorted([*staying, *kept_back], key=lambda c: order.get(c.name, len(order)))
+    return merged, notes
+
+
+def _unique_names(cases: list[TestCase]) -> list[TestCase]:
+    """``cases`` with repeated names made unique (``name (2)``), so a case can be named in a debug round."""
+    seen: dict[str, int] = {}
+    out = []
+    for c in cases:
+        seen[c.name] = seen.get(c.name, 0) + 1
+        out.append(c if seen[c.name] == 1 else c.model_copy(update={"name": f"{c.name} ({seen[c.name]})"}))
+    return out
+
+
+def history_text(history: list[dict[str, Any]]) -> str:
+    """The earlier debug rounds, oldest first: what failed, the diagnosis, what changed, what was refused."""
+    lines = []
+    for i, h in enumerate(history, 1):
+        cases = ", ".join(h.get("failing_cases", [])[:6])
+        changed = ", ".join(h.get("changed", [])) or "nothing"
+        line = f"Round {i}: {h['failing']} case(s) failed ({cases}). Diagnosis: {h['diagnosis']} Changed: {changed}."
+        for note in h.get("refused", []):
+            line += f" Refused: {note}."
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _debug_messages(spec: str, out: ToolOutcome, failing: list[CaseVerdict], fit: Callable[[list[Message]], bool]) -> list[Message]:
+    """The debugger's prompt, shortened (verdict details, fewer verdicts, fewer rounds) until ``fit`` accepts it."""
+    system = {"role": "system", "content": prompt("debugger")}
+    shapes = [(12, 1500, 99), (12, 400, 99), (6, 300, 3), (3, 200, 2), (1, 200, 1), (1, 100, 0)]
+    messages: list[Message] = []
+    for n_verdicts, detail, rounds in shapes:
+        report = json.dumps([{**v.to_dict(), "detail": v.detail[-detail:]} for v in failing[:n_verdicts]], indent=1)
+        ask = f"{spec}\n\nCURRENT CODE:\n{out.code}\n\nCASES:\n{_cases_json(out.cases)}\n\nFAILING VERDICTS:\n{report}"
+        earlier = out.history[-rounds:] if rounds else []
+        if earlier:
+            ask += "\n\nEARLIER ROUNDS (these did not make every case pass; do not repeat a fix that did not work):\n"
+            ask += history_text(earlier)
+        messages = [system, {"role": "user", "content": ask}]
+        if fit(messages):
+            break
+    return messages
+
+
 async def develop_tool(
     client: BuilderClient, design: DomainDesign, name: str, *, rounds: int = DEFAULT_ROUNDS, seed: int = 0
 ) -> ToolOutcome:
     """Code, test and debug one custom tool (see the module docstring).
 
-    Model failures of the code or test agent drop the tool with the reason; a
-    :class:`~envsynth.llmbuild.client.BudgetExceeded` propagates (the build stops, resumably).
+    A role that gives nothing usable (invalid replies, a prompt over the context) drops the
+    tool with the reason; a :class:`~envsynth.llmbuild.client.BuildStop` (a spent budget,
+    an endpoint down) propagates: the build stops, resumably.
     """
-    from envsynth.llmbuild.client import StructuredOutputError
+    from envsynth.llmbuild.client import RoleError
 
     out = ToolOutcome(name)
     placeholder_app = tool_app(design, name, "return {}", seed)  # compiled, never run
@@ -284,10 +378,10 @@ async def develop_tool(
         plan = await client.structured(
             "tester", [{"role": "system", "content": prompt("tester")}, {"role": "user", "content": spec}], TestPlan
         )
-    except StructuredOutputError as exc:
-        out.dropped = f"{exc.role} gave no valid reply: {exc.errors[-1] if exc.errors else exc}"
+    except RoleError as exc:
+        out.dropped = f"{exc.role} gave no usable reply: {exc.errors[-1] if getattr(exc, 'errors', None) else exc}"
         return out
-    out.code, out.cases = reply.code, list(plan.cases)
+    out.code, out.cases = reply.code, _unique_names(list(plan.cases))
     for attempt in range(rounds + 1):
         try:
             app = tool_app(design, name, out.code, seed)
@@ -299,25 +393,8 @@ async def develop_tool(
         if not failing:
             out.passed = True
             return out
-        if attempt == rounds:
+        if attempt == rounds or not await _debug_round(client, spec, out, failing, attempt):
             break
-        report = json.dumps([v.to_dict() for v in failing[:12]], indent=1)
-        ask = f"{spec}\n\nCURRENT CODE:\n{out.code}\n\nCASES:\n{_cases_json(out.cases)}\n\nFAILING VERDICTS:\n{report}"
-        try:
-            fix = await client.structured(
-                "debugger", [{"role": "system", "content": prompt("debugger")}, {"role": "user", "content": ask}], DebugReply
-            )
-        except StructuredOutputError as exc:
-            out.history.append({"failing": len(failing), "diagnosis": f"no valid reply: {exc.errors[-1] if exc.errors else exc}"})
-            break
-        out.debug_rounds += 1
-        out.history.append(
-            {"failing": len(failing), "diagnosis": fix.diagnosis, "changed": [k for k in ("code", "cases") if getattr(fix, k) is not None]}
-        )
-        if fix.code is not None:
-            out.code = fix.code
-        if fix.cases is not None:
-            out.cases = list(fix.cases)
     failing = [v for v in out.verdicts if not v.ok]
     first = failing[0]
     out.dropped = (
@@ -325,3 +402,28 @@ async def develop_tool(
         f"first: {first.case}: expected {first.expected}, got {first.observed}: {first.detail[-200:]}"
     )
     return out
+
+
+async def _debug_round(client: BuilderClient, spec: str, out: ToolOutcome, failing: list[CaseVerdict], attempt: int) -> bool:
+    """One debug agent round: its fix applied to ``out`` under the case rules; False when it gave nothing usable."""
+    from envsynth.llmbuild.client import RoleError
+
+    messages = _debug_messages(spec, out, failing, lambda m: client.fits(m, DebugReply))
+    names = [v.case for v in failing]
+    try:
+        fix = await client.structured("debugger", messages, DebugReply, tag=f"{out.name}: round {attempt + 1}")
+    except RoleError as exc:
+        why = exc.errors[-1] if getattr(exc, "errors", None) else str(exc)
+        out.history.append({"failing": len(failing), "failing_cases": names, "diagnosis": f"no usable reply: {why}"})
+        return False
+    out.debug_rounds += 1
+    if fix.code is not None:
+        out.code = fix.code
+    refused: list[str] = []
+    if fix.cases is not None or fix.drop:
+        out.cases, refused = merge_cases(out.cases, fix, out.verdicts)
+    changed = [k for k in ("code", "cases") if getattr(fix, k) is not None] + (["drop"] if fix.drop else [])
+    out.history.append(
+        {"failing": len(failing), "failing_cases": names, "diagnosis": fix.diagnosis, "changed": changed, "refused": refused}
+    )
+    return True
