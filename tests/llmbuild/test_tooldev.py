@@ -106,3 +106,18 @@ def test_the_debugger_sees_its_earlier_rounds_and_each_round_is_asked(tmp_path: 
     assert "EARLIER ROUNDS" not in asked[0]
     assert "Round 1:" in asked[1] and "The posting lookup failed" in asked[1]
     assert "Round 1:" in asked[2] and "Round 2:" in asked[2]
+
+
+def test_the_code_and_test_agents_get_only_the_tools_tables_when_the_schema_does_not_fit() -> None:
+    def coder_prompt(context: int) -> tuple[str, bool]:
+        llm = ScriptedProvider(lambda m, t, i: ScriptedBuilder()(m, t, i))
+        client = BuilderClient(llm, context_tokens=context)
+        out = asyncio.run(develop_tool(client, design(), "withdraw_application", rounds=3))
+        asked = next(r for r in llm.requests if role_of(r) == "coder")
+        return message_text(asked[-1]["content"]), out.passed and client.fits(asked)
+
+    whole, passed = coder_prompt(8192)
+    assert passed and 'CREATE TABLE "interview"' in whole and "not shown" not in whole
+    small, passed = coder_prompt(5000)
+    assert passed and 'CREATE TABLE "interview"' not in small and "2 other tables not shown: interview, saved_job" in small
+    assert 'CREATE TABLE "application"' in small and 'CREATE TABLE "job_posting"' in small

@@ -74,7 +74,9 @@ class BudgetExceeded(BuildStop):
     """
 
     def __init__(self, spent: int, budget: int, needed: int = 0) -> None:
-        ask = f"; the next request could use up to {needed} more" if needed else ""
+        ask = (
+            f"; the next request could use up to {needed} more (its prompt and max_tokens: --max-output-tokens lowers it)" if needed else ""
+        )
         super().__init__(
             f"token budget spent: {spent} tokens used of --max-tokens-total {budget}{ask}. Rerun with a larger "
             "--max-tokens-total to continue where this run stopped (cached replies cost nothing)."

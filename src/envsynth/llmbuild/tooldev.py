@@ -261,7 +261,7 @@ def run_tool(app: App, tool: str, cases: list[TestCase], seed: int = 0) -> list[
     return out
 
 
-def _spec_text(design: DomainDesign, app: App, name: str) -> str:
+def _spec_text(design: DomainDesign, app: App, name: str, schema: str | None = None) -> str:
     t = design.tool(name)
     spec = app.spec_by_name[name]
     bound = {b.alias: b.entity for b in spec.bindings}
@@ -271,7 +271,31 @@ def _spec_text(design: DomainDesign, app: App, name: str) -> str:
         "bound_rows": bound,
         "checked_before_the_body": [c.check for c in spec.pre],
     }
-    return f"SCHEMA (SQLite):\n{app.schema}\n\nTOOL:\n{json.dumps(info, indent=1, default=str)}"
+    return f"SCHEMA (SQLite):\n{schema or app.schema}\n\nTOOL:\n{json.dumps(info, indent=1, default=str)}"
+
+
+def tool_schema(design: DomainDesign, app: App, name: str) -> str:
+    """The app's schema with only the tables tool ``name`` touches (its entity, bound rows, writes) and their parents."""
+    t = design.tool(name)
+    spec = app.spec_by_name[name]
+    tables = {t.entity, *t.writes, *t.creates, *t.deletes, *(b.entity for b in spec.bindings)}
+    for ent in app.blueprint.entities:
+        if ent.name in set(tables):
+            tables |= {f.ref for f in ent.fields if f.type == "ref" and f.ref}
+    blocks = app.schema.split("\n\n")
+    kept = [b for b in blocks if "CREATE TABLE" not in b or any(f'CREATE TABLE "{x}"' in b for x in tables)]
+    others = sorted(e.name for e in app.blueprint.entities if e.name not in tables)
+    note = f"-- {len(others)} other tables not shown: {', '.join(others)}" if others else ""
+    return "\n\n".join([*kept, note] if note else kept)
+
+
+def _fitted_spec(client: BuilderClient, design: DomainDesign, app: App, name: str) -> str:
+    """The tool's specification for the code and test agents: the whole schema if it fits, else the tool's tables."""
+    for schema in (None, tool_schema(design, app, name)):
+        spec = _spec_text(design, app, name, schema)
+        if all(client.fits([{"role": "system", "content": prompt(r)}, {"role": "user", "content": spec}], m) for r, m in _AUTHORS):
+            break
+    return spec
 
 
 def _cases_json(cases: list[TestCase]) -> str:
@@ -339,14 +363,22 @@ def history_text(history: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+_DEBUG_SHAPES = ((12, 1500, 99, False), (12, 400, 99, False), (6, 300, 3, False), (3, 200, 2, True), (1, 200, 1, True), (1, 100, 0, True))
+"""The debugger prompt's shapes, largest first: (failing verdicts, characters of each detail, earlier rounds, only the failing cases)."""
+
+
 def _debug_messages(spec: str, out: ToolOutcome, failing: list[CaseVerdict], fit: Callable[[list[Message]], bool]) -> list[Message]:
-    """The debugger's prompt, shortened (verdict details, fewer verdicts, fewer rounds) until ``fit`` accepts it."""
+    """The debugger's prompt, shortened (verdict details, fewer verdicts and rounds, only failing cases) until ``fit`` accepts it."""
     system = {"role": "system", "content": prompt("debugger")}
-    shapes = [(12, 1500, 99), (12, 400, 99), (6, 300, 3), (3, 200, 2), (1, 200, 1), (1, 100, 0)]
+    failed = {v.case for v in failing}
     messages: list[Message] = []
-    for n_verdicts, detail, rounds in shapes:
+    for n_verdicts, detail, rounds, only_failing in _DEBUG_SHAPES:
         report = json.dumps([{**v.to_dict(), "detail": v.detail[-detail:]} for v in failing[:n_verdicts]], indent=1)
-        ask = f"{spec}\n\nCURRENT CODE:\n{out.code}\n\nCASES:\n{_cases_json(out.cases)}\n\nFAILING VERDICTS:\n{report}"
+        shown = [c for c in out.cases if c.name in failed] if only_failing else out.cases
+        cases = _cases_json(shown) if not only_failing else json.dumps([c.model_dump() for c in shown], default=str)
+        if len(shown) < len(out.cases):
+            cases += f"\n({len(out.cases) - len(shown)} passing case(s) not shown: they are kept)"
+        ask = f"{spec}\n\nCURRENT CODE:\n{out.code}\n\nCASES:\n{cases}\n\nFAILING VERDICTS:\n{report}"
         earlier = out.history[-rounds:] if rounds else []
         if earlier:
             ask += "\n\nEARLIER ROUNDS (these did not make every case pass; do not repeat a fix that did not work):\n"
@@ -355,6 +387,9 @@ def _debug_messages(spec: str, out: ToolOutcome, failing: list[CaseVerdict], fit
         if fit(messages):
             break
     return messages
+
+
+_AUTHORS: tuple[tuple[str, type[BaseModel]], ...] = (("coder", CodeReply), ("tester", TestPlan))
 
 
 async def develop_tool(
@@ -370,7 +405,7 @@ async def develop_tool(
 
     out = ToolOutcome(name)
     placeholder_app = tool_app(design, name, "return {}", seed)  # compiled, never run
-    spec = _spec_text(design, placeholder_app, name)
+    spec = _fitted_spec(client, design, placeholder_app, name)
     try:
         reply = await client.structured(
             "coder", [{"role": "system", "content": prompt("coder")}, {"role": "user", "content": spec}], CodeReply
