@@ -2,6 +2,7 @@
 
 The test gives one function ``(path, body) -> (status, payload)``; the server answers every
 POST with it (``Retry-After: 0`` on a 429) and runs in a daemon thread while the context is open.
+A payload is a JSON object, or a :class:`Raw` body sent as it is (an HTML error page...).
 """
 
 from __future__ import annotations
@@ -10,11 +11,21 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Reply = Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]]]
-"""``(request path, JSON body) -> (HTTP status, JSON payload)``."""
+
+@dataclass(frozen=True)
+class Raw:
+    """A reply body sent as it is, with its content type (a proxy's HTML page under a 200...)."""
+
+    body: str
+    content_type: str = "text/html"
+
+
+Reply = Callable[[str, dict[str, Any]], tuple[int, "dict[str, Any] | Raw"]]
+"""``(request path, JSON body) -> (HTTP status, JSON payload or Raw body)``."""
 
 
 def completion(
@@ -43,9 +54,9 @@ def chat_server(reply: Reply) -> Iterator[str]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             status, payload = reply(self.path, body)
-            data = json.dumps(payload).encode()
+            data = payload.body.encode() if isinstance(payload, Raw) else json.dumps(payload).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", payload.content_type if isinstance(payload, Raw) else "application/json")
             self.send_header("Content-Length", str(len(data)))
             if status == 429:
                 self.send_header("Retry-After", "0")

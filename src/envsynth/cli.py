@@ -126,6 +126,15 @@ def build(
     ] = True,
     gating: Annotated[bool, typer.Option("--gating/--no-gating", help="--builder llm: LLM-gated expansion of each task's tools.")] = True,
     tau: Annotated[float, typer.Option(help="--builder llm: the gating threshold: expand while p >= tau.")] = 0.5,
+    context_tokens: Annotated[
+        int, typer.Option("--context-tokens", help="--builder llm: the model's context length; prompts are fitted to it.")
+    ] = 8192,
+    max_output_tokens: Annotated[
+        int | None,
+        typer.Option("--max-output-tokens", help="--builder llm: max_tokens of a request at most (default: what the context leaves)."),
+    ] = None,
+    temperature: Annotated[float, typer.Option("--temperature", help="--builder llm: the sampling temperature of every request.")] = 0.2,
+    llm_seed: Annotated[int, typer.Option("--llm-seed", help="--builder llm: the seed sent with every request.")] = 0,
 ) -> None:
     """Compile blueprints into apps and test every tool procedurally; with -T, build a corpus of tasks.
 
@@ -176,6 +185,10 @@ def build(
             gating=gating,
             tau=tau,
             as_json=as_json,
+            context_tokens=context_tokens,
+            max_output_tokens=max_output_tokens,
+            temperature=temperature,
+            llm_seed=llm_seed,
         )
         return
     bps = _blueprints(domain, blueprint)[:apps]
@@ -471,13 +484,14 @@ def run(
 
 def _build_llm(out: Path, domains: list[str], *, as_json: bool, **options: Any) -> None:
     """``build --builder llm``: apps (and tasks) from keywords, a progress bar, the metrics table."""
+    from rich.markup import escape
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from envsynth.corpus import CorpusError
     from envsynth.corpus.console import TaskBar, summary_data, summary_tables
-    from envsynth.llmbuild.client import BudgetExceeded
+    from envsynth.llmbuild.client import BuildStop
     from envsynth.llmbuild.command import builder_client, metrics_rows
-    from envsynth.llmbuild.pipeline import LLMBuilder
+    from envsynth.llmbuild.pipeline import LLMBuilder, ended
 
     if not domains:
         fail("--builder llm needs at least one --domain keyword, e.g. --domain 'Job Seeking'")
@@ -491,6 +505,10 @@ def _build_llm(out: Path, domains: list[str], *, as_json: bool, **options: Any) 
             api_key=options["api_key"],
             cache_dir=options["cache_dir"],
             max_tokens_total=options["max_tokens_total"],
+            context_tokens=options["context_tokens"],
+            max_output_tokens=options["max_output_tokens"],
+            temperature=options["temperature"],
+            llm_seed=options["llm_seed"],
         )
     except ValueError as exc:
         fail(str(exc))
@@ -521,13 +539,16 @@ def _build_llm(out: Path, domains: list[str], *, as_json: bool, **options: Any) 
                         distractors=options["distractors"],
                         progress=tbar.update,
                     )
-        except BudgetExceeded as exc:
+        except BuildStop as exc:
             llm.write_metrics()
-            err.print(f"[yellow]stopped:[/] {exc}", highlight=False, soft_wrap=True)
+            err.print(f"[yellow]stopped:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(3) from None
         except (CorpusError, ValueError) as exc:
-            llm.write_metrics()
+            llm.write_metrics(f"failed: {exc}")
             fail(str(exc))
+        except BaseException as exc:  # Ctrl-C or a bug: the run's record is kept, then it goes on up
+            llm.write_metrics(ended(exc, client))
+            raise
         metrics = llm.write_metrics()
     if as_json:
         print(json.dumps({"llm_build": metrics, "corpus": summary_data(summary) if summary is not None else None}, indent=2, default=str))

@@ -12,10 +12,19 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from chat_server import chat_server, completion
-from envsynth.llm import ChatResponse, Fail, LLMError, Message, OpenAIChat, RetryPolicy, ScriptedProvider, Usage
+from chat_server import Raw, chat_server, completion
+from envsynth.llm import ChatResponse, Fail, Message, OpenAIChat, RetryPolicy, ScriptedProvider, Usage
 from envsynth.llm.types import message_text
-from envsynth.llmbuild.client import BudgetExceeded, BuilderClient, StructuredOutputError, extract_json_object
+from envsynth.llmbuild.client import (
+    BudgetExceeded,
+    BuilderClient,
+    CallFailed,
+    EndpointUnavailable,
+    PromptTooLong,
+    StructuredOutputError,
+    estimate_tokens,
+    extract_json_object,
+)
 
 GOOD = '{"domain": "bakery", "tools": [{"name": "list_cakes", "params": ["flavour"]}]}'
 
@@ -95,7 +104,7 @@ def test_prompt_mode_puts_the_schema_in_the_system_message_and_sends_no_response
     system = rec.inner.requests[0][0]
     assert system["role"] == "system" and system["content"].startswith("You design tool-use domains.")
     assert "ONE JSON object" in system["content"] and '"tools"' in system["content"]
-    assert rec.params_seen == [{}]
+    assert [sorted(p) for p in rec.params_seen] == [["max_tokens"]]  # no response_format; no sampling set
 
 
 def test_json_schema_mode_sends_response_format() -> None:
@@ -122,10 +131,10 @@ def test_auto_falls_back_to_prompt_mode_once_and_remembers() -> None:
 
 
 def test_json_schema_mode_does_not_fall_back() -> None:
-    client = BuilderClient(ScriptedProvider([Fail(400)]), structured="json_schema")
-    with pytest.raises(LLMError) as err:
+    client = BuilderClient(ScriptedProvider([Fail(400, "response_format is not supported")]), structured="json_schema")
+    with pytest.raises(EndpointUnavailable) as err:
         asyncio.run(client.structured("designer", ask("bakery"), Design))
-    assert err.value.status == 400 and client.structured_mode == "json_schema"
+    assert err.value.error.status == 400 and client.structured_mode == "json_schema"
 
 
 def test_an_invalid_reply_is_sent_back_with_its_error_and_corrected() -> None:
@@ -216,32 +225,38 @@ def test_the_cache_key_covers_model_params_and_schema(tmp_path: Path) -> None:
 
 def test_the_budget_stops_a_run_and_a_rerun_with_more_continues_from_the_cache(tmp_path: Path) -> None:
     def script(messages: list[Message], tools: Any, i: int) -> ChatResponse:
-        return ChatResponse({"role": "assistant", "content": f"step {messages[-1]['content']}"}, Usage(40, 10))
+        return ChatResponse({"role": "assistant", "content": f"step {messages[-1]['content']}"}, Usage(15, 10))
 
     async def steps(client: BuilderClient) -> list[str]:
         return [await client.text("writer", ask(str(n))) for n in range(5)]
 
+    # each request reserves its prompt estimate (22) and max_tokens (16): 38; each spends 25
     small_llm = ScriptedProvider(script)
-    small = BuilderClient(small_llm, cache_dir=tmp_path, max_tokens_total=120)
+    small = BuilderClient(small_llm, cache_dir=tmp_path, max_tokens_total=110, max_output_tokens=16)
+    assert estimate_tokens(ask("0")) + 16 == 38
     with pytest.raises(BudgetExceeded, match="larger --max-tokens-total") as err:
         asyncio.run(steps(small))
-    assert (err.value.spent, err.value.budget) == (150, 120) and len(small_llm.requests) == 3
+    assert (err.value.spent, err.value.budget, err.value.needed) == (75, 110, 38) and len(small_llm.requests) == 3
+    assert small.spent_tokens <= 110  # never over: 75 + 38 > 110, so the fourth was not sent
+    with pytest.raises(BudgetExceeded):  # a stopped client sends nothing more, even what would fit
+        asyncio.run(small.text("writer", ask("x")))
 
     big_llm = ScriptedProvider(script)
-    big = BuilderClient(big_llm, cache_dir=tmp_path, max_tokens_total=120)  # the cached three are free
+    big = BuilderClient(big_llm, cache_dir=tmp_path, max_tokens_total=110, max_output_tokens=16)  # the cached three are free
     assert asyncio.run(steps(big)) == [f"step {n}" for n in range(5)]
     assert [m[-1]["content"] for m in big_llm.requests] == ["3", "4"]
-    assert big.stats["writer"].cache_hits == 3 and big.spent_tokens == 100
+    assert big.stats["writer"].cache_hits == 3 and big.spent_tokens == 50
     check_metrics_add_up(big)
 
 
 def test_retries_and_failures_are_counted_and_model_errors_propagate() -> None:
     client = BuilderClient(ScriptedProvider([Fail(429), "fine", Fail(500), Fail(500)], retry=RetryPolicy(max_retries=1, sleep=_no_sleep)))
     assert asyncio.run(client.text("writer", ask("a"))) == "fine"
-    with pytest.raises(LLMError) as err:
+    with pytest.raises(EndpointUnavailable) as err:  # no fallback: the build stops
         asyncio.run(client.text("writer", ask("b")))
-    assert err.value.status == 500
-    assert client.stats["writer"].retries == 2 and client.stats["writer"].calls == 2
+    assert err.value.error.status == 500 and "HTTP 500" in str(err.value)
+    assert client.stats["writer"].retries == 2 and client.stats["writer"].calls == 2 and client.stats["writer"].failures == 1
+    assert client.metrics()["total"]["requests"] == 4
 
 
 async def _no_sleep(_seconds: float) -> None:
@@ -311,6 +326,89 @@ def test_openai_client_against_a_server_without_response_format(
     assert replay.stats["designer"].cache_hits == 4 and replay.stats["designer"].calls == 0
 
     explicit = BuilderClient(chat(), cache_dir=tmp_path, structured="json_schema")  # asks the server, cache or not
-    with pytest.raises(LLMError) as err:
+    with pytest.raises(EndpointUnavailable) as err:
         asyncio.run(run(explicit))
-    assert err.value.status == 400 and len(scripted.requests) == 5
+    assert err.value.error.status == 400 and len(scripted.requests) == 5
+
+
+# --- context length, endpoint failures ------------------------------------------------------
+
+CONTEXT_400 = (
+    "This model's maximum context length is 8192 tokens. However, you requested 9120 tokens "
+    "(5024 in the messages, 4096 in the completion). Please reduce the length of the messages or completion."
+)
+
+
+def test_a_context_length_400_is_not_a_response_format_rejection(tmp_path: Path) -> None:
+    rec = Recorder(ScriptedProvider([Fail(400, CONTEXT_400), GOOD]))
+    client = BuilderClient(rec, cache_dir=tmp_path)
+    with pytest.raises(PromptTooLong, match=r"the server refused it: .*maximum context length"):
+        asyncio.run(client.structured("designer", ask("bakery"), Design))
+    assert client.structured_mode == "json_schema" and len(rec.params_seen) == 1  # no switch, no second try in prompt mode
+    assert not list(tmp_path.glob("*/*.json"))  # nothing cached: a rerun asks again
+    assert client.stats["designer"].failures == 1 and client.stopped is None
+    design = asyncio.run(client.structured("designer", ask("bakery"), Design))  # the next call still asks for json_schema
+    assert design.domain == "bakery" and "response_format" in rec.params_seen[-1]
+
+
+def test_a_prompt_over_the_budget_is_not_sent() -> None:
+    llm = ScriptedProvider([GOOD])
+    client = BuilderClient(llm, context_tokens=2048)
+    with pytest.raises(PromptTooLong, match="over the prompt budget of 1024 tokens"):
+        asyncio.run(client.structured("designer", ask("x" * 4000), Design))
+    assert llm.requests == [] and client.stats["designer"].calls == 0
+
+
+def test_a_correction_echoes_only_part_of_a_long_invalid_reply() -> None:
+    long_invalid = '{"domain": "bakery", "tools": [' + ", ".join(['{"name": "t", "params": ["p"]}'] * 2000)  # cut off
+    rec = Recorder(ScriptedProvider([long_invalid, GOOD]))
+    client = BuilderClient(rec, structured="prompt")
+    asyncio.run(client.structured("designer", ask("bakery"), Design))
+    second = rec.inner.requests[1]
+    assert len(long_invalid) > 60_000 and len(second[2]["content"]) <= 4000 and "characters omitted" in second[2]["content"]
+    assert client.fits(second) and rec.params_seen[1]["max_tokens"] == 8192 - estimate_tokens(second)
+
+
+def test_requests_carry_max_tokens_temperature_and_seed() -> None:
+    rec = Recorder(ScriptedProvider(["a", "b"]))
+    client = BuilderClient(rec, temperature=0.3, seed=7, max_output_tokens=1000)
+    asyncio.run(client.text("writer", ask("hi")))
+    assert rec.params_seen == [{"temperature": 0.3, "seed": 7, "max_tokens": 1000}]
+    assert client.metrics()["params"] == {"temperature": 0.3, "seed": 7} and client.metrics()["max_output_tokens"] == 1000
+
+
+def test_a_role_with_a_fallback_gets_call_failed_until_the_endpoint_is_deemed_down() -> None:
+    llm = ScriptedProvider([Fail(503)] * 20, retry=RetryPolicy(max_retries=1, sleep=_no_sleep))
+    client = BuilderClient(llm)
+    for _ in range(2):
+        with pytest.raises(CallFailed):
+            asyncio.run(client.text("gating", ask("p?"), fallback=True))
+    with pytest.raises(EndpointUnavailable, match=r"3 calls in a row failed"):
+        asyncio.run(client.text("gating", ask("p?"), fallback=True))
+    with pytest.raises(EndpointUnavailable):  # stopped: nothing more is sent
+        asyncio.run(client.text("writer", ask("hi")))
+    assert len(llm.requests) == 6 and client.metrics()["total"]["requests"] == 6
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "text/html"])
+def test_an_html_body_under_a_200_is_retried(content_type: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("openai")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    seen: list[int] = []
+
+    def route(path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        seen.append(1)
+        if len(seen) == 1:
+            return 200, Raw("<html><body>502 Bad Gateway</body></html>", content_type)
+        return 200, completion(body["model"], {"role": "assistant", "content": "fine"})
+
+    async def go(chat: OpenAIChat) -> str:
+        try:
+            return await BuilderClient(chat).text("writer", ask("hi"))
+        finally:
+            await chat.aclose()
+
+    with chat_server(route) as url:
+        chat = OpenAIChat("m", base_url=url, retry=RetryPolicy(max_retries=2, base=0.001, cap=0.001))
+        assert asyncio.run(go(chat)) == "fine"
+    assert len(seen) == 2 and chat.usage.retries == 1

@@ -13,7 +13,7 @@ from envsynth.compiler.compile import compile_app
 from envsynth.graph import ToolGraph, build_graph, read_graph
 from envsynth.llm import ScriptedProvider
 from envsynth.llmbuild.client import BuilderClient
-from envsynth.llmbuild.dependency import ProposedEdge, apply_proposal, propose_dependencies, write_augmented_graph
+from envsynth.llmbuild.dependency import DependencyProposal, ProposedEdge, apply_proposal, propose_dependencies, write_augmented_graph
 from envsynth.runtime.app import App
 
 
@@ -64,11 +64,14 @@ PROPOSAL = {
 def test_proposed_edges_are_kept_only_when_they_execute(harbor: tuple[App, ToolGraph], tmp_path) -> None:
     app, graph = harbor
     before = graph.to_json()
-    llm = ScriptedProvider(["```json\n" + json.dumps(PROPOSAL) + "\n```"])
-    result = asyncio.run(propose_dependencies(BuilderClient(llm), app, graph, seed=0))
+    llm = ScriptedProvider(lambda m, t, i: "```json\n" + json.dumps(PROPOSAL if i == 0 else {"edges": []}) + "\n```")
+    client = BuilderClient(llm)
+    result = asyncio.run(propose_dependencies(client, app, graph, seed=0))
 
-    asked = llm.requests[0][-1]["content"]
+    asked = "\n".join(r[-1]["content"] for r in llm.requests)
     assert "find_customer_by_email" in asked and "place_order.customer_id <- " in asked  # tools and found edges shown
+    assert result.groups == len(llm.requests) > 1 and result.failures == []  # 41 tools do not fit one 8k prompt
+    assert all(client.fits(r, DependencyProposal) for r in llm.requests)
 
     assert [(k["source"], k["target"], k["param"]) for k in result.kept] == [("register_customer", "find_customer_by_email", "email")]
     kept = result.kept[0]

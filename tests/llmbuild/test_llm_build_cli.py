@@ -91,7 +91,11 @@ def test_build_llm_against_a_local_server(server: tuple[str, Server], tmp_path: 
     again = envsynth(*args, "-T", "3", "-S", "2", "-D", "1", "--json")
     assert again.returncode == 0, again.stderr
     assert len(scripted.bodies) == before
-    assert json.loads(again.stdout)["llm_build"]["client"]["total"]["calls"] == 0
+    rerun = json.loads(again.stdout)["llm_build"]
+    assert rerun["client"]["total"]["calls"] == 0
+    # the totals keep both runs, and match what the server received (the 429 included)
+    assert rerun["cumulative"]["runs"] == 2 and rerun["cumulative"]["total"]["requests"] == len(scripted.bodies)
+    assert all(b["temperature"] == 0.2 and b["seed"] == 0 and 0 < b["max_tokens"] <= 8192 for b in scripted.bodies)
 
 
 def test_build_llm_needs_a_model(tmp_path: Path) -> None:
@@ -101,3 +105,25 @@ def test_build_llm_needs_a_model(tmp_path: Path) -> None:
     assert res.returncode == 2 and "unknown builder" in res.stderr
     res = envsynth("build", str(tmp_path / "o"), "--builder", "llm", "--domain", "A", "--domain", "B", "--description", "x", "--model", "m")
     assert res.returncode == 2 and "one --description per --domain" in res.stderr
+
+
+def test_build_llm_stops_cleanly_when_the_endpoint_refuses(tmp_path: Path) -> None:
+    bodies: list[dict[str, Any]] = []
+
+    def route(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        bodies.append(body)
+        return 401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}
+
+    out = tmp_path / "out"
+    with chat_server(route) as url:
+        args = ["build", str(out), "--builder", "llm", "--domain", "Job Seeking", "--model", "m", "--base-url", url]
+        res = envsynth(*args, "--temperature", "0.7", "--llm-seed", "5", "--max-output-tokens", "1000")
+    assert res.returncode == 3 and "Traceback" not in res.stderr
+    (line,) = [x for x in res.stderr.splitlines() if x.strip()]
+    assert line.startswith("stopped: the model endpoint failed (HTTP 401) for the designer role") and "rerun" in line
+    recorded = json.loads((out / "llm_build.json").read_text())
+    assert recorded["runs"][0]["status"].startswith("stopped: the model endpoint failed (HTTP 401)")
+    assert recorded["cumulative"]["total"]["requests"] == len(bodies) == 1
+    assert (bodies[0]["temperature"], bodies[0]["seed"], bodies[0]["max_tokens"]) == (0.7, 5, 1000)
+    bad = envsynth(*args, "--max-output-tokens", "9000")
+    assert bad.returncode == 2 and "--max-output-tokens must be 16 to 7680" in bad.stderr

@@ -146,11 +146,17 @@ def test_a_rerun_hits_the_cache_for_every_call_and_rebuilds_the_same_bytes(
 def test_a_spent_budget_stops_cleanly_and_a_rerun_finishes(tmp_path: Path) -> None:
     out = tmp_path / "c"
     provider = scripted_builder()
+    budget = 20_000
     with pytest.raises(BudgetExceeded):
-        build(out, BuilderClient(provider, cache_dir=out / ".llm-cache", max_tokens_total=3000))
+        build(out, BuilderClient(provider, cache_dir=out / ".llm-cache", max_tokens_total=budget))
     paid = len(provider.requests)
-    assert paid > 0 and (out / METRICS_FILE).is_file()
+    stopped = json.loads((out / METRICS_FILE).read_text())
+    assert paid > 0 and stopped["client"]["total"]["calls"] == paid
+    assert stopped["client"]["spent_tokens"] <= budget  # reserved before sending: never over
+    assert stopped["runs"][0]["status"].startswith("stopped: token budget spent")
     provider2 = scripted_builder()
     res = build(out, BuilderClient(provider2, cache_dir=out / ".llm-cache"))
-    assert res.metrics["client"]["total"]["cache_hits"] >= paid - 1  # the budget check runs before a request, so at most one was lost
+    assert res.metrics["client"]["total"]["cache_hits"] >= paid  # every paid reply is replayed: none was lost
     assert len(load_corpus(out).tasks) == T * S
+    assert res.metrics["cumulative"]["total"]["calls"] == paid + len(provider2.requests)
+    assert [r["status"] for r in res.metrics["runs"]][1] == "done"

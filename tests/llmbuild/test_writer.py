@@ -16,6 +16,7 @@ from envsynth.llmbuild.client import BuilderClient
 from envsynth.llmbuild.writer import Rewrite, check_rewrite, required_values, write_instruction
 from envsynth.runtime.app import App
 from envsynth.tasks import Task, synthesize
+from envsynth.tasks.instruction import leaks_id
 
 
 @pytest.fixture(scope="module")
@@ -149,3 +150,13 @@ def test_the_question_and_the_user_are_kept(harbor: tuple[App, ToolGraph], pay_t
     assert "it no longer asks for how many records there are: the user must still ask for it, as a question" in check_rewrite(
         app, count, flat
     )
+
+
+@pytest.mark.parametrize("text", ["booking RNT_104200", "Cancel Ord_100231 please", "the id is CUST_000042.", "rnt_104200"])
+def test_an_id_in_any_letter_case_is_a_leak(text: str) -> None:
+    assert leaks_id(text)
+
+
+@pytest.mark.parametrize("text", ["order 104200", "SKU-104200", "a_b 123456", "RNT_1042", "Booking ABCDEF_104200"])
+def test_text_without_an_id_shape_is_no_leak(text: str) -> None:
+    assert not leaks_id(text)

@@ -128,15 +128,16 @@ class OpenAIChat:
 
         async def attempt() -> Any:
             async with sem:
-                return await client.chat.completions.create(**kwargs)
+                resp = await client.chat.completions.create(**kwargs)
+            if not getattr(resp, "choices", None):  # a body that is not a completion (an HTML page...): retried
+                raise LLMError(f"the reply is not a chat completion (no choices): {str(resp)[:200]!r}", kind="bad_response")
+            return resp
 
         try:
             resp = await with_retries(attempt, self.retry, on_retry=count_retry)
         except LLMError:
             self.usage.add(usage)
             raise
-        if not getattr(resp, "choices", None):
-            raise LLMError("the model returned no choices", kind="other")
         choice = resp.choices[0]
         u = getattr(resp, "usage", None)
         usage.prompt_tokens = int(getattr(u, "prompt_tokens", 0) or 0)

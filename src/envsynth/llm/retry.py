@@ -13,6 +13,8 @@ from envsynth.llm.types import LLMError
 T = TypeVar("T")
 
 _CONNECTION_ERRORS = ("APIConnectionError", "APITimeoutError", "ConnectError", "ReadTimeout", "RemoteProtocolError")
+_BAD_RESPONSE_ERRORS = ("JSONDecodeError", "APIResponseValidationError")
+_RETRYABLE_KINDS = ("rate_limit", "server", "connection", "bad_response")
 
 
 @dataclass
@@ -46,8 +48,9 @@ class RetryPolicy:
 def classify(exc: BaseException) -> tuple[str, int | None, bool]:
     """``(kind, status, retryable)`` of an exception raised by a provider.
 
-    429 and 5xx statuses, timeouts and connection errors are retryable; other statuses
-    (400, 401, 404...) are not.
+    429 and 5xx statuses, timeouts, connection errors and malformed replies (kind
+    ``bad_response``: a 200 whose body is not a chat completion, such as a proxy's HTML
+    page) are retryable; other statuses (400, 401, 404...) are not.
     """
     if isinstance(exc, LLMError):
         status = exc.status
@@ -64,8 +67,10 @@ def classify(exc: BaseException) -> tuple[str, int | None, bool]:
     names = {c.__name__ for c in type(exc).__mro__}
     if isinstance(exc, ConnectionError | TimeoutError) or names & set(_CONNECTION_ERRORS):
         return "connection", None, True
+    if names & set(_BAD_RESPONSE_ERRORS):
+        return "bad_response", None, True
     if isinstance(exc, LLMError):
-        return exc.kind, None, exc.kind in ("rate_limit", "server", "connection")
+        return exc.kind, None, exc.kind in _RETRYABLE_KINDS
     return "other", None, False
 
 

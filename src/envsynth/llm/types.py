@@ -68,7 +68,8 @@ class LLMError(Exception):
     """A model call that failed for good (after retries, or not retryable).
 
     Attributes:
-        kind: ``rate_limit``, ``server``, ``connection``, ``client`` or ``other``.
+        kind: ``rate_limit``, ``server``, ``connection``, ``bad_response`` (a reply that is not a
+            chat completion), ``client`` or ``other``.
         status: the HTTP status, when there was one.
         attempts: how many attempts were made.
     """

@@ -28,7 +28,7 @@ import re
 import tempfile
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NoReturn, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -36,9 +36,15 @@ from envsynth.llm.types import ChatModel, ChatResponse, LLMError, Message, Usage
 
 __all__ = [
     "BudgetExceeded",
+    "BuildStop",
     "BuilderClient",
+    "CallFailed",
+    "EndpointUnavailable",
+    "PromptTooLong",
+    "RoleError",
     "RoleStats",
     "StructuredOutputError",
+    "estimate_tokens",
     "extract_json_object",
     "validation_errors",
 ]
@@ -49,24 +55,103 @@ T = TypeVar("T", bound=BaseModel)
 StructuredMode = Literal["auto", "json_schema", "prompt"]
 
 
-class BudgetExceeded(RuntimeError):
-    """The token budget is spent: no further model request is sent.
+class BuildStop(RuntimeError):
+    """The build must stop now, cleanly: nothing more is asked of the model in this run.
+
+    Every reply so far is cached, so rerunning the same command continues where this run
+    stopped. The subclasses say why.
+    """
+
+
+class BudgetExceeded(BuildStop):
+    """The token budget does not cover the next request: it is not sent.
 
     Attributes:
         spent: prompt + completion tokens of the real (non-cached) calls so far.
         budget: the ``max_tokens_total`` the client was given.
+        needed: what the refused request could have used (its prompt estimate plus its
+            ``max_tokens``), added to the reservations of requests in flight.
     """
 
-    def __init__(self, spent: int, budget: int) -> None:
+    def __init__(self, spent: int, budget: int, needed: int = 0) -> None:
+        ask = (
+            f"; the next request could use up to {needed} more (its prompt and max_tokens: --max-output-tokens lowers it)" if needed else ""
+        )
         super().__init__(
-            f"token budget spent: {spent} tokens used of --max-tokens-total {budget}. Rerun with a larger "
+            f"token budget spent: {spent} tokens used of --max-tokens-total {budget}{ask}. Rerun with a larger "
             "--max-tokens-total to continue where this run stopped (cached replies cost nothing)."
         )
         self.spent = spent
         self.budget = budget
+        self.needed = needed
 
 
-class StructuredOutputError(RuntimeError):
+class EndpointUnavailable(BuildStop):
+    """The model endpoint failed for good (after retries) where the build has no fallback.
+
+    Attributes:
+        role: the role whose call failed last.
+        error: the chat client's error (status, kind, attempts).
+    """
+
+    def __init__(self, role: str, error: LLMError, why: str = "") -> None:
+        status = f"HTTP {error.status}" if error.status is not None else error.kind
+        first = str(error).splitlines()[0] if str(error) else status
+        super().__init__(
+            f"the model endpoint failed ({status}) for the {role} role{why}: {first[:300]}. "
+            "Everything so far is cached: rerun the same command to continue once the endpoint works."
+        )
+        self.role = role
+        self.error = error
+
+
+class RoleError(RuntimeError):
+    """A role got nothing usable from one request; the caller falls back (or drops what it was making).
+
+    Attributes:
+        role: the builder role that asked.
+    """
+
+    role: str
+
+
+class PromptTooLong(RoleError):
+    """A prompt does not fit the model's context: refused here by the estimate, or by the server (400).
+
+    Attributes:
+        role: the builder role.
+        tokens: the estimated prompt tokens.
+        limit: the prompt budget (tokens), or the context size when the server refused.
+        by_server: the server answered that the context length is exceeded.
+    """
+
+    def __init__(self, role: str, tokens: int, limit: int, *, by_server: str = "") -> None:
+        where = f"the server refused it: {by_server[:200]}" if by_server else f"over the prompt budget of {limit} tokens"
+        super().__init__(
+            f"{role}: the prompt (~{tokens} tokens) does not fit the model's context ({where}); "
+            "set --context-tokens to the model's context length"
+        )
+        self.role = role
+        self.tokens = tokens
+        self.limit = limit
+        self.by_server = by_server
+
+
+class CallFailed(RoleError):
+    """A call of a role that has a fallback failed after retries (the endpoint is not yet deemed down).
+
+    Attributes:
+        role: the builder role.
+        error: the chat client's error.
+    """
+
+    def __init__(self, role: str, error: LLMError) -> None:
+        super().__init__(f"{role}: the model call failed: {str(error).splitlines()[0][:300] if str(error) else error.kind}")
+        self.role = role
+        self.error = error
+
+
+class StructuredOutputError(RoleError):
     """A role gave no valid structured output within its attempts.
 
     Attributes:
@@ -83,6 +168,10 @@ class StructuredOutputError(RuntimeError):
         self.errors = list(errors)
 
 
+class _FormatRejected(Exception):
+    """The server rejected ``response_format`` (internal: ``auto`` switches to prompt mode)."""
+
+
 @dataclass
 class RoleStats:
     """What one role's calls cost and how they went.
@@ -93,7 +182,8 @@ class RoleStats:
         prompt_tokens: tokens sent in real calls.
         completion_tokens: tokens generated in real calls.
         invalid_outputs: replies that failed JSON parsing or pydantic validation.
-        retries: transient failures retried by the chat client.
+        retries: transient failures retried by the chat client (each one a request the endpoint got).
+        failures: calls that failed for good (after retries), or that the server refused as too long.
     """
 
     calls: int = 0
@@ -102,6 +192,7 @@ class RoleStats:
     completion_tokens: int = 0
     invalid_outputs: int = 0
     retries: int = 0
+    failures: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -112,8 +203,13 @@ class RoleStats:
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
+    @property
+    def requests(self) -> int:
+        """HTTP requests sent to the endpoint: every call's first attempt and its retries."""
+        return self.calls + self.retries
+
     def to_dict(self) -> dict[str, int]:
-        return {**asdict(self), "total_tokens": self.total_tokens}
+        return {**asdict(self), "requests": self.requests, "total_tokens": self.total_tokens}
 
 
 # --- parsing a reply into one JSON object -------------------------------------------------
@@ -242,9 +338,56 @@ def _with_schema_instruction(messages: list[Message], schema_json: dict[str, Any
     return [{"role": "system", "content": instruction}, *messages]
 
 
-def _is_response_format_rejection(exc: LLMError) -> bool:
+_FORMAT_WORDS = ("response_format", "json_schema", "json schema", "guided_json")
+_CONTEXT_WORDS = (
+    "context length",
+    "context_length",
+    "maximum context",
+    "context window",
+    "too many tokens",
+    "prompt is too long",
+    "reduce the length",
+)
+
+
+def _is_context_length(exc: LLMError) -> bool:
+    """Whether a failed call says the prompt (plus ``max_tokens``) is over the model's context."""
     text = str(exc).lower()
-    return exc.status in (400, 422) or "response_format" in text or "json_schema" in text
+    return exc.status in (400, 413, 422, None) and any(w in text for w in _CONTEXT_WORDS)
+
+
+def _is_response_format_rejection(exc: LLMError) -> bool:
+    """Whether a 400/422 is about ``response_format`` (a server without JSON-schema output), not another mistake."""
+    text = str(exc).lower()
+    return exc.status in (400, 422) and not _is_context_length(exc) and any(w in text for w in _FORMAT_WORDS)
+
+
+CONTEXT_TOKENS = 8192
+"""The default context size of the model (tokens): prompts are fitted to it."""
+
+CHARS_PER_TOKEN = 3
+"""The token estimate: one token per 3 characters (tokenizers give 3.5 to 4 for English and JSON: an overestimate)."""
+
+MAX_ECHO_CHARS = 4000
+"""At most this much of an invalid reply is sent back with its correction (a head and a tail)."""
+
+MAX_FAILURES = 3
+"""Calls in a row that fail for good before the endpoint is deemed down (the build stops, even in a role with a fallback)."""
+
+
+def estimate_tokens(messages: list[Message]) -> int:
+    """A conservative estimate of the prompt tokens of ``messages`` (see :data:`CHARS_PER_TOKEN`)."""
+    return 3 + sum(4 + -(-len(message_text(m.get("content"))) // CHARS_PER_TOKEN) for m in messages)
+
+
+def clip_text(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters: its head and its tail, with what was left out said in between."""
+    if len(text) <= limit:
+        return text
+    if limit < 200:
+        return f"[{len(text)} characters omitted]"
+    head, tail = limit * 2 // 3, limit // 3 - 60
+    return f"{text[:head]}\n[... {len(text) - head - tail} characters omitted ...]\n{text[len(text) - tail :]}"
 
 
 # --- the client -------------------------------------------------------------------------
@@ -259,7 +402,9 @@ class BuilderClient:
         cache_dir: where replies are cached (None: no cache).
         max_tokens_total: the token budget of real calls (None: unbounded).
         max_invalid: corrections asked for after an invalid structured reply.
-        params: chat parameters sent with every call (``temperature``...).
+        context_tokens: the model's context size; every prompt is fitted to :attr:`prompt_budget`.
+        max_output_tokens: the largest ``max_tokens`` of a request (None: what the context leaves).
+        params: chat parameters sent with every call (``temperature``, ``seed``...).
     """
 
     def __init__(
@@ -270,38 +415,73 @@ class BuilderClient:
         max_tokens_total: int | None = None,
         max_invalid: int = 2,
         structured: StructuredMode = "auto",
+        context_tokens: int = CONTEXT_TOKENS,
+        max_output_tokens: int | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
         **params: Any,
     ) -> None:
         """Args:
         chat: the chat model (``OpenAIChat``, ``ScriptedProvider``...).
         cache_dir: the reply cache folder; None for no cache.
-        max_tokens_total: stop (``BudgetExceeded``) before a real call once this many tokens are spent.
-            Calls running concurrently may each pass the check, so a run can end a little over it.
+        max_tokens_total: the token budget. A request is sent only if the tokens spent, the
+            reservations of requests in flight and its own (prompt estimate + ``max_tokens``)
+            fit in it; else ``BudgetExceeded``.
         max_invalid: extra attempts after a reply that does not parse or validate.
         structured: ``json_schema`` (``response_format``), ``prompt`` (schema in the system
             message) or ``auto`` (``json_schema`` until the server rejects it, then ``prompt``).
-        **params: chat parameters for every call.
+        context_tokens: the model's context length in tokens.
+        max_output_tokens: ``max_tokens`` of every request at most (None: the context minus the prompt).
+        temperature: sent with every request when not None.
+        seed: sent with every request when not None.
+        **params: more chat parameters for every call.
 
         Raises:
-            ValueError: an unknown ``structured`` mode, or a negative limit.
+            ValueError: an unknown ``structured`` mode, a negative limit or a context too small.
         """
         if structured not in ("auto", "json_schema", "prompt"):
             raise ValueError(f"structured must be 'auto', 'json_schema' or 'prompt', not {structured!r}")
         if max_invalid < 0 or (max_tokens_total is not None and max_tokens_total < 0):
             raise ValueError("max_invalid and max_tokens_total must not be negative")
+        if context_tokens < 1024:
+            raise ValueError(f"the context must be at least 1024 tokens, got {context_tokens}")
+        if max_output_tokens is not None and not 16 <= max_output_tokens <= context_tokens - 512:
+            raise ValueError(f"max_output_tokens must be 16 to {context_tokens - 512} (the context less 512), got {max_output_tokens}")
         self.chat = chat
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.max_tokens_total = max_tokens_total
         self.max_invalid = max_invalid
-        self.params = params
+        self.context_tokens = context_tokens
+        self.max_output_tokens = max_output_tokens
+        sampling = {"temperature": temperature, "seed": seed}
+        self.params = {**{k: v for k, v in sampling.items() if v is not None}, **params}
         self.stats: dict[str, RoleStats] = {}
         self._auto = structured == "auto"
         self._mode: Literal["json_schema", "prompt"] = "prompt" if structured == "prompt" else "json_schema"
+        self._reserved = 0
+        self._failures = 0
+        self._stopped: BuildStop | None = None
 
     @property
     def spent_tokens(self) -> int:
         """Prompt + completion tokens of the real (non-cached) calls so far."""
         return sum(s.total_tokens for s in self.stats.values())
+
+    @property
+    def prompt_budget(self) -> int:
+        """The tokens a prompt may take (estimated): the context less ``max_output_tokens``, or half of it."""
+        return self.context_tokens - (self.max_output_tokens or self.context_tokens // 2)
+
+    @property
+    def stopped(self) -> BuildStop | None:
+        """Why this client sends no more requests (a spent budget, an endpoint down), or None."""
+        return self._stopped
+
+    def fits(self, messages: list[Message], schema: type[BaseModel] | None = None) -> bool:
+        """Whether ``messages`` fit the prompt budget, with room for ``schema``'s instruction (prompt mode adds it)."""
+        if schema is not None:
+            messages = _with_schema_instruction(messages, schema.model_json_schema())
+        return estimate_tokens(messages) <= self.prompt_budget
 
     @property
     def structured_mode(self) -> Literal["json_schema", "prompt"]:
@@ -311,30 +491,39 @@ class BuilderClient:
     def _role(self, role: str) -> RoleStats:
         return self.stats.setdefault(role, RoleStats())
 
-    async def text(self, role: str, messages: list[Message]) -> str:
+    async def text(self, role: str, messages: list[Message], *, fallback: bool = False, tag: str | None = None) -> str:
         """A plain completion's text (cached, budgeted and counted like structured calls).
 
         Raises:
-            BudgetExceeded: the budget is spent and the reply is not cached.
-            LLMError: the model call failed.
+            BuildStop: the budget is spent, or the endpoint failed and the role has no fallback.
+            RoleError: the prompt is too long, or (``fallback``) the call failed.
         """
-        resp = await self._call(role, messages, mode="text", schema=None, extra={})
+        resp = await self._call(role, messages, mode="text", schema=None, extra={}, fallback=fallback, tag=tag)
         return message_text(resp.message.get("content"))
 
-    async def structured(self, role: str, messages: list[Message], schema: type[T]) -> T:
+    async def structured(self, role: str, messages: list[Message], schema: type[T], *, fallback: bool = False, tag: str | None = None) -> T:
         """A reply validated as ``schema``, asking again with the error after an invalid one.
+
+        Args:
+            role: the role asking (its stats).
+            messages: the conversation.
+            schema: the reply's model.
+            fallback: the caller has a fallback: a call that fails after retries raises
+                :class:`CallFailed` (until :data:`MAX_FAILURES` in a row), not a stop.
+            tag: goes into the cache key (a debug round: the same prompt in another round is asked again).
 
         Raises:
             StructuredOutputError: ``max_invalid + 1`` replies, none valid.
-            BudgetExceeded: the budget is spent and the reply is not cached.
-            LLMError: the model call failed.
+            PromptTooLong: the prompt does not fit the context.
+            CallFailed: (``fallback``) the call failed after retries.
+            BuildStop: the budget is spent, or the endpoint failed for good.
         """
         stats = self._role(role)
         schema_json = schema.model_json_schema()
         convo = list(messages)
         errors: list[str] = []
         for _ in range(self.max_invalid + 1):
-            resp = await self._structured_reply(role, convo, schema, schema_json)
+            resp = await self._structured_reply(role, convo, schema, schema_json, fallback, tag)
             text = message_text(resp.message.get("content"))
             try:
                 return schema.model_validate(extract_json_object(text))
@@ -346,58 +535,97 @@ class BuilderClient:
                 error += " (the reply was cut off at the token limit: answer more briefly)"
             stats.invalid_outputs += 1
             errors.append(error)
-            correction = (
-                f"Your reply could not be used as a {schema.__name__}: {error}\n"
-                "Reply again with ONE corrected JSON object that matches the schema, and nothing else."
-            )
-            convo = [*convo, {"role": "assistant", "content": text}, {"role": "user", "content": correction}]
+            convo = self._correction(messages, text, schema, schema_json, error)
         raise StructuredOutputError(role, self.max_invalid + 1, errors)
 
+    def _correction(
+        self, messages: list[Message], text: str, schema: type[BaseModel], schema_json: dict[str, Any], error: str
+    ) -> list[Message]:
+        """``messages``, the invalid reply (clipped to fit the prompt budget) and the request to correct it."""
+        correction = {
+            "role": "user",
+            "content": f"Your reply could not be used as a {schema.__name__}: {clip_text(error, 3000)}\n"
+            "Reply again with ONE corrected JSON object that matches the schema, and nothing else.",
+        }
+        rest = [*messages, correction]
+        if self._mode == "prompt":
+            rest = _with_schema_instruction(rest, schema_json)
+        room = (self.prompt_budget - estimate_tokens(rest) - 4) * CHARS_PER_TOKEN - 80
+        echo = clip_text(text, max(0, min(MAX_ECHO_CHARS, room)))
+        return [*messages, {"role": "assistant", "content": echo}, correction]
+
     async def _structured_reply(
-        self, role: str, convo: list[Message], schema: type[BaseModel], schema_json: dict[str, Any]
+        self, role: str, convo: list[Message], schema: type[BaseModel], schema_json: dict[str, Any], fallback: bool, tag: str | None
     ) -> ChatResponse:
         """One reply in the current mode; in ``auto``, a rejected ``response_format`` switches to ``prompt`` for good."""
         if self._mode == "json_schema":
             fmt = {"type": "json_schema", "json_schema": {"name": _schema_name(schema), "schema": schema_json, "strict": False}}
             try:
-                return await self._call(role, convo, mode="json_schema", schema=schema_json, extra={"response_format": fmt})
-            except LLMError as exc:
-                if not (self._auto and _is_response_format_rejection(exc)):
-                    raise
+                return await self._call(
+                    role, convo, mode="json_schema", schema=schema_json, extra={"response_format": fmt}, fallback=fallback, tag=tag
+                )
+            except _FormatRejected as exc:
                 if self._mode == "json_schema":
                     log.warning("the server rejected response_format (%s); asking for JSON in the prompt from now on", exc)
                 self._mode = "prompt"
         messages = _with_schema_instruction(convo, schema_json)
-        return await self._call(role, messages, mode="prompt", schema=schema_json, extra={})
+        return await self._call(role, messages, mode="prompt", schema=schema_json, extra={}, fallback=fallback, tag=tag)
+
+    def _request_params(self, prompt_tokens: int, extra: dict[str, Any]) -> dict[str, Any]:
+        """The request's parameters: the client's, ``max_tokens`` (what the context leaves, capped) and ``extra``."""
+        room = self.context_tokens - prompt_tokens
+        max_tokens = room if self.max_output_tokens is None else min(self.max_output_tokens, room)
+        return {**self.params, "max_tokens": max_tokens, **extra}
+
+    def _reserve(self, tokens: int) -> None:
+        """Reserve ``tokens`` of the budget for a request about to be sent, or stop (``BudgetExceeded``)."""
+        if self._stopped is not None:
+            raise self._stopped
+        if self.max_tokens_total is not None and self.spent_tokens + self._reserved + tokens > self.max_tokens_total:
+            self._stopped = BudgetExceeded(self.spent_tokens, self.max_tokens_total, tokens)
+            raise self._stopped
+        self._reserved += tokens
 
     async def _call(
-        self, role: str, messages: list[Message], *, mode: str, schema: dict[str, Any] | None, extra: dict[str, Any]
+        self,
+        role: str,
+        messages: list[Message],
+        *,
+        mode: str,
+        schema: dict[str, Any] | None,
+        extra: dict[str, Any],
+        fallback: bool = False,
+        tag: str | None = None,
     ) -> ChatResponse:
         """One model reply, from the cache when it holds it; counted in ``role``'s stats."""
         stats = self._role(role)
-        params = {**self.params, **extra}
-        key = self._key(messages, mode, schema, params)
+        prompt_tokens = estimate_tokens(messages)
+        if prompt_tokens > self.prompt_budget:
+            raise PromptTooLong(role, prompt_tokens, self.prompt_budget)
+        params = self._request_params(prompt_tokens, extra)
+        key = self._key(messages, mode, schema, params, tag)
         cached = self._cache_read(key)
         if cached is not None and "rejected" in cached:
             # a response_format rejection recorded by an earlier "auto" run: replayed in auto mode only,
             # so an explicit json_schema client still asks the server
             if self._auto:
                 stats.cache_hits += 1
-                raise LLMError(cached["rejected"], kind="client", status=cached.get("status"), attempts=1)
+                raise _FormatRejected(cached["rejected"])
             cached = None
         if cached is not None:
             stats.cache_hits += 1
             return ChatResponse(cached["message"], Usage(), cached.get("finish_reason"))
-        if self.max_tokens_total is not None and self.spent_tokens >= self.max_tokens_total:
-            raise BudgetExceeded(self.spent_tokens, self.max_tokens_total)
+        reserved = prompt_tokens + params["max_tokens"]
+        self._reserve(reserved)
         stats.calls += 1
         try:
             resp = await self.chat.complete(messages, **params)
         except LLMError as exc:
             stats.retries += max(0, exc.attempts - 1)
-            if mode == "json_schema" and self._auto and _is_response_format_rejection(exc):
-                self._cache_write(key, {"rejected": str(exc), "status": exc.status})
-            raise
+            self._failed(role, exc, mode=mode, key=key, fallback=fallback, prompt_tokens=prompt_tokens)
+        finally:
+            self._reserved -= reserved
+        self._failures = 0
         stats.retries += resp.usage.retries
         stats.prompt_tokens += resp.usage.prompt_tokens
         stats.completion_tokens += resp.usage.completion_tokens
@@ -409,11 +637,34 @@ class BuilderClient:
         self._cache_write(key, entry)
         return resp
 
+    def _failed(self, role: str, exc: LLMError, *, mode: str, key: str, fallback: bool, prompt_tokens: int) -> NoReturn:
+        """Raise what a failed call means: a format rejection, a prompt too long, a role failure or a stop.
+
+        Only a ``response_format`` rejection is cached (as ``rejected``); nothing else is, so a
+        rerun asks again.
+        """
+        if mode == "json_schema" and self._auto and _is_response_format_rejection(exc):
+            self._cache_write(key, {"rejected": str(exc), "status": exc.status})
+            raise _FormatRejected(str(exc)) from exc
+        stats = self._role(role)
+        stats.failures += 1
+        if _is_context_length(exc):
+            raise PromptTooLong(role, prompt_tokens, self.context_tokens, by_server=str(exc)) from exc
+        self._failures += 1
+        if not fallback or self._failures >= MAX_FAILURES:
+            why = f" ({self._failures} calls in a row failed)" if fallback else ""
+            self._stopped = EndpointUnavailable(role, exc, why)
+            raise self._stopped from exc
+        log.warning("%s: the model call failed (%s); using the fallback", role, exc)
+        raise CallFailed(role, exc) from exc
+
     # --- cache ----------------------------------------------------------------------------
 
-    def _key(self, messages: list[Message], mode: str, schema: dict[str, Any] | None, params: dict[str, Any]) -> str:
-        """The sha256 of what a call asks: model, its default params, messages, mode, schema, params."""
-        asked = {
+    def _key(
+        self, messages: list[Message], mode: str, schema: dict[str, Any] | None, params: dict[str, Any], tag: str | None = None
+    ) -> str:
+        """The sha256 of what a call asks: model, its default params, messages, mode, schema, params (and a tag)."""
+        asked: dict[str, Any] = {
             "model": self.chat.model,
             "model_params": getattr(self.chat, "params", None) or {},
             "messages": messages,
@@ -421,6 +672,8 @@ class BuilderClient:
             "schema": schema,
             "params": params,
         }
+        if tag is not None:
+            asked["tag"] = tag
         canonical = json.dumps(asked, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -470,4 +723,8 @@ class BuilderClient:
             "budget": self.max_tokens_total,
             "spent_tokens": self.spent_tokens,
             "structured_mode": self._mode,
+            "context_tokens": self.context_tokens,
+            "max_output_tokens": self.max_output_tokens,
+            "params": dict(self.params),
+            "stopped": str(self._stopped) if self._stopped is not None else None,
         }

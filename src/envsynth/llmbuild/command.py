@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from envsynth.llm.types import ChatModel
-from envsynth.llmbuild.client import BuilderClient
+from envsynth.llmbuild.client import CONTEXT_TOKENS, BuilderClient
 from envsynth.llmbuild.pipeline import make_client
 
 SCRIPTED_MODEL = "scripted"
@@ -32,6 +32,13 @@ def chat_model(model: str | None, base_url: str | None, api_key: str | None, con
     return OpenAIChat(model, base_url=base_url, api_key=api_key, concurrency=concurrency)
 
 
+DEFAULT_TEMPERATURE = 0.2
+"""``--temperature``: sent with every builder request."""
+
+DEFAULT_LLM_SEED = 0
+"""``--llm-seed``: sent with every builder request (servers that honour it sample reproducibly)."""
+
+
 def builder_client(
     out: Path,
     *,
@@ -41,15 +48,36 @@ def builder_client(
     cache_dir: Path | None = None,
     max_tokens_total: int | None = None,
     concurrency: int = 8,
+    context_tokens: int = CONTEXT_TOKENS,
+    max_output_tokens: int | None = None,
+    temperature: float = DEFAULT_TEMPERATURE,
+    llm_seed: int = DEFAULT_LLM_SEED,
 ) -> BuilderClient:
     """The builder client for a CLI run (see :func:`chat_model`); the cache defaults to ``OUT/.llm-cache``.
 
     Raises:
-        ValueError: bad settings.
+        ValueError: bad settings (the message names the option).
     """
     if max_tokens_total is not None and max_tokens_total < 1:
         raise ValueError(f"--max-tokens-total must be at least 1, got {max_tokens_total}")
-    return make_client(chat_model(model, base_url, api_key, concurrency), out, cache_dir=cache_dir, max_tokens_total=max_tokens_total)
+    if context_tokens < 1024:
+        raise ValueError(f"--context-tokens must be at least 1024, got {context_tokens}")
+    if max_output_tokens is not None and not 16 <= max_output_tokens <= context_tokens - 512:
+        raise ValueError(f"--max-output-tokens must be 16 to {context_tokens - 512} (--context-tokens less 512), got {max_output_tokens}")
+    if not 0 <= temperature <= 2:
+        raise ValueError(f"--temperature must be between 0 and 2, got {temperature}")
+    if llm_seed < 0:
+        raise ValueError(f"--llm-seed must be 0 or more, got {llm_seed}")
+    return make_client(
+        chat_model(model, base_url, api_key, concurrency),
+        out,
+        cache_dir=cache_dir,
+        max_tokens_total=max_tokens_total,
+        context_tokens=context_tokens,
+        max_output_tokens=max_output_tokens,
+        temperature=temperature,
+        seed=llm_seed,
+    )
 
 
 def metrics_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
@@ -62,6 +90,15 @@ def metrics_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
         ("tokens (prompt / completion)", f"{total.get('prompt_tokens', 0)} / {total.get('completion_tokens', 0)}"),
         ("invalid replies corrected", str(total.get("invalid_outputs", 0))),
     ]
+    cumulative = metrics.get("cumulative")
+    if cumulative:
+        every = cumulative["total"]
+        rows.append(
+            (
+                f"all {cumulative['runs']} run(s): requests, tokens",
+                f"{every.get('requests', every.get('calls', 0))}, {every.get('total_tokens', 0)}",
+            )
+        )
     for keyword, m in metrics["domains"].items():
         ct = m.get("custom_tools", {})
         dropped = ", ".join(m.get("tools_dropped", {})) or "none"

@@ -22,6 +22,7 @@ Usage::
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,8 +48,11 @@ __all__ = [
     "ProposedEdge",
     "apply_proposal",
     "check_edge",
+    "compact_tools_text",
+    "dependency_prompt",
     "edges_text",
     "propose_dependencies",
+    "tool_groups",
     "tools_text",
     "write_augmented_graph",
 ]
@@ -84,33 +88,104 @@ class DependencyResult:
         graph: a new graph: the input's edges plus the kept ones (attrs ``origin="llm"``, ``reason``).
         kept: the kept edges (``source``, ``target``, ``key`` and the edge attrs).
         rejected: the rejected proposals, each with ``why``.
+        failures: the tool groups whose request gave nothing (why); the static edges stand for them.
+        groups: the tool groups asked about (one prompt each).
     """
 
     graph: ToolGraph
     kept: list[dict[str, Any]] = field(default_factory=list)
     rejected: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    groups: int = 1
 
 
 async def propose_dependencies(client: Any, app: App, graph: ToolGraph, *, seed: int = 0, max_edges: int = 20) -> DependencyResult:
     """Ask the dependency agent for missing edges and keep those that execute.
+
+    The tools are split into groups whose prompt fits the client's prompt budget (one
+    group for a small app): each prompt details its group's tools and the edges found
+    into them, and lists every tool of the app compactly. A group whose request fails
+    (an invalid reply, a prompt too long, an endpoint error) proposes nothing and the
+    reason is recorded in ``failures``: the static graph is the fallback.
 
     Args:
         client: a :class:`~envsynth.llmbuild.client.BuilderClient`.
         app: the built app.
         graph: its static tool graph (not changed).
         seed: seeds the fresh worlds the edges are executed on.
-        max_edges: proposals beyond this many are rejected unchecked.
+        max_edges: proposals per group; beyond this many are rejected unchecked.
 
     Returns:
-        The augmented graph, the kept edges and the rejected proposals.
+        The augmented graph, the kept edges, the rejected proposals and the failed groups.
 
     Raises:
-        StructuredOutputError: no valid reply.
-        BudgetExceeded: the token budget is spent.
+        BuildStop: the token budget is spent, or the endpoint is down.
     """
-    text = prompt(ROLE, app_title=app.blueprint.title, tools=tools_text(app), edges=edges_text(graph), max_edges=max_edges)
-    proposal = await client.structured(ROLE, [{"role": "user", "content": text}], DependencyProposal)
-    return apply_proposal(app, graph, proposal.edges, seed=seed, max_edges=max_edges)
+    from envsynth.llmbuild.client import RoleError
+
+    groups = tool_groups(app, graph, client.prompt_budget - _schema_tokens(), max_edges)
+    edges: list[ProposedEdge] = []
+    failures: list[str] = []
+    for i, group in enumerate(groups):
+        text = dependency_prompt(app, graph, group, max_edges, whole=len(groups) == 1)
+        try:
+            proposal = await client.structured(ROLE, [{"role": "user", "content": text}], DependencyProposal, fallback=True)
+        except RoleError as exc:
+            failures.append(f"tool group {i + 1} of {len(groups)} ({group[0]}...): {exc}")
+            continue
+        edges += proposal.edges[:max_edges]
+    result = apply_proposal(app, graph, edges, seed=seed, max_edges=max_edges * len(groups))
+    result.failures = failures
+    result.groups = len(groups)
+    return result
+
+
+def _schema_tokens() -> int:
+    """Room for the JSON-schema instruction that prompt mode adds to a dependency prompt."""
+    from envsynth.llmbuild.client import CHARS_PER_TOKEN
+
+    return 40 + len(json.dumps(DependencyProposal.model_json_schema(), indent=2)) // CHARS_PER_TOKEN
+
+
+def dependency_prompt(app: App, graph: ToolGraph, group: list[str], max_edges: int, *, whole: bool = True) -> str:
+    """The dependency agent's prompt for the tools in ``group`` (``whole``: the group is every tool)."""
+    if whole:
+        return prompt(ROLE, app_title=app.blueprint.title, tools=tools_text(app), others="", edges=edges_text(graph), max_edges=max_edges)
+    others = (
+        "## Every tool of the app\n\nPropose edges whose TARGET is one of the tools detailed above; the source may be any of these:\n\n"
+        + compact_tools_text(app)
+        + "\n\n"
+    )
+    return prompt(
+        ROLE,
+        app_title=app.blueprint.title,
+        tools=tools_text(app, only=set(group)),
+        others=others,
+        edges=edges_text(graph, targets=set(group)),
+        max_edges=max_edges,
+    )
+
+
+def tool_groups(app: App, graph: ToolGraph, budget: int, max_edges: int = 20) -> list[list[str]]:
+    """The app's tools split into groups (in order) whose :func:`dependency_prompt` fits ``budget`` tokens.
+
+    A single group when the whole prompt fits; a tool too big alone makes a group of one
+    (its request is then refused as too long, and recorded).
+    """
+    from envsynth.llmbuild.client import estimate_tokens
+
+    def tokens(group: list[str], whole: bool = False) -> int:
+        return estimate_tokens([{"role": "user", "content": dependency_prompt(app, graph, group, max_edges, whole=whole)}])
+
+    names = [s.name for s in app.specs]
+    if tokens(names, whole=True) <= budget:
+        return [names]
+    groups: list[list[str]] = [[]]
+    for name in names:
+        if groups[-1] and tokens([*groups[-1], name]) > budget:
+            groups.append([])
+        groups[-1].append(name)
+    return groups
 
 
 def apply_proposal(app: App, graph: ToolGraph, edges: Iterable[ProposedEdge], *, seed: int = 0, max_edges: int = 20) -> DependencyResult:
@@ -306,10 +381,22 @@ def _alone_runs(app: App, s0: Any, call: Call) -> bool:
 # --- what the model sees --------------------------------------------------------------------
 
 
-def tools_text(app: App) -> str:
-    """Each tool: kind, mode, description, parameters, pre-conditions, effects and what it returns."""
+def compact_tools_text(app: App) -> str:
+    """Every tool on one line: its name, parameters (``?``: optional) and what it returns."""
+    lines = []
+    for s in app.specs:
+        params = ", ".join(p.name + ("" if p.required else "?") for p in s.params)
+        ent = _result_entity(s)
+        lines.append(f"- {s.name}({params}) -> {f'the {ent} row' if ent else s.returns}")
+    return "\n".join(lines)
+
+
+def tools_text(app: App, only: set[str] | None = None) -> str:
+    """Each tool (of ``only``, default all): kind, mode, description, parameters, pre-conditions, effects and what it returns."""
     out = []
     for s in app.specs:
+        if only is not None and s.name not in only:
+            continue
         lines = [f"- {s.name} ({s.kind}, {s.mode}, entity {s.entity}): {s.description}"]
         params = []
         for p in s.params:
@@ -336,15 +423,18 @@ def tools_text(app: App) -> str:
     return "\n".join(out)
 
 
-def edges_text(graph: ToolGraph) -> str:
-    """The found edges, compactly: data grouped by target parameter, logic one a line, state per table."""
+def edges_text(graph: ToolGraph, targets: set[str] | None = None) -> str:
+    """The found edges (into ``targets``, default all), compactly: data grouped by target parameter, logic one a line, state per table."""
     lines = ["data (target.param <- sources):"]
     groups: dict[tuple[str, str], list[str]] = {}
     for u, v, _, a in graph.edges("data"):
-        groups.setdefault((v, a["param"]), []).append(u)
+        if targets is None or v in targets:
+            groups.setdefault((v, a["param"]), []).append(u)
     lines += [f"  {v}.{p} <- {', '.join(sorted(us))}" for (v, p), us in sorted(groups.items())]
     lines.append("logic (source -> target: what the source establishes):")
     for u, v, _, a in graph.edges("logic"):
+        if targets is not None and v not in targets:
+            continue
         what = f"{a.get('field') or a.get('entity')}" + (f"={a['value']!r}" if a.get("value") is not None else f" {a.get('how')}")
         lines.append(f"  {u} -> {v}: {what}")
     tables: dict[str, set[str]] = {}

@@ -199,8 +199,8 @@ async def gate_visible_tools(
         The new visible tools (the old ones first, in order) and the decisions log.
 
     Raises:
-        StructuredOutputError: no valid reply.
-        BudgetExceeded: the token budget is spent.
+        RoleError: no usable reply (the caller keeps the procedural visible tools).
+        BuildStop: the token budget is spent, or the endpoint is down.
     """
     base = task.seed if seed is None else seed
     rng = random.Random(base * 104729 + 1)
@@ -219,7 +219,7 @@ async def gate_visible_tools(
             result.decisions.append({"round": n + 1, "c": c, "g": 0.0, "d": 0, "p": None, "reason": "D is empty", "added": []})
             break
         g = feasibility(app, graph, rest, k=k, seed=base * 31 + n)
-        decision = await client.structured(ROLE, _messages(app, task, visible, rest, c, g, n), GateDecision)
+        decision = await client.structured(ROLE, _messages(app, task, visible, rest, c, g, n), GateDecision, fallback=True)
         entry: dict[str, Any] = {
             "round": n + 1,
             "c": c,

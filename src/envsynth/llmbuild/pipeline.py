@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from envsynth.blueprint.models import Blueprint
 from envsynth.llm.types import ChatModel
@@ -36,6 +38,9 @@ from envsynth.llmbuild.client import BuilderClient
 from envsynth.llmbuild.design import DomainDesign, design_domain
 from envsynth.llmbuild.runner import LoopRunner
 from envsynth.llmbuild.tooldev import DEFAULT_ROUNDS, ToolOutcome, develop_tool
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 METRICS_FILE = "llm_build.json"
 """The corpus-level metrics of an LLM build (per domain and totals), beside ``corpus.json``."""
@@ -87,7 +92,7 @@ async def synthesize_domain(
     client: BuilderClient, keyword: str, description: str | None = None, *, rounds: int = DEFAULT_ROUNDS, seed: int = 0
 ) -> DomainResult:
     """Design a domain and develop its custom tools concurrently (stages 1 and 2)."""
-    from envsynth.llmbuild.client import StructuredOutputError
+    from envsynth.llmbuild.client import RoleError, StructuredOutputError
 
     result = DomainResult(keyword)
     try:
@@ -95,13 +100,29 @@ async def synthesize_domain(
     except StructuredOutputError as exc:
         result.error = f"the designer gave no valid blueprint: {exc.errors[-1] if exc.errors else exc}"
         return result
+    except RoleError as exc:
+        result.error = f"the designer gave no blueprint: {exc}"
+        return result
     design = result.design
-    result.tools = list(
-        await asyncio.gather(*(develop_tool(client, design, t.name, rounds=rounds, seed=seed) for t in design.custom_tools))
-    )
+    result.tools = await _gather_all([develop_tool(client, design, t.name, rounds=rounds, seed=seed) for t in design.custom_tools])
     shipped = {o.name: o.code for o in result.tools if o.passed and o.code is not None}
     result.blueprint = design.to_blueprint(shipped, keep=set(shipped))  # type: ignore[arg-type]
     return result
+
+
+async def _gather_all(coros: list[Coroutine[Any, Any, T]]) -> list[T]:
+    """Await every coroutine to its end, then raise the first failure (a stop first): no request outlives a stop.
+
+    With a plain ``gather``, the siblings of a coroutine that raised would go on sending
+    requests after the build stopped and its metrics were written.
+    """
+    from envsynth.llmbuild.client import BuildStop
+
+    results = await asyncio.gather(*coros, return_exceptions=True)
+    failures = [r for r in results if isinstance(r, BaseException)]
+    if failures:
+        raise next((f for f in failures if isinstance(f, BuildStop)), failures[0])
+    return results  # type: ignore[return-value]
 
 
 def domain_metrics(result: DomainResult, roles: dict[str, dict[str, int]], seconds: float) -> dict[str, Any]:
@@ -134,14 +155,25 @@ class LLMBuildResult:
 
 
 def make_client(
-    chat: ChatModel, out: Path, *, cache_dir: str | Path | None = None, max_tokens_total: int | None = None, structured: str = "auto"
+    chat: ChatModel,
+    out: Path,
+    *,
+    cache_dir: str | Path | None = None,
+    max_tokens_total: int | None = None,
+    structured: str = "auto",
+    **options: Any,
 ) -> BuilderClient:
-    """A builder client over ``chat`` with its cache in ``cache_dir`` (default ``out/.llm-cache``)."""
+    """A builder client over ``chat`` with its cache in ``cache_dir`` (default ``out/.llm-cache``).
+
+    ``options`` go to :class:`BuilderClient` (``context_tokens``, ``max_output_tokens``,
+    ``temperature``, ``seed``...).
+    """
     return BuilderClient(
         chat,
         cache_dir=Path(cache_dir) if cache_dir is not None else out / CACHE_DIR,
         max_tokens_total=max_tokens_total,
         structured=structured,  # type: ignore[arg-type]
+        **options,
     )
 
 
@@ -173,6 +205,8 @@ class LLMBuilder:
         self.runner = LoopRunner()
         self.results: list[DomainResult] = []
         self.stage: Any = None
+        self.run_id = uuid.uuid4().hex[:12]
+        self.started = _now()
 
     def __enter__(self) -> LLMBuilder:
         return self
@@ -223,7 +257,7 @@ class LLMBuilder:
                     report(keyword, "dependencies")
                     deps = self.runner.run(propose_dependencies(self.client, App.load(built.path), read_graph(built.path), seed=self.seed))
                     write_augmented_graph(built.path, deps.graph)
-                    dependencies = {"kept": deps.kept, "rejected": deps.rejected}
+                    dependencies = {"kept": deps.kept, "rejected": deps.rejected, "groups": deps.groups, "failures": deps.failures}
             result.metrics = domain_metrics(result, _role_delta(before, self.client.metrics()), time.perf_counter() - started)
             result.metrics["dependencies"] = dependencies
             if result.blueprint is not None and result.error is None:
@@ -269,20 +303,79 @@ class LLMBuilder:
             task_stage=self.stage,
         )
 
-    def write_metrics(self) -> dict[str, Any]:
-        """Write ``out/llm_build.json`` (this run's metrics: per domain, per role, the task stage) and return it."""
+    def write_metrics(self, status: str | None = None) -> dict[str, Any]:
+        """Write ``out/llm_build.json`` and return it.
+
+        It holds this run's metrics (per domain, per role, the task stage) and every run's
+        record: ``runs`` (each run's calls, requests and tokens per role, and how it ended,
+        the earlier runs read back from the file) and ``cumulative`` (their sums: what the
+        endpoint was sent over every run). Writing again in the same run replaces its record.
+
+        Args:
+            status: how the run ended (default: ``stopped: <why>`` when the client stopped, else ``done``).
+        """
         from envsynth.corpus.layout import write_atomic
 
+        client = self.client.metrics()
+        if status is None:
+            status = f"stopped: {client['stopped']}" if client["stopped"] else "done"
+        run = {
+            "run": self.run_id,
+            "started": self.started,
+            "ended": _now(),
+            "status": status,
+            "model": self.client.chat.model,
+            "roles": client["roles"],
+            "total": client["total"],
+        }
+        runs = [r for r in _earlier_runs(self.out / METRICS_FILE) if r.get("run") != self.run_id] + [run]
         metrics = {
             "model": self.client.chat.model,
             "domains": {r.keyword: r.metrics for r in self.results},
             "app_names": {r.keyword: r.blueprint.name for r in self.results if r.blueprint is not None and r.error is None},
             "generation_success_rate": round(sum(r.error is None for r in self.results) / len(self.results), 4) if self.results else None,
-            "client": self.client.metrics(),
+            "client": client,
             "task_stage": self.stage.metrics() if self.stage is not None else None,
+            "runs": runs,
+            "cumulative": _cumulative(runs),
         }
         write_atomic(self.out / METRICS_FILE, (json.dumps(metrics, indent=2, sort_keys=True, default=str) + "\n").encode())
         return metrics
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _earlier_runs(path: Path) -> list[dict[str, Any]]:
+    """The run records of an existing ``llm_build.json`` (a file from before run records: one run)."""
+    if not path.is_file():
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        log.warning("%s is unreadable (%s): the totals start again from this run", path, exc)
+        return []
+    if not isinstance(data, dict):
+        return []
+    if isinstance(data.get("runs"), list):
+        return [r for r in data["runs"] if isinstance(r, dict)]
+    client = data.get("client")
+    if isinstance(client, dict) and isinstance(client.get("roles"), dict):
+        return [{"run": "earlier", "status": "recorded before run records", "roles": client["roles"], "total": client.get("total", {})}]
+    return []
+
+
+def _cumulative(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per role and in total, every counter summed over ``runs``."""
+    roles: dict[str, dict[str, int]] = {}
+    for run in runs:
+        for role, stats in (run.get("roles") or {}).items():
+            mine = roles.setdefault(role, {})
+            for k, v in stats.items():
+                if isinstance(v, int):
+                    mine[k] = mine.get(k, 0) + v
+    return {"runs": len(runs), "roles": dict(sorted(roles.items())), "total": _totals(roles)}
 
 
 def build_llm_corpus(
@@ -302,18 +395,33 @@ def build_llm_corpus(
 ) -> LLMBuildResult:
     """Apps for ``domains``, then (``tasks_per_app`` > 0) a corpus over them, then the metrics file.
 
+    ``llm_build.json`` is written however the build ends (with how it ended).
+
     Raises:
-        envsynth.llmbuild.client.BudgetExceeded: the token budget is spent (rerun with a
-            larger one: the replies so far are cached).
+        envsynth.llmbuild.client.BuildStop: the token budget is spent, or the endpoint is
+            down (rerun: the replies so far are cached).
         ValueError: no domains, two domains with one app name, or tasks asked and no app built.
     """
     with LLMBuilder(client, out, seed=seed, rounds=rounds, tau=tau, rewrite=rewrite, gate=gate) as builder:
+        status = None
         try:
             results = builder.build_apps(domains, descriptions)
             summary = builder.build_tasks(tasks_per_app=tasks_per_app, states=states, distractors=distractors) if tasks_per_app else None
+        except BaseException as exc:
+            status = ended(exc, client)
+            raise
         finally:
-            metrics = builder.write_metrics()
+            metrics = builder.write_metrics(status)
     return LLMBuildResult(results, summary, metrics)
+
+
+def ended(exc: BaseException, client: BuilderClient) -> str:
+    """How a run that raised ``exc`` ended, for its record in ``llm_build.json``."""
+    if client.stopped is not None:
+        return f"stopped: {client.stopped}"
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    return f"failed: {type(exc).__name__}: {exc}"
 
 
 def _recorded_metrics(app_dir: Path, bp: Blueprint) -> dict[str, Any] | None:

@@ -10,10 +10,11 @@ index::
 The S states share one instruction and one set of visible tools, so the model is asked
 once per task index (on state 0) and the result applied to every state. Ids,
 coordinates, oracle, state and ground truth are unchanged; each task is resealed. A
-:class:`~envsynth.llmbuild.client.BudgetExceeded` propagates (the build stops and resumes
-later from the reply cache); a
-:class:`~envsynth.llmbuild.client.StructuredOutputError` keeps the procedural instruction
-or the procedural visible tools, with the reason recorded.
+:class:`~envsynth.llmbuild.client.BuildStop` (a spent budget, an endpoint down)
+propagates (the build stops and resumes later from the reply cache); a
+:class:`~envsynth.llmbuild.client.RoleError` (invalid replies, a prompt over the
+context, a failed call) keeps the procedural instruction or the procedural visible
+tools, with the reason recorded.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from envsynth.graph.model import ToolGraph
-from envsynth.llmbuild.client import StructuredOutputError
+from envsynth.llmbuild.client import PromptTooLong, RoleError, StructuredOutputError
 from envsynth.llmbuild.gating import K_SEARCHES, MAX_ROUNDS, TAU, GatingResult, gate_visible_tools
 from envsynth.llmbuild.writer import write_instruction
 from envsynth.runtime.app import App
@@ -34,6 +35,15 @@ from envsynth.tasks.synth import admit
 __all__ = ["TaskStage"]
 
 Runner = Callable[[Coroutine[Any, Any, Any]], Any]
+
+
+def _why(exc: RoleError) -> str:
+    """A short reason for a role's failure (a metrics key)."""
+    if isinstance(exc, StructuredOutputError):
+        return "no valid reply"
+    if isinstance(exc, PromptTooLong):
+        return "prompt too long"
+    return "model call failed"
 
 
 class TaskStage:
@@ -75,7 +85,7 @@ class TaskStage:
         """The same tasks with the rewritten instruction and user and the expanded visible tools, resealed.
 
         Raises:
-            BudgetExceeded: the token budget is spent (nothing of this task index is changed).
+            BuildStop: the token budget is spent or the endpoint is down (nothing of this task index is changed).
         """
         if not tasks:
             return []
@@ -110,8 +120,9 @@ class TaskStage:
     def _rewrite(self, app: App, task: Task) -> tuple[str, Any, dict[str, Any]]:
         try:
             instruction, user, info = self.run(write_instruction(self.client, app, task))
-        except StructuredOutputError as exc:
-            info = {"status": "fallback", "attempts": exc.attempts, "reasons": [[f"no valid reply: {exc}"]]}
+        except RoleError as exc:
+            attempts = exc.attempts if isinstance(exc, StructuredOutputError) else 1
+            info = {"status": "fallback", "attempts": attempts, "reasons": [[f"{_why(exc)}: {exc}"]]}
             instruction, user = task.instruction, task.user
         if info["status"] == "rewritten":
             self._counts["instructions_rewritten"] += 1
@@ -127,9 +138,9 @@ class TaskStage:
             result: GatingResult = self.run(
                 gate_visible_tools(self.client, app, graph, task, tau=self.tau, k=self.k, max_rounds=self.max_rounds)
             )
-        except StructuredOutputError as exc:
+        except RoleError as exc:
             self._counts["gating_failed"] += 1
-            self._fallback_reasons[f"gating: no valid reply ({exc.role})"] += 1
+            self._fallback_reasons[f"gating: {_why(exc)} ({exc.role})"] += 1
             return None
         self._counts["gating_rounds"] += result.rounds
         self._counts["expansions"] += sum(1 for d in result.decisions if d.get("p") is not None and d.get("added"))

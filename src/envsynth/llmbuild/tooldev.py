@@ -9,15 +9,18 @@ For each custom tool of a design:
 3. the tool is compiled into the app (its body as untrusted code, so it runs only in
    sandboxed workers) and runs the agent's cases plus the procedural cases derived from
    its pre- and post-conditions;
-4. while some verdict is wrong, the debug agent gets the failing verdicts and repairs the
-   code, the cases or both, up to ``rounds`` times. A tool that never passes is dropped
-   with the reason recorded, never shipped.
+4. while some verdict is wrong, the debug agent gets the failing verdicts and its earlier
+   rounds and repairs the code, the cases or both, up to ``rounds`` times. A case may be
+   fixed, never dropped without a reason a rule accepts (:func:`merge_cases`); the
+   procedural cases always run. A tool that never passes is dropped with the reason
+   recorded, never shipped.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -25,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from envsynth.blueprint.errors import BlueprintError
 from envsynth.compiler.compile import compile_app
+from envsynth.llm.types import Message
 from envsynth.llmbuild.client import BuilderClient
 from envsynth.llmbuild.design import DomainDesign
 from envsynth.llmbuild.prompts import prompt
@@ -81,14 +85,24 @@ class TestPlan(BaseModel):
     cases: list[TestCase] = Field(min_length=1)
 
 
+class CaseDrop(BaseModel):
+    """A unit case the debug agent asks to remove, and why."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    case: str = Field(description="the name of the case")
+    reason: str = Field(min_length=1, description="why the case is wrong and cannot be fixed")
+
+
 class DebugReply(BaseModel):
-    """The debug agent's reply: a diagnosis, and a new body and/or new cases (None: keep)."""
+    """The debug agent's reply: a diagnosis, a new body and/or corrected cases (None: keep), cases to drop with why."""
 
     model_config = ConfigDict(extra="ignore")
 
     diagnosis: str
     code: str | None = None
     cases: list[TestCase] | None = None
+    drop: list[CaseDrop] = Field(default_factory=list)
 
     @field_validator("code")
     @classmethod
@@ -247,7 +261,7 @@ def run_tool(app: App, tool: str, cases: list[TestCase], seed: int = 0) -> list[
     return out
 
 
-def _spec_text(design: DomainDesign, app: App, name: str) -> str:
+def _spec_text(design: DomainDesign, app: App, name: str, schema: str | None = None) -> str:
     t = design.tool(name)
     spec = app.spec_by_name[name]
     bound = {b.alias: b.entity for b in spec.bindings}
@@ -257,11 +271,125 @@ def _spec_text(design: DomainDesign, app: App, name: str) -> str:
         "bound_rows": bound,
         "checked_before_the_body": [c.check for c in spec.pre],
     }
-    return f"SCHEMA (SQLite):\n{app.schema}\n\nTOOL:\n{json.dumps(info, indent=1, default=str)}"
+    return f"SCHEMA (SQLite):\n{schema or app.schema}\n\nTOOL:\n{json.dumps(info, indent=1, default=str)}"
+
+
+def tool_schema(design: DomainDesign, app: App, name: str) -> str:
+    """The app's schema with only the tables tool ``name`` touches (its entity, bound rows, writes) and their parents."""
+    t = design.tool(name)
+    spec = app.spec_by_name[name]
+    tables = {t.entity, *t.writes, *t.creates, *t.deletes, *(b.entity for b in spec.bindings)}
+    for ent in app.blueprint.entities:
+        if ent.name in set(tables):
+            tables |= {f.ref for f in ent.fields if f.type == "ref" and f.ref}
+    blocks = app.schema.split("\n\n")
+    kept = [b for b in blocks if "CREATE TABLE" not in b or any(f'CREATE TABLE "{x}"' in b for x in tables)]
+    others = sorted(e.name for e in app.blueprint.entities if e.name not in tables)
+    note = f"-- {len(others)} other tables not shown: {', '.join(others)}" if others else ""
+    return "\n\n".join([*kept, note] if note else kept)
+
+
+def _fitted_spec(client: BuilderClient, design: DomainDesign, app: App, name: str) -> str:
+    """The tool's specification for the code and test agents: the whole schema if it fits, else the tool's tables."""
+    for schema in (None, tool_schema(design, app, name)):
+        spec = _spec_text(design, app, name, schema)
+        if all(client.fits([{"role": "system", "content": prompt(r)}, {"role": "user", "content": spec}], m) for r, m in _AUTHORS):
+            break
+    return spec
 
 
 def _cases_json(cases: list[TestCase]) -> str:
     return json.dumps([c.model_dump() for c in cases], indent=1, default=str)
+
+
+def _same_case(a: TestCase, b: TestCase) -> bool:
+    return a.model_dump(exclude={"name"}) == b.model_dump(exclude={"name"})
+
+
+def merge_cases(old: list[TestCase], fix: DebugReply, verdicts: list[CaseVerdict]) -> tuple[list[TestCase], list[str]]:
+    """The unit cases after a debug reply, and a note for each change refused.
+
+    A case may be fixed, never silently dropped: a case of the reply replaces the case of
+    the same name and a new name is added; a case the reply leaves out (``"cases": []``
+    leaves out all) is kept as it was. A case goes only when ``drop`` names it with a
+    reason and a rule accepts it: its fixture cannot be loaded (its last verdict was
+    ``fixture_error``), or it repeats another case that stays (same fixture, arguments
+    and expectations). The procedural cases are not unit cases: they always run.
+    """
+    given = {c.name: c for c in fix.cases or []}
+    drops = {d.case: d.reason for d in fix.drop}
+    observed = {v.case: v.observed for v in verdicts if v.kind == "unit"}
+    notes = [f"drop of {n!r} refused: there is no such case" for n in drops if n not in {c.name for c in old}]
+    staying = [given.get(c.name, c) for c in old if c.name not in drops]
+    staying += [c for name, c in given.items() if name not in {o.name for o in old} and name not in drops]
+    kept_back = []
+    for c in old:
+        if c.name not in drops:
+            if fix.cases is not None and c.name not in given:
+                notes.append(f"{c.name!r} was left out of your cases: kept (drop a case only in 'drop', with a reason)")
+            continue
+        if observed.get(c.name) == "fixture_error" or any(_same_case(c, o) for o in staying):
+            continue
+        notes.append(
+            f"drop of {c.name!r} refused ({drops[c.name][:120]}): only a case whose fixture cannot be loaded, or a "
+            "repeat of another case, may be dropped; fix the code or the case instead"
+        )
+        kept_back.append(given.get(c.name, c))
+    order = {c.name: i for i, c in enumerate(old)}
+    merged = sorted([*staying, *kept_back], key=lambda c: order.get(c.name, len(order)))
+    return merged, notes
+
+
+def _unique_names(cases: list[TestCase]) -> list[TestCase]:
+    """``cases`` with repeated names made unique (``name (2)``), so a case can be named in a debug round."""
+    seen: dict[str, int] = {}
+    out = []
+    for c in cases:
+        seen[c.name] = seen.get(c.name, 0) + 1
+        out.append(c if seen[c.name] == 1 else c.model_copy(update={"name": f"{c.name} ({seen[c.name]})"}))
+    return out
+
+
+def history_text(history: list[dict[str, Any]]) -> str:
+    """The earlier debug rounds, oldest first: what failed, the diagnosis, what changed, what was refused."""
+    lines = []
+    for i, h in enumerate(history, 1):
+        cases = ", ".join(h.get("failing_cases", [])[:6])
+        changed = ", ".join(h.get("changed", [])) or "nothing"
+        line = f"Round {i}: {h['failing']} case(s) failed ({cases}). Diagnosis: {h['diagnosis']} Changed: {changed}."
+        for note in h.get("refused", []):
+            line += f" Refused: {note}."
+        lines.append(line)
+    return "\n".join(lines)
+
+
+_DEBUG_SHAPES = ((12, 1500, 99, False), (12, 400, 99, False), (6, 300, 3, False), (3, 200, 2, True), (1, 200, 1, True), (1, 100, 0, True))
+"""The debugger prompt's shapes, largest first: (failing verdicts, characters of each detail, earlier rounds, only the failing cases)."""
+
+
+def _debug_messages(spec: str, out: ToolOutcome, failing: list[CaseVerdict], fit: Callable[[list[Message]], bool]) -> list[Message]:
+    """The debugger's prompt, shortened (verdict details, fewer verdicts and rounds, only failing cases) until ``fit`` accepts it."""
+    system = {"role": "system", "content": prompt("debugger")}
+    failed = {v.case for v in failing}
+    messages: list[Message] = []
+    for n_verdicts, detail, rounds, only_failing in _DEBUG_SHAPES:
+        report = json.dumps([{**v.to_dict(), "detail": v.detail[-detail:]} for v in failing[:n_verdicts]], indent=1)
+        shown = [c for c in out.cases if c.name in failed] if only_failing else out.cases
+        cases = _cases_json(shown) if not only_failing else json.dumps([c.model_dump() for c in shown], default=str)
+        if len(shown) < len(out.cases):
+            cases += f"\n({len(out.cases) - len(shown)} passing case(s) not shown: they are kept)"
+        ask = f"{spec}\n\nCURRENT CODE:\n{out.code}\n\nCASES:\n{cases}\n\nFAILING VERDICTS:\n{report}"
+        earlier = out.history[-rounds:] if rounds else []
+        if earlier:
+            ask += "\n\nEARLIER ROUNDS (these did not make every case pass; do not repeat a fix that did not work):\n"
+            ask += history_text(earlier)
+        messages = [system, {"role": "user", "content": ask}]
+        if fit(messages):
+            break
+    return messages
+
+
+_AUTHORS: tuple[tuple[str, type[BaseModel]], ...] = (("coder", CodeReply), ("tester", TestPlan))
 
 
 async def develop_tool(
@@ -269,14 +397,15 @@ async def develop_tool(
 ) -> ToolOutcome:
     """Code, test and debug one custom tool (see the module docstring).
 
-    Model failures of the code or test agent drop the tool with the reason; a
-    :class:`~envsynth.llmbuild.client.BudgetExceeded` propagates (the build stops, resumably).
+    A role that gives nothing usable (invalid replies, a prompt over the context) drops the
+    tool with the reason; a :class:`~envsynth.llmbuild.client.BuildStop` (a spent budget,
+    an endpoint down) propagates: the build stops, resumably.
     """
-    from envsynth.llmbuild.client import StructuredOutputError
+    from envsynth.llmbuild.client import RoleError
 
     out = ToolOutcome(name)
     placeholder_app = tool_app(design, name, "return {}", seed)  # compiled, never run
-    spec = _spec_text(design, placeholder_app, name)
+    spec = _fitted_spec(client, design, placeholder_app, name)
     try:
         reply = await client.structured(
             "coder", [{"role": "system", "content": prompt("coder")}, {"role": "user", "content": spec}], CodeReply
@@ -284,10 +413,10 @@ async def develop_tool(
         plan = await client.structured(
             "tester", [{"role": "system", "content": prompt("tester")}, {"role": "user", "content": spec}], TestPlan
         )
-    except StructuredOutputError as exc:
-        out.dropped = f"{exc.role} gave no valid reply: {exc.errors[-1] if exc.errors else exc}"
+    except RoleError as exc:
+        out.dropped = f"{exc.role} gave no usable reply: {exc.errors[-1] if getattr(exc, 'errors', None) else exc}"
         return out
-    out.code, out.cases = reply.code, list(plan.cases)
+    out.code, out.cases = reply.code, _unique_names(list(plan.cases))
     for attempt in range(rounds + 1):
         try:
             app = tool_app(design, name, out.code, seed)
@@ -299,25 +428,8 @@ async def develop_tool(
         if not failing:
             out.passed = True
             return out
-        if attempt == rounds:
+        if attempt == rounds or not await _debug_round(client, spec, out, failing, attempt):
             break
-        report = json.dumps([v.to_dict() for v in failing[:12]], indent=1)
-        ask = f"{spec}\n\nCURRENT CODE:\n{out.code}\n\nCASES:\n{_cases_json(out.cases)}\n\nFAILING VERDICTS:\n{report}"
-        try:
-            fix = await client.structured(
-                "debugger", [{"role": "system", "content": prompt("debugger")}, {"role": "user", "content": ask}], DebugReply
-            )
-        except StructuredOutputError as exc:
-            out.history.append({"failing": len(failing), "diagnosis": f"no valid reply: {exc.errors[-1] if exc.errors else exc}"})
-            break
-        out.debug_rounds += 1
-        out.history.append(
-            {"failing": len(failing), "diagnosis": fix.diagnosis, "changed": [k for k in ("code", "cases") if getattr(fix, k) is not None]}
-        )
-        if fix.code is not None:
-            out.code = fix.code
-        if fix.cases is not None:
-            out.cases = list(fix.cases)
     failing = [v for v in out.verdicts if not v.ok]
     first = failing[0]
     out.dropped = (
@@ -325,3 +437,28 @@ async def develop_tool(
         f"first: {first.case}: expected {first.expected}, got {first.observed}: {first.detail[-200:]}"
     )
     return out
+
+
+async def _debug_round(client: BuilderClient, spec: str, out: ToolOutcome, failing: list[CaseVerdict], attempt: int) -> bool:
+    """One debug agent round: its fix applied to ``out`` under the case rules; False when it gave nothing usable."""
+    from envsynth.llmbuild.client import RoleError
+
+    messages = _debug_messages(spec, out, failing, lambda m: client.fits(m, DebugReply))
+    names = [v.case for v in failing]
+    try:
+        fix = await client.structured("debugger", messages, DebugReply, tag=f"{out.name}: round {attempt + 1}")
+    except RoleError as exc:
+        why = exc.errors[-1] if getattr(exc, "errors", None) else str(exc)
+        out.history.append({"failing": len(failing), "failing_cases": names, "diagnosis": f"no usable reply: {why}"})
+        return False
+    out.debug_rounds += 1
+    if fix.code is not None:
+        out.code = fix.code
+    refused: list[str] = []
+    if fix.cases is not None or fix.drop:
+        out.cases, refused = merge_cases(out.cases, fix, out.verdicts)
+    changed = [k for k in ("code", "cases") if getattr(fix, k) is not None] + (["drop"] if fix.drop else [])
+    out.history.append(
+        {"failing": len(failing), "failing_cases": names, "diagnosis": fix.diagnosis, "changed": changed, "refused": refused}
+    )
+    return True

@@ -375,14 +375,14 @@ async def write_instruction(client: Any, app: App, task: Task) -> tuple[str, Use
         rejected attempt.
 
     Raises:
-        StructuredOutputError: no valid reply.
-        BudgetExceeded: the token budget is spent.
+        RoleError: no usable reply (the caller keeps the procedural instruction).
+        BuildStop: the token budget is spent, or the endpoint is down.
     """
     required = required_values(app, task)
     messages = _messages(app, task, required)
     reasons: list[list[str]] = []
     for attempt in range(ATTEMPTS):
-        rewrite = await client.structured(ROLE, messages, Rewrite)
+        rewrite = await client.structured(ROLE, messages, Rewrite, fallback=True)
         problems = check_rewrite(app, task, rewrite, required)
         if not problems:
             text = re.sub(r"\s+", " ", rewrite.instruction).strip()

@@ -434,6 +434,9 @@ def greeting(requester: Requester, rng: random.Random) -> str:
     return rng.choice((f"Hi, this is {name}.", f"Hello, I'm {name}."))
 
 
+_ID_ANY_CASE = re.compile(ID_PATTERN.pattern, re.IGNORECASE)
+
+
 def leaks_id(text: str) -> bool:
-    """Whether an instruction contains something shaped like an internal id."""
-    return "_" in text and ID_PATTERN.search(text) is not None  # every id has an underscore (a cheap test first)
+    """Whether an instruction contains something shaped like an internal id, in any letter case (``RNT_104200`` too)."""
+    return "_" in text and _ID_ANY_CASE.search(text) is not None  # every id has an underscore (a cheap test first)

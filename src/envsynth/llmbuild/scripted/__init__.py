@@ -10,7 +10,8 @@ imperfect model would:
   has a bug the debug agent never manages to fix, so the tool is dropped;
 * test agent: realistic cases with partial fixtures;
 * dependency agent: one real missed edge (``save_job`` makes ``remove_saved_job``
-  possible), one that does not execute and one to a made-up tool;
+  possible), one that does not execute and one to a made-up tool (each in the prompt
+  about its target's group of tools);
 * task writer: a friendlier wording of the procedural instruction; when it holds a
   quoted value, the first draft drops it (and is sent back by the rule checks);
 * gating policy: expand while H has fewer than 25 tools and D is not empty (p = 0.75), then stop (p = 0.3).
@@ -204,7 +205,12 @@ class ScriptedBuilder:
             },
             {"source": "post_job", "target": "send_offer_letter", "kind": "logic", "reason": "Offers follow postings."},
         ]
-        return _dump({"edges": edges})
+        text = message_text(messages[0].get("content"))
+        detailed = set(re.findall(r"^- (\w+) \(", _section(text, "Tools"), re.MULTILINE))
+        listed = set(re.findall(r"^- (\w+)\(", _section(text, "Every tool of the app"), re.MULTILINE)) or detailed
+        # a prompt about one group of tools gets the edges into that group (an edge to a made-up tool: with its source)
+        mine = [e for e in edges if e["target"] in detailed or (e["target"] not in listed and e["source"] in detailed)]
+        return _dump({"edges": mine})
 
     @staticmethod
     def _task_writer(messages: list[Message]) -> str:
