@@ -179,7 +179,7 @@ class Phraser:
 
     def _mine(self, spec: ToolSpec, param: str, call: Call) -> bool:
         """Whether a parameter carries the requester's own id (implied by "my")."""
-        return self.me_key is not None and spec.param(param).ref is not None and call.args.get(param) == self.me_key
+        return self.me_key is not None and refers_to(self.bp, spec.param(param)) is not None and call.args.get(param) == self.me_key
 
     def _words(self, spec: ToolSpec, entity: str, param: str) -> str:
         p = spec.param(param)
@@ -298,6 +298,17 @@ class Phraser:
             else:
                 out.append(_matching_phrase(f, words, v, val))
         return out
+
+
+def refers_to(bp: Blueprint, p: ParamSpec) -> str | None:
+    """The entity whose id a parameter carries: a row parameter's, or a filter's on a ref field."""
+    if p.ref is not None:
+        return p.ref
+    if p.semantic in ("ref", "id") and p.field:
+        ent, name = p.field.split(".")
+        f = bp.entity(ent).field(name)
+        return f.ref if f.type == "ref" else ent
+    return None
 
 
 def _matching_phrase(f: FieldDef | None, words: str, raw: Any, val: str) -> str:

@@ -25,7 +25,7 @@ from envsynth.tasks.chain import Step, plan_chain
 from envsynth.tasks.describe import Description, describe
 from envsynth.tasks.distractors import add_distractors
 from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, _instantiate, execute
-from envsynth.tasks.instruction import Phraser, Requester, compose, greeting, identity_fields, leaks_id, profile
+from envsynth.tasks.instruction import Phraser, Requester, compose, greeting, identity_fields, leaks_id, profile, refers_to
 from envsynth.tasks.model import Call, Coordinates, Rejection, Task, TaskKind, TaskState
 from envsynth.tasks.oracle import oracle_program
 from envsynth.tasks.state import copy_rows, count_rows, merged
@@ -559,8 +559,9 @@ def _people_in_filters(app: App, calls: list[Call]) -> list[tuple[str, Any]]:
         spec = app.spec_by_name[c.tool]
         bound = {b.param for b in spec.bindings}
         for p in spec.params:
-            if p.ref in roles and p.name not in bound and isinstance(c.args.get(p.name), str):
-                out.append((p.ref, c.args[p.name]))
+            entity = refers_to(app.blueprint, p)
+            if entity in roles and p.name not in bound and isinstance(c.args.get(p.name), str):
+                out.append((entity, c.args[p.name]))
     return out
 
 
