@@ -117,3 +117,9 @@ def test_plural() -> None:
         "matches",
         "gift cards",
     ]
+
+
+def test_a_list_argument_is_no_row_of_the_requester(bookshop: Blueprint) -> None:
+    phraser = Phraser(bookshop, {s.name: s for s in expand(bookshop)}, random.Random(0), me_key="cus_100001", mine=frozenset({"pur_1"}))
+    count = Call(tool="count_purchases", args={"customer_id": "cus_100001", "status": ["paid", "shipped"]})
+    assert phraser.question(count, "value", {}, [count]).startswith("How many of my purchases are paid or shipped")

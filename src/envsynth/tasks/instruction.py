@@ -117,7 +117,7 @@ class Phraser:
         d = descs.get(param)
         if d is None:
             return "it"
-        return render(self.bp, d, possessive="my" if call.args.get(param) in self.mine else "the")
+        return render(self.bp, d, possessive="my" if self._owned(call, param) else "the")
 
     def _is_me(self, call: Call, param: str, descs: dict[str, Description]) -> bool:
         """Whether the row ``param`` names is the requester (their existing row, or the one the request signs them up as)."""
@@ -173,9 +173,11 @@ class Phraser:
 
     def _involves_me(self, spec: ToolSpec, call: Call, descs: dict[str, Description]) -> bool:
         """Whether the call acts on the requester or on a row of theirs."""
-        return any(
-            self._is_me(call, p, descs) or self._mine(spec, p, call) or call.args.get(p) in self.mine for p in (*call.args, *call.refs)
-        )
+        return any(self._is_me(call, p, descs) or self._mine(spec, p, call) or self._owned(call, p) for p in (*call.args, *call.refs))
+
+    def _owned(self, call: Call, param: str) -> bool:
+        value = call.args.get(param)
+        return isinstance(value, str) and value in self.mine  # list arguments (a status filter) name no row
 
     def _mine(self, spec: ToolSpec, param: str, call: Call) -> bool:
         """Whether a parameter carries the requester's own id (implied by "my")."""
