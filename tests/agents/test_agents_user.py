@@ -112,3 +112,37 @@ def test_run_command_checks_the_user_simulator_settings(corpus_path: Path, tmp_p
 def test_the_simulator_needs_a_turn(corpus: Corpus, action_task: Task) -> None:
     with pytest.raises(ValueError, match="at least one turn"):
         UserSimulator(ScriptedProvider([]), action_task, max_turns=0)
+
+
+def test_the_simulator_is_told_the_scenario() -> None:
+    from envsynth.agents.user import profile_text, request_text
+    from envsynth.tasks.model import Coordinates, Scenario, Task, TaskState, UserProfile
+
+    task = Task(
+        id="shop-t00000-s0",
+        app="shop",
+        kind="info",
+        instruction="Hi, this is Dana (dana@example.net). How much store credit do I have?",
+        user=UserProfile(name="Dana", role="customer", email="dana@example.net"),
+        scenario=Scenario(
+            persona="Dana, a customer of Harbor Market",
+            identity=["dana@example.net"],
+            style="in a hurry",
+            reason="I want to use my credit before it expires",
+            knows=["my email is dana@example.net", "they mean my order placed on March 3, 2026"],
+            unknowns=["the answer to their question: that is what they want to find out"],
+            request="Hi, this is Dana (dana@example.net). How much store credit do I have?",
+        ),
+        state=TaskState(core={}),
+        oracle=[],
+        oracle_program="",
+        expected_effects={},
+        visible_tools=[],
+        coordinates=Coordinates(app=0, task=0, state=0, distractors=0),
+        seed=0,
+    )
+    profile = profile_text(task)
+    assert "Dana, a customer of Harbor Market" in profile and "in a hurry" in profile and "before it expires" in profile
+    request = request_text(task)
+    assert request.startswith("Hi, this is Dana") and "- they mean my order placed on March 3, 2026" in request
+    assert "- my email is dana@example.net" in request and "never make it up" in request and "the answer to their question" in request

@@ -65,15 +65,31 @@ class UserTurn:
 
 
 def profile_text(task: Task) -> str:
-    """The user profile as lines for the simulator's prompt (name, role, contact, preferences)."""
+    """The user profile as lines for the simulator's prompt (name, role, contact, preferences, and the scenario's persona)."""
     u = task.user
-    lines = [f"- Name: {u.name}", f"- You are: {u.role}"]
+    sc = task.scenario
+    lines = [f"- Name: {u.name}", f"- You are: {sc.persona if sc else u.role}"]
     if u.email:
         lines.append(f"- Email: {u.email}")
     if u.phone:
         lines.append(f"- Phone: {u.phone}")
     for key, value in u.preferences.items():
         lines.append(f"- {key.replace('_', ' ')}: {value}")
+    if sc is not None:
+        lines.append(f"- How you talk: {sc.style}")
+        if sc.reason:
+            lines.append(f"- Why you are getting in touch: {sc.reason}")
+    return "\n".join(lines)
+
+
+def request_text(task: Task) -> str:
+    """What the user wants, knows and does not know, for the simulator's prompt."""
+    sc = task.scenario
+    if sc is None:
+        return "\n".join(task.user.knows) or task.instruction
+    lines = [sc.request, "", "What you know (tell the assistant when asked):", *(f"- {k}" for k in sc.knows)]
+    if sc.unknowns:
+        lines += ["", "What you do not know (say so if asked; never make it up):", *(f"- {k}" for k in sc.unknowns)]
     return "\n".join(lines)
 
 
@@ -102,7 +118,7 @@ class UserSimulator:
     ) -> None:
         if max_turns < 1:
             raise ValueError("the user simulator needs at least one turn")
-        request = "\n".join(task.user.knows) or task.instruction
+        request = request_text(task)
         app = app_title or task.app.replace("_", " ").title()
         system = system_prompt.format(app=app, profile=profile_text(task), request=request, stop=USER_STOP)
         self.llm = llm

@@ -22,7 +22,7 @@ STATE_FILE = "state.json"
 ATTEMPTS_FILE = "attempts.jsonl"
 SHARD_SIZE = 256
 FORMAT = "envsynth-corpus"
-FORMAT_VERSION = 2  # 2: task hashes over the record's JSON in field order (1: over key-sorted JSON)
+FORMAT_VERSION = 3  # 3: tasks carry a scenario; 2: task hashes over the record's JSON in field order (1: over key-sorted JSON)
 
 
 def attempt_budget(tasks_per_app: int) -> int:

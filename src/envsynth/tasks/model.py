@@ -45,6 +45,28 @@ class UserProfile(_Frozen):
     knows: list[str] = Field(default_factory=list)
 
 
+class Scenario(_Frozen):
+    """The task as a person brings it (tau2-style): who they are, why they ask, what they know and don't.
+
+    Attributes:
+        persona: who the user is, in a few words ("Dana Whitfield, a customer of Harbor Market").
+        identity: what the app finds them by besides their name (an email, an account number).
+        style: how they talk ("brief", "chatty"...), for a user simulator.
+        reason: why they are asking, in their words, when the blueprint gives one.
+        knows: what they can tell the agent: the rows they mean, as they describe them, and the values they give.
+        unknowns: what they do not know and cannot tell (internal ids, the answer they want).
+        request: the request in their own words (the task's instruction).
+    """
+
+    persona: str
+    identity: list[str] = Field(default_factory=list)
+    style: str = "brief"
+    reason: str | None = None
+    knows: list[str] = Field(default_factory=list)
+    unknowns: list[str] = Field(default_factory=list)
+    request: str
+
+
 class Coordinates(_Frozen):
     """Where the task sits in the corpus composition (SynthAPI's A, T, S, D)."""
 
@@ -70,6 +92,7 @@ class Task(_Frozen):
     kind: TaskKind
     instruction: str
     user: UserProfile
+    scenario: Scenario | None = None
     state: TaskState
     oracle: list[Call]
     oracle_program: str

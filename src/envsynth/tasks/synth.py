@@ -22,11 +22,11 @@ from envsynth.runtime.app import App
 from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import Rows, StateBuilder, id_fields, ref_fields
 from envsynth.tasks.chain import Step, plan_chain
-from envsynth.tasks.describe import Description, describe
+from envsynth.tasks.describe import Description, describe, noun, render
 from envsynth.tasks.distractors import add_distractors
 from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, _instantiate, execute
 from envsynth.tasks.instruction import Phraser, Requester, compose, greeting, identity_fields, leaks_id, profile, refers_to
-from envsynth.tasks.model import Call, Coordinates, Rejection, Task, TaskKind, TaskState
+from envsynth.tasks.model import Call, Coordinates, Rejection, Scenario, Task, TaskKind, TaskState
 from envsynth.tasks.oracle import oracle_program
 from envsynth.tasks.state import copy_rows, count_rows, merged
 
@@ -147,6 +147,7 @@ def _synthesize(
     descs: dict[tuple[str, Any], Description] = {}
     instruction = ""
     user = None
+    scenario = None
     for s in range(states):
         srng = random.Random(base * 31 + s)
         if s > 0 and ws0.conn is not None:
@@ -241,9 +242,12 @@ def _synthesize(
             question = (
                 phraser.question(calls[answer_step], answer_field, param_descs[answer_step], calls) if answer_step is not None else None
             )
-            instruction = compose(clauses, question, srng, greeting(requester, srng))
+            reason = _reason(app, calls, requester, srng)
+            opening = greeting(requester, srng) + (f" {reason[0].upper()}{reason[1:]}." if reason else "")
+            instruction = compose(clauses, question, srng, opening.strip())
             if leaks_id(instruction):
                 return reject("id_in_instruction", instruction)
+            scenario = _scenario(app, requester, reason, descs, mine, instruction, kind, srng)
             user = user.model_copy(update={"knows": [instruction, *user.knows]})
         assert user is not None
         task = Task(
@@ -252,6 +256,7 @@ def _synthesize(
             kind=kind,
             instruction=instruction,
             user=user,
+            scenario=scenario,
             state=TaskState(core=_nonempty(state_core), distractors=_nonempty(extra), distractor_depth=per_level),
             oracle=state_calls,
             oracle_program=oracle_program(state_calls, answer_step, answer_field),
@@ -549,6 +554,55 @@ def _answer_spec(app: App, steps: list[Step], calls: list[Call], rng: random.Ran
     if last.query.op == "aggregate":
         return i, "value"
     return i, "total"
+
+
+STYLES = ("brief", "polite", "chatty", "in a hurry", "unsure of the details")
+
+
+def _reason(app: App, calls: list[Call], requester: Requester, rng: random.Random) -> str | None:
+    """Why a person asks: one of the ``reasons`` of the first action of the request that has some (never for staff)."""
+    if requester.staff:
+        return None
+    actions = {a.name: a for a in app.blueprint.actions}
+    for c in calls:
+        reasons = actions[c.tool].reasons if c.tool in actions else []
+        if reasons:
+            return rng.choice(reasons)
+    return None
+
+
+def _scenario(
+    app: App,
+    requester: Requester,
+    reason: str | None,
+    descs: dict[tuple[str, Any], Description],
+    mine: frozenset[Any],
+    instruction: str,
+    kind: str,
+    rng: random.Random,
+) -> Scenario:
+    """The task as the requester brings it: who they are, why, what they can tell and what they cannot."""
+    bp = app.blueprint
+    user = requester.user
+    persona = f"{user.name}, {'a ' if not requester.staff else ''}{user.role} {'of' if not requester.staff else 'at'} {bp.title}"
+    rows = [
+        render(bp, d, possessive="my" if k in mine else "the")
+        for (_t, k), d in descs.items()
+        if (_t, k) != (requester.table, requester.key)
+    ]
+    nouns = sorted({noun(bp.entity(t)) for t, _k in descs})
+    unknowns = [f"the internal id of any {n} (they know it only as described)" for n in nouns]
+    if kind != "action":
+        unknowns.append("the answer to their question: that is what they want to find out")
+    return Scenario(
+        persona=persona,
+        identity=list(requester.identity),
+        style=rng.choice(STYLES),
+        reason=reason,
+        knows=[*user.knows, *(f"they mean {r}" for r in rows)],
+        unknowns=unknowns,
+        request=instruction,
+    )
 
 
 def _people_in_filters(app: App, calls: list[Call]) -> list[tuple[str, Any]]:
