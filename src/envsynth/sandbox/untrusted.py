@@ -153,11 +153,11 @@ _POOL_LOCK = threading.Lock()
 
 
 def tool_pool() -> ToolWorkerPool:
-    """The process-wide tool pool (one warm worker, :data:`TOOL_LIMITS`), started on first use, closed at exit."""
+    """The process-wide tool pool (two warm workers, :data:`TOOL_LIMITS`), started on first use, closed at exit."""
     global _POOL, _POOL_PID
     with _POOL_LOCK:
         if _POOL is None or _POOL._closed or os.getpid() != _POOL_PID:  # a forked child starts its own
-            _POOL, _POOL_PID = ToolWorkerPool(), os.getpid()
+            _POOL, _POOL_PID = ToolWorkerPool(size=2), os.getpid()
             atexit.register(_POOL.close)
         return _POOL
 
