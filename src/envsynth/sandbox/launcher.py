@@ -490,10 +490,15 @@ class Worker:
             self._pid_list = pids
         return pids
 
+    def _python_pids(self) -> list[int]:
+        """The sandbox's Python process (and any child), without bubblewrap's processes."""
+        pids = self._pids()
+        return pids[2:] if self.mode.isolated else pids
+
     def cpu_seconds(self) -> float:
-        """CPU seconds (user + system, every thread) used so far by the worker's processes."""
+        """CPU seconds (user + system, every thread) used so far by the worker's Python process (and any child)."""
         total = 0
-        for pid in self._pids():
+        for pid in self._python_pids():
             try:
                 stat = Path(f"/proc/{pid}/stat").read_bytes()
             except OSError:
@@ -503,13 +508,16 @@ class Worker:
         return total / _TICK
 
     def _signal(self, sig: int) -> None:
-        pids = self._pids()
-        for pid in pids[1:] if self.mode.isolated else pids:  # not the outer bwrap, which only waits
+        for pid in self._python_pids():  # not bubblewrap's two processes, which only wait
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
 
     def pause(self) -> None:
-        """Stop every thread of the worker (SIGSTOP) until :meth:`resume`: nothing runs between blocks."""
+        """Stop every thread of the worker (SIGSTOP) until :meth:`resume`: nothing runs between blocks.
+
+        Also when the block left no thread: a signal handler (an interval timer's) would
+        run the code's Python in the main thread while it waits for the next message.
+        """
         if not self.paused and self.alive():
             self._signal(signal.SIGSTOP)
             self.paused = True
