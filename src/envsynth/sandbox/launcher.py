@@ -2,10 +2,13 @@
 
 The mode is detected once per process (:func:`detect`). With bubblewrap a worker runs
 with no network, no capabilities, uid/gid 65534, its own pid/ipc/uts namespaces, a
-read-only view of the Python installation and of ``worker.py`` only (no /etc, no /home,
-no corpus, no envsynth package), a tmpfs /tmp, a seccomp filter refusing new
-processes (``fork``/``vfork``/``clone`` without ``CLONE_THREAD``), and rlimits on memory
-and CPU. Without bubblewrap the worker is a plain subprocess with the same rlimits, a
+read-only view of the Python installation (its installed packages hidden) and a copy of
+``worker.py`` (no /etc, no /home, no corpus, no envsynth package, no host path of the
+checkout), a read-only /dev, a /tmp tmpfs of ``Limits.tmp`` bytes, a seccomp filter
+refusing new processes (``fork``/``vfork``/``clone`` without ``CLONE_THREAD``) and memory
+outside the address space (memfd, System V shm and message queues, POSIX message queues),
+and rlimits on address space and CPU. The parent also measures a worker's CPU time
+(:meth:`Worker.cpu_seconds`), kills it past its limit, and stops it between blocks. Without bubblewrap the worker is a plain subprocess with the same rlimits, a
 fresh network namespace when ``unshare`` works and uid 65534 when started as root; its
 filesystem isolation is weaker (it can read whatever uid 65534 may read).
 """
