@@ -51,6 +51,19 @@ def still_works(ep: CodeActEpisode) -> None:
     assert obs.error is None and obs.text.strip() == "42", obs.text
 
 
+def descendants(pid: int) -> list[int]:
+    """A process and its descendants, parents first (the host's /proc)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop(0)
+        out.append(p)
+        try:
+            todo += [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
+        except OSError:
+            continue
+    return out
+
+
 def sandbox_cpu(pid: int) -> float:
     """CPU seconds of a process and all its descendants, read from the host's /proc."""
     total, todo = 0.0, [pid]
@@ -92,6 +105,10 @@ def test_tmp_is_a_tmpfs_of_the_configured_size(ep: CodeActEpisode) -> None:
     written, errno = rest.split()
     assert int(size) <= LIMITS.tmp
     assert int(written) <= LIMITS.tmp and errno == "28"  # ENOSPC: the allocation is refused
+    if os.geteuid() == 0:  # seen from the host: the worker's /tmp holds at most its size
+        host = os.statvfs(f"/proc/{descendants(ep._worker.pid)[-1]}/root/tmp")
+        assert host.f_blocks * host.f_frsize <= LIMITS.tmp
+        assert (host.f_blocks - host.f_bfree) * host.f_frsize <= LIMITS.tmp
     still_works(ep)
 
 
