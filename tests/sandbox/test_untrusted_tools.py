@@ -440,3 +440,20 @@ def test_threads_ignoring_sigxcpu_are_stopped_by_the_parent(apps: tuple[App, App
         with pytest.raises(SandboxedToolFailure, match="CPU time"):
             run_sandboxed(ep.ctx, "probe", code, {}, check=False, pool=pool)
         assert run_sandboxed(ep.ctx, "probe", "return 1", {}, pool=pool) == 1
+
+
+def test_garbage_on_the_pipe_is_a_sandboxed_tool_failure(apps: tuple[App, App]) -> None:
+    ep = apps[1].episode()
+    code = (
+        "import os, time\n"
+        "for fd in range(3, 12):\n"
+        "    try:\n"
+        "        os.write(fd, b'[' * 5000 + b'\\n')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "time.sleep(0.2)\n"
+        "return 1\n"
+    )
+    with pytest.raises(SandboxedToolFailure, match="broke the protocol"):
+        run_sandboxed(ep.ctx, "probe", code, {}, check=False)
+    assert run_sandboxed(ep.ctx, "probe", "return 'fresh'", {}) == "fresh"
