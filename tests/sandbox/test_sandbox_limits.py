@@ -19,6 +19,7 @@ from sandbox_helpers import FORCE_FALLBACK
 import envsynth
 from envsynth.corpus import Corpus
 from envsynth.sandbox import CodeActEpisode, CodeSandbox, Limits, WorkerPool, detect, fallback_mode
+from envsynth.tasks.model import Task
 
 BWRAP = detect().isolated and not FORCE_FALLBACK
 SECCOMP = BWRAP and detect().seccomp
@@ -288,3 +289,43 @@ def test_garbage_on_the_pipe_is_a_sandbox_error(ep: CodeActEpisode, garbage: str
     assert obs.error is None or obs.error.startswith("SandboxError"), obs.text
     still_works(ep)
     assert not ep.done
+
+
+class _GarbageAgent:
+    """A code-mode policy whose first block writes a deeply nested line to the worker's pipe."""
+
+    name = "garbage"
+    model = "none"
+    max_turns = 3
+    max_tokens = None
+
+    def __init__(self) -> None:
+        from envsynth.agents.codeact import CODE_SYSTEM_PROMPT
+        from envsynth.llm.types import Usage
+
+        self.system_prompt = CODE_SYSTEM_PROMPT
+        self.usage = Usage()
+
+    async def next_message(self, messages: list[dict], tools: list[dict]) -> dict:
+        if sum(m.get("role") == "assistant" for m in messages):
+            return {"role": "assistant", "content": "```python\nprint('still here')\n```" if len(messages) < 6 else "Done."}
+        block = "import os, time\nfor fd in range(3, 12):\n    try:\n        os.write(fd, b'[' * 5000 + b'\\n')\n    except OSError:\n        pass\ntime.sleep(0.3)\n"
+        return {"role": "assistant", "content": f"```python\n{block}```"}
+
+
+def test_garbage_from_one_agent_does_not_abort_a_rollout(sbx_corpus: Corpus, sandbox: CodeSandbox, tmp_path: Path) -> None:
+    from envsynth.agents.oracle_code import OracleCodeAgent
+    from envsynth.rollout import read_trajectories, run_batch
+
+    bad, good = sbx_corpus.tasks[0], sbx_corpus.tasks[1]
+
+    def factory(task: Task, attempt: int) -> object:
+        return _GarbageAgent() if task.id == bad.id else OracleCodeAgent(task)
+
+    result = run_batch(sbx_corpus, factory, [bad, good], out=tmp_path / "run", sandbox=sandbox, concurrency=2)
+    assert result.written == 2
+    records = {r["task_id"]: r for r in read_trajectories(tmp_path / "run" / "trajectories.jsonl")}
+    assert records[good.id]["reward"]["score"] == 1.0
+    observations = [m["content"] for m in records[bad.id]["messages"] if m["role"] == "user"]
+    assert any("SandboxError" in o for o in observations), observations
+    assert any("still here" in o for o in observations), observations  # the episode went on
