@@ -139,7 +139,7 @@ def test_memfd_is_refused(ep: CodeActEpisode) -> None:
 
 
 @only_seccomp
-def test_sysv_shared_memory_and_message_queues_are_refused(ep: CodeActEpisode) -> None:
+def test_shared_memory_and_message_queues_are_refused(ep: CodeActEpisode) -> None:
     code = (
         "import ctypes, ctypes.util\n"
         "libc = ctypes.CDLL(None, use_errno=True)\n"
@@ -147,11 +147,13 @@ def test_sysv_shared_memory_and_message_queues_are_refused(ep: CodeActEpisode) -
         "e1 = ctypes.get_errno()\n"
         "msq = libc.msgget(0, 0o1600)\n"
         "e2 = ctypes.get_errno()\n"
-        "print(shm, e1, msq, e2)\n"
+        "mq = libc.mq_open(b'/envsynth', 0o102, 0o600, None)\n"  # O_CREAT | O_RDWR
+        "e3 = ctypes.get_errno()\n"
+        "print(shm, e1, msq, e2, mq, e3)\n"
     )
     obs = ep.run(code)
     assert obs.error is None, obs.text
-    assert obs.text.split() == ["-1", "1", "-1", "1"]  # EPERM
+    assert obs.text.split() == ["-1", "1", "-1", "1", "-1", "1"]  # EPERM
     still_works(ep)
 
 
