@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import gc
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -287,14 +288,21 @@ def test_no_network(apps: tuple[App, App]) -> None:
         run_sandboxed(ep.ctx, "probe", code, {}, check=False)
 
 
-def test_infinite_loop_is_an_unexpected_failure_and_the_next_call_works(tool_pool: ToolWorkerPool) -> None:
-    app = app_with("while True:\n    pass", name="spin")
-    ep = app.episode()
-    res = ep.call("spin", {})
-    assert res.outcome == FAILURE and res.code == "unexpected_failure"
-    assert "CPUTimeExceeded" in (ep.log[-1].trace or "")
-    book = ep.db.execute("SELECT book_id FROM book").fetchone()[0]
-    assert ep.call("restock_book", {"book_id": book, "copies": 1}).outcome == SUCCESS
+def test_infinite_loop_is_an_unexpected_failure_and_the_next_call_works() -> None:
+    # a long wall time: on a busy machine 1 s of CPU can take longer than the usual 3 s
+    mode = fallback_mode("ENVSYNTH_SANDBOX_FALLBACK=1") if FORCE_FALLBACK else None
+    with ToolWorkerPool(size=1, limits=Limits(wall=20.0, cpu=1.0, memory=256 << 20, output=1 << 20), mode=mode) as pool:
+        previous = set_tool_pool(pool)
+        try:
+            app = app_with("while True:\n    pass", name="spin")
+            ep = app.episode()
+            res = ep.call("spin", {})
+            assert res.outcome == FAILURE and res.code == "unexpected_failure"
+            assert "CPUTimeExceeded" in (ep.log[-1].trace or "")
+            book = ep.db.execute("SELECT book_id FROM book").fetchone()[0]
+            assert ep.call("restock_book", {"book_id": book, "copies": 1}).outcome == SUCCESS
+        finally:
+            set_tool_pool(previous)
 
 
 def test_sleeping_past_the_wall_time_replaces_the_worker(apps: tuple[App, App], tool_pool: ToolWorkerPool) -> None:
@@ -332,3 +340,120 @@ def test_uncommitted_changes_of_an_open_transaction_are_seen(apps: tuple[App, Ap
     assert ep.db.execute("SELECT stock FROM book WHERE book_id = ?", (book,)).fetchone()[0] == 105
     ep.db.execute("ROLLBACK")
     assert ep.db.execute("SELECT stock FROM book WHERE book_id = ?", (book,)).fetchone()[0] != 105
+
+
+# --- issue 13: one worker per episode, deterministic whatever the path, CPU of threads ------------
+
+
+def _balance(app: App, seed: int) -> float:
+    ep = app.episode(seed=seed)
+    customer = ep.db.execute("SELECT customer_id FROM customer WHERE status = 'active'").fetchone()[0]
+    res = ep.call("issue_gift_card", {"customer_id": customer, "amount": 25.5})
+    assert res.outcome == SUCCESS, res.content
+    return res.data["balance"]
+
+
+def test_a_tool_patching_module_state_does_not_reach_a_later_episode() -> None:
+    poison = {
+        "name": "poison",
+        "kind": "custom",
+        "mode": "read",
+        "entity": "book",
+        "params": [],
+        "code": "import math\nmath.floor = lambda x: 0\nreturn 'patched'",  # passes the checker
+        "description": "Patches a module.",
+    }
+    app = compile_app(from_dict(bookshop(True, [ISSUE_GIFT_CARD, poison])))
+    assert _balance(app, 1) == 25.5
+    for seed in range(3):
+        ep = app.episode(seed=seed)
+        assert ep.call("poison", {}).data == "patched"
+        assert _balance(app, seed) == 25.5  # another episode: another worker
+        del ep
+
+
+def test_one_worker_per_episode_and_released_with_it(apps: tuple[App, App], tool_pool: ToolWorkerPool) -> None:
+    ep1, ep2 = apps[1].episode(seed=1), apps[1].episode(seed=1)
+    count = "import math\nmath.calls = math.__dict__.get('calls', 0) + 1\nreturn math.calls"
+    assert [run_sandboxed(ep1.ctx, "probe", count, {}, check=False) for _ in range(2)] == [1, 2]  # one worker per episode
+    assert run_sandboxed(ep2.ctx, "probe", count, {}, check=False) == 1  # another episode, another worker
+    workers = tool_pool.bound
+    del ep1
+    gc.collect()
+    assert tool_pool.bound == workers - 1
+
+
+DETERMINISM_PROBE = """
+import operator, string
+b = print.__self__
+imp = b.__import__
+dt, t, rnd, os_, uuid, secrets = (imp(m) for m in ('datetime', 'time', 'random', 'os', 'uuid', 'secrets'))
+out = {}
+out['attrgetter_now'] = str(operator.attrgetter('datetime.now')(dt)())
+out['attrgetter_utcnow'] = str(operator.attrgetter('datetime.utcnow')(dt)())
+out['formatter_time'] = string.Formatter().get_field('0.time', (t,), {})[0]()
+out['time'] = [t.time(), t.time_ns(), t.monotonic(), t.perf_counter(), list(t.localtime()), t.strftime('%c'), t.ctime()]
+out['today'] = str(dt.date.today())
+out['random'] = [rnd.random(), rnd.Random().random(), rnd.SystemRandom().random(), rnd.randrange(10**9)]
+out['urandom'] = [os_.urandom(8).hex(), b.__import__('posix').urandom(8).hex()]
+out['uuid'] = [str(uuid.uuid4()), str(uuid.uuid1())]
+out['secrets'] = [secrets.token_hex(8), secrets.randbelow(10**9)]
+out['hash'] = hash('abc')
+walk = type(0).__mro__[-1].__subclasses__()
+out['walk_today'] = str([c for c in walk if c.__name__ == 'date'][0].today())
+out['walk_random'] = [c for c in walk if c.__module__ == '_random'][0]().random()
+out['sql'] = db.execute('SELECT random(), hex(randomblob(8))').fetchone()
+return out
+"""
+
+
+@pytest.mark.skipif(
+    not (isolated() and detect().seccomp), reason="the kernel's randomness is made zeros only under bubblewrap with seccomp"
+)
+def test_clock_and_randomness_are_the_episodes_whatever_the_path(apps: tuple[App, App]) -> None:
+    def probe(seed: int) -> dict[str, Any]:
+        ep = apps[1].episode(seed=seed)
+        return run_sandboxed(ep.ctx, "probe", DETERMINISM_PROBE, {}, check=False)
+
+    first, second, other = probe(5), probe(5), probe(6)
+    assert first == second
+    ep = apps[1].episode(seed=5)
+    assert first["attrgetter_now"] == ep.ctx.now().replace("T", " ")
+    assert first["formatter_time"] == first["time"][0]
+    assert first["random"] != other["random"] and first["uuid"] != other["uuid"]  # from the episode seed
+
+
+def test_threads_ignoring_sigxcpu_are_stopped_by_the_parent(apps: tuple[App, App]) -> None:
+    limits = Limits(wall=20.0, cpu=1.0, memory=256 << 20, output=1 << 20)
+    mode = fallback_mode("ENVSYNTH_SANDBOX_FALLBACK=1") if FORCE_FALLBACK else None
+    code = (
+        "import signal, threading\n"
+        "signal.signal(signal.SIGXCPU, signal.SIG_IGN)\n"
+        "def spin():\n"
+        "    while True:\n"
+        "        pass\n"
+        "threading.Thread(target=spin, daemon=True).start()\n"
+        "spin()\n"
+    )
+    with ToolWorkerPool(size=1, limits=limits, mode=mode) as pool:
+        ep = apps[1].episode()
+        with pytest.raises(SandboxedToolFailure, match="CPU time"):
+            run_sandboxed(ep.ctx, "probe", code, {}, check=False, pool=pool)
+        assert run_sandboxed(ep.ctx, "probe", "return 1", {}, pool=pool) == 1
+
+
+def test_garbage_on_the_pipe_is_a_sandboxed_tool_failure(apps: tuple[App, App]) -> None:
+    ep = apps[1].episode()
+    code = (
+        "import os, time\n"
+        "for fd in range(3, 12):\n"
+        "    try:\n"
+        "        os.write(fd, b'[' * 5000 + b'\\n')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "time.sleep(0.2)\n"
+        "return 1\n"
+    )
+    with pytest.raises(SandboxedToolFailure, match="broke the protocol"):
+        run_sandboxed(ep.ctx, "probe", code, {}, check=False)
+    assert run_sandboxed(ep.ctx, "probe", "return 'fresh'", {}) == "fresh"

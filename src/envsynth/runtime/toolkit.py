@@ -50,7 +50,7 @@ class Context:
     Everything here is derived from the episode seed, so a replay is identical.
     """
 
-    __slots__ = ("_columns", "_rng", "_seed", "_today", "bools", "db", "now_value")
+    __slots__ = ("__weakref__", "_columns", "_rng", "_seed", "_today", "bools", "db", "now_value")  # weakref: tool worker per episode
 
     def __init__(self, db: sqlite3.Connection, now: str, seed: int, bools: dict[str, tuple[str, ...]]) -> None:
         self.db = db

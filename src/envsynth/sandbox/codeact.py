@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from envsynth.sandbox.launcher import Limits, Worker, WorkerDied, WorkerTimeout
+from envsynth.sandbox.launcher import CPU_GRACE, Limits, Worker, WorkerCPUExceeded, WorkerDied, WorkerTimeout
 from envsynth.sandbox.pool import WorkerPool, default_pool
 
 if TYPE_CHECKING:
@@ -136,6 +136,7 @@ class CodeActEpisode:
         self.blocks = 0
         self.calls = 0
         self.restarts = 0
+        self._cpu_mark = 0.0  # CPU seconds of the worker when its last block ended
 
     # --- the parent's side of the calls ---------------------------------------------
 
@@ -188,6 +189,7 @@ class CodeActEpisode:
                 self.restarts += 1
             self._worker = self.pool.acquire()
             self._worker.send({"op": "setup", "tools": self._stubs})
+            self._cpu_mark = self._worker.cpu_seconds()
         return self._worker
 
     def run(self, code: str) -> Observation:
@@ -199,10 +201,12 @@ class CodeActEpisode:
         deadline = time.monotonic() + limits.wall
         try:
             worker = self._take_worker()
+            worker.resume()
+            cpu_limit = self._cpu_mark + limits.cpu + CPU_GRACE  # what ran while paused (nothing) counts too
             block = next(_BLOCK_IDS)
             worker.send({"op": "run", "block": block, "code": code, "cpu": limits.cpu}, deadline)
             while True:
-                msg = worker.receive(deadline)
+                msg = worker.receive(deadline, cpu_limit)
                 op = msg.get("op")
                 if msg.get("block") != block:  # stale: from a block already over, or forged
                     continue
@@ -213,12 +217,21 @@ class CodeActEpisode:
                     break
                 else:
                     raise WorkerDied(f"unexpected message {op!r}")
+            worker.pause()  # threads the block left behind do not run until the next block
+            self._cpu_mark = worker.cpu_seconds()
         except WorkerTimeout:
             self._drop_worker(hard=True)
             return self._observation(
                 "",
                 f"TimeoutError: the code block ran longer than {limits.wall:g} s and was stopped; "
                 "the sandbox was restarted (variables from earlier blocks are lost).",
+            )
+        except WorkerCPUExceeded:
+            self._drop_worker(hard=True)
+            return self._observation(
+                "",
+                f"CPUTimeExceeded: the code block used more than {limits.cpu:g} s of CPU time (its threads included) "
+                "and was stopped; the sandbox was restarted (variables from earlier blocks are lost).",
             )
         except WorkerDied as exc:
             self._drop_worker(hard=True)

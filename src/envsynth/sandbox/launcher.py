@@ -2,10 +2,13 @@
 
 The mode is detected once per process (:func:`detect`). With bubblewrap a worker runs
 with no network, no capabilities, uid/gid 65534, its own pid/ipc/uts namespaces, a
-read-only view of the Python installation and of ``worker.py`` only (no /etc, no /home,
-no corpus, no envsynth package), a tmpfs /tmp, a seccomp filter refusing new
-processes (``fork``/``vfork``/``clone`` without ``CLONE_THREAD``), and rlimits on memory
-and CPU. Without bubblewrap the worker is a plain subprocess with the same rlimits, a
+read-only view of the Python installation (its installed packages hidden) and a copy of
+``worker.py`` (no /etc, no /home, no corpus, no envsynth package, no host path of the
+checkout), a read-only /dev, a /tmp tmpfs of ``Limits.tmp`` bytes, a seccomp filter
+refusing new processes (``fork``/``vfork``/``clone`` without ``CLONE_THREAD``) and memory
+outside the address space (memfd, System V shm and message queues, POSIX message queues),
+and rlimits on address space and CPU. The parent also measures a worker's CPU time
+(:meth:`Worker.cpu_seconds`), kills it past its limit, and stops it between blocks. Without bubblewrap the worker is a plain subprocess with the same rlimits, a
 fresh network namespace when ``unshare`` works and uid 65534 when started as root; its
 filesystem isolation is weaker (it can read whatever uid 65534 may read).
 """
@@ -51,38 +54,70 @@ class WorkerTimeout(RuntimeError):
     """The worker did not answer within the deadline."""
 
 
+class WorkerCPUExceeded(WorkerDied):
+    """The worker used more CPU time (all its threads) than the parent allows; it was killed."""
+
+
+MAX_DEPTH = 64  # a protocol message nested deeper than this kills the worker
+CPU_GRACE = 1.5  # the parent kills a worker this many CPU seconds past its limit (the worker's own SIGXCPU comes first)
+_CPU_POLL = 0.05
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
 @dataclass(frozen=True)
 class Limits:
-    """Per code block limits (wall and CPU seconds, output characters) and per worker memory."""
+    """Per code block limits (wall and CPU seconds, output characters) and per worker memory.
+
+    ``memory`` is the worker's whole memory budget: under bubblewrap ``tmp`` bytes of it
+    are the size of its /tmp (a tmpfs; 0: /tmp is read-only), the rest is its address
+    space (RLIMIT_AS). Other shared memory (memfd, System V shm and message queues,
+    /dev/shm) is refused in the sandbox, so nothing else can hold memory for it.
+    """
 
     wall: float = 10.0
     cpu: float = 5.0
     memory: int = 512 << 20
     output: int = 8192
     cpu_total: int = 600  # hard RLIMIT_CPU of a worker over its whole life (one episode)
+    tmp: int = 64 << 20
+
+    def __post_init__(self) -> None:
+        if self.tmp < 0 or (self.memory > 0 and self.tmp >= self.memory):
+            raise ValueError(f"Limits: tmp ({self.tmp} bytes) must be at least 0 and below memory ({self.memory} bytes)")
+
+    @property
+    def address_space(self) -> int:
+        """The RLIMIT_AS of a worker: its memory less its /tmp (0: no limit)."""
+        return self.memory - self.tmp if self.memory > 0 else 0
 
 
 # --- seccomp: refuse new processes, allow threads ---------------------------------------
 
-_ARCH = {  # machine -> (AUDIT_ARCH, clone, clone3, [fork, vfork])
-    "x86_64": (0xC000003E, 56, 435, [57, 58]),
-    "aarch64": (0xC00000B7, 220, 435, []),
+_ARCH = {  # machine -> (AUDIT_ARCH, clone, clone3, [fork, vfork], [shared memory], getrandom)
+    # shared memory outside the address space: memfd_create, memfd_secret, shmget, msgget, mq_open
+    "x86_64": (0xC000003E, 56, 435, [57, 58], [319, 447, 29, 68, 240], 318),
+    "aarch64": (0xC00000B7, 220, 435, [], [279, 447, 194, 186, 180], 278),
 }
 _EPERM, _ENOSYS = 1, 38
 _CLONE_THREAD = 0x00010000
 
 
-def seccomp_filter() -> bytes | None:
-    """A classic BPF program for ``bwrap --seccomp``: no fork/vfork, no clone without CLONE_THREAD.
+def seccomp_filter(deterministic: bool = False) -> bytes | None:
+    """A classic BPF program for ``bwrap --seccomp``: no new processes, no memory outside RLIMIT_AS.
 
-    ``clone3`` gets ENOSYS (its flags sit in memory the filter cannot read), which makes
-    glibc fall back to ``clone`` for threads. Other architectures (x32, i386 entry points)
-    are refused. None on machines this table does not know.
+    Refused with EPERM: ``fork``, ``vfork``, ``clone`` without ``CLONE_THREAD``, and the
+    calls that make memory the address-space limit does not see (``memfd_create``,
+    ``memfd_secret``, System V ``shmget`` / ``msgget``, ``mq_open``). ``clone3`` gets
+    ENOSYS (its flags sit in memory the filter cannot read), which makes glibc fall back
+    to ``clone`` for threads. With ``deterministic`` ``getrandom`` gets ENOSYS too, so
+    the C library and Python read ``/dev/urandom``, which the tool worker's sandbox
+    makes a copy of ``/dev/zero``. Other architectures (x32, i386 entry points) are
+    refused. None on machines this table does not know.
     """
     arch = _ARCH.get(platform.machine())
     if arch is None:
         return None
-    audit, clone, clone3, forks = arch
+    audit, clone, clone3, forks, shared, getrandom = arch
     allow, eperm, enosys = 0x7FFF0000, 0x00050000 | _EPERM, 0x00050000 | _ENOSYS
     ld_abs, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     prog: list[tuple[int, int, int, int]] = []
@@ -92,7 +127,8 @@ def seccomp_filter() -> bytes | None:
         ("jeq", audit, 0, "eperm"),
         ("ld", 0, 0, 0),
         ("jge", 0x40000000, "eperm", 0),
-        *[("jeq", nr, "eperm", 0) for nr in forks],
+        *[("jeq", nr, "eperm", 0) for nr in [*forks, *shared]],
+        *([("jeq", getrandom, "enosys", 0)] if deterministic else []),
         ("jeq", clone3, "enosys", 0),
         ("jeq", clone, 0, "allow"),
         ("ld", 16, 0, 0),
@@ -133,52 +169,83 @@ def _interpreter() -> str:
     return os.path.realpath(sys.executable)
 
 
-def _bwrap_args(script: Path = WORKER_SOURCE, modules: tuple[Path, ...] = ()) -> list[str]:
-    args = [
-        "bwrap",
-        "--unshare-all",
-        "--die-with-parent",
-        "--new-session",
-        "--cap-drop",
-        "ALL",
-        "--uid",
-        str(NOBODY),
-        "--gid",
-        str(NOBODY),
-        "--ro-bind",
-        "/usr",
-        "/usr",
-    ]
+_SIZE_OPTION: bool | None = None
+
+
+def _bwrap_has_size() -> bool:
+    """Whether this bubblewrap knows ``--size`` (a size-limited ``--tmpfs``)."""
+    global _SIZE_OPTION
+    if _SIZE_OPTION is None:
+        try:
+            text = subprocess.run(["bwrap", "--help"], capture_output=True, timeout=10).stdout.decode(errors="replace")
+        except (OSError, subprocess.TimeoutExpired):
+            text = ""
+        _SIZE_OPTION = "--size" in text
+    return _SIZE_OPTION
+
+
+def package_dirs() -> list[str]:
+    """Directories of installed Python packages under the paths bound into the sandbox (hidden there)."""
+    minor = f"python3.{sys.version_info[1]}"
+    roots = {"/usr", "/usr/local", *_python_roots()}
+    found: set[str] = set()
+    for root in roots:
+        for sub in (f"lib/{minor}/site-packages", f"lib/{minor}/dist-packages", "lib/python3/dist-packages", "lib/python3/site-packages"):
+            path = os.path.join(root, sub)
+            if os.path.isdir(path) and not os.path.islink(path):
+                found.add(path)
+    return sorted(found)
+
+
+def _python_roots() -> set[str]:
+    return {os.path.realpath(sys.base_prefix), os.path.dirname(os.path.dirname(_interpreter()))}
+
+
+class _Files:
+    """Files copied into the sandbox (``bwrap --ro-bind-data``): no host path appears in it."""
+
+    def __init__(self, paths: tuple[Path, ...]) -> None:
+        self.fds: list[int] = []
+        self.args: list[str] = []
+        for path in paths:
+            fd = os.memfd_create(f"envsynth-{path.name}", 0)
+            self.fds.append(fd)
+            os.write(fd, path.read_bytes())
+            os.lseek(fd, 0, os.SEEK_SET)
+            self.args += ["--ro-bind-data", str(fd), inside(path)]
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+
+
+def _bwrap_args(files: _Files | None = None, tmp: int = 64 << 20, deterministic: bool = False) -> list[str]:
+    """bubblewrap's options: the read-only view, /tmp of ``tmp`` bytes, a read-only /dev."""
+    args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    args += ["--uid", str(NOBODY), "--gid", str(NOBODY), "--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
             args += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
-    roots = {os.path.realpath(sys.base_prefix), os.path.dirname(os.path.dirname(_interpreter()))}
-    for root in sorted(roots):
+    for root in sorted(_python_roots()):
         if not root.startswith("/usr") and os.path.isdir(root):
             args += ["--ro-bind", root, root]
-    args += ["--ro-bind", str(script), inside(script)]
-    for module in modules:
-        args += ["--ro-bind", str(module), inside(module)]
-    args += [
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--tmpfs",
-        "/tmp",
-        "--remount-ro",
-        "/",
-        "--chdir",
-        "/tmp",
-        "--setenv",
-        "HOME",
-        "/tmp",
-        "--setenv",
-        "PATH",
-        "/usr/bin:/bin",
-    ]
+    sized = _bwrap_has_size()
+    for hidden in package_dirs():  # the base interpreter's packages: an empty read-only dir instead
+        args += [*(["--size", "4096"] if sized else []), "--tmpfs", hidden, "--remount-ro", hidden]
+    if files is not None:
+        args += files.args
+    args += ["--dev", "/dev"]
+    if deterministic:  # randomness the C library or Python read from the kernel: zeros
+        args += ["--dev-bind", "/dev/zero", "/dev/urandom", "--dev-bind", "/dev/zero", "/dev/random"]
+    args += ["--remount-ro", "/dev", "--proc", "/proc"]
+    if tmp > 0 and sized:
+        args += ["--size", str(tmp), "--tmpfs", "/tmp"]
+    else:  # no size-limited tmpfs here: /tmp stays an empty read-only directory
+        args += ["--dir", "/tmp"]
+    args += ["--remount-ro", "/", "--chdir", "/tmp", "--setenv", "HOME", "/tmp", "--setenv", "PATH", "/usr/bin:/bin"]
     return args
 
 
@@ -215,13 +282,13 @@ def detect(refresh: bool = False) -> Mode:
             if flt is not None:
                 fd = _seccomp_fd(flt)
                 try:
-                    err = _probe([*_bwrap_args(), "--seccomp", str(fd), *py], pass_fds=(fd,))
+                    err = _probe([*_bwrap_args(), "--seccomp", str(fd), *py], pass_fds=(fd,), cwd="/")
                 finally:
                     os.close(fd)
                 if err is None:
                     _MODE = Mode("bwrap", "bubblewrap with seccomp", seccomp=True)
                     return _MODE
-            err = _probe([*_bwrap_args(), *py])
+            err = _probe([*_bwrap_args(), *py], cwd="/")
             if err is None:
                 _MODE = Mode("bwrap", "bubblewrap (no seccomp filter for this machine: fork is not blocked)")
                 return _MODE
@@ -273,28 +340,33 @@ def resolve_mode(require_bwrap: bool = False) -> Mode:
 class Worker:
     """One sandboxed Python process speaking the line protocol of ``worker.py`` (or of ``script``).
 
-    ``modules`` are stdlib-only files the script loads by path (bound read-only at
+    ``modules`` are stdlib-only files the script loads by path (copied read-only to
     ``/sandbox/<name>`` under bubblewrap); their paths follow the three limit arguments.
+    ``deterministic`` (the tool worker) makes the kernel's randomness zeros in the sandbox.
     """
 
-    def __init__(self, mode: Mode, limits: Limits, script: Path = WORKER_SOURCE, modules: tuple[Path, ...] = ()) -> None:
+    def __init__(
+        self, mode: Mode, limits: Limits, script: Path = WORKER_SOURCE, modules: tuple[Path, ...] = (), deterministic: bool = False
+    ) -> None:
         self.mode = mode
         self.limits = limits
-        worker_args = [str(limits.memory), str(limits.cpu_total), str(limits.output)]
+        worker_args = [str(limits.address_space), str(limits.cpu_total), str(limits.output)]
         worker_args += [inside(m) if mode.isolated else str(m) for m in modules]
         py = [_interpreter(), "-I", "-S", "-B"]
-        pass_fds: tuple[int, ...] = ()
-        fd = None
+        pass_fds: list[int] = []
+        files = None
         if mode.isolated:
-            cmd = _bwrap_args(script, modules)
+            files = _Files((script, *modules))
+            pass_fds += files.fds
+            cmd = _bwrap_args(files, limits.tmp, deterministic)
             if mode.seccomp:
-                flt = seccomp_filter()
-                assert flt is not None
-                fd = _seccomp_fd(flt)
-                cmd += ["--seccomp", str(fd)]
-                pass_fds = (fd,)
+                flt = seccomp_filter(deterministic)
+                if flt is None:
+                    raise SandboxUnavailable("no seccomp filter for this machine")
+                pass_fds.append(_seccomp_fd(flt))
+                cmd += ["--seccomp", str(pass_fds[-1])]
             cmd += [*py, inside(script), *worker_args]
-            cwd = None
+            cwd = "/"
         else:
             cmd = [*mode.prefix, *py, str(script), *worker_args]
             cwd = "/tmp"
@@ -305,18 +377,21 @@ class Worker:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
-                pass_fds=pass_fds,
+                pass_fds=tuple(pass_fds),
                 cwd=cwd,
                 env=env,
                 start_new_session=True,
                 bufsize=0,
             )
         finally:
-            if fd is not None:
+            for fd in pass_fds:
                 os.close(fd)
         self._buf = b""
         self._hello = False
         self.dead = False
+        self.paused = False
+        self._pid_list: list[int] | None = None
+        self._cpu_checked = 0.0
 
     @property
     def pid(self) -> int:
@@ -356,15 +431,22 @@ class Worker:
             self.kill()
             raise WorkerDied(f"the worker is gone ({exc})") from None
 
-    def receive(self, deadline: float) -> dict[str, Any]:
-        """The next message, or WorkerTimeout at ``deadline`` (monotonic), WorkerDied on EOF/garbage."""
+    def receive(self, deadline: float, cpu_limit: float | None = None) -> dict[str, Any]:
+        """The next message, or WorkerTimeout at ``deadline`` (monotonic), WorkerDied on EOF/garbage.
+
+        With ``cpu_limit`` (CPU seconds of the worker's processes, see :meth:`cpu_seconds`)
+        the worker is killed with WorkerCPUExceeded once it has used more, whatever its
+        code did with SIGXCPU. A message that is not a JSON object, or is nested deeper
+        than :data:`MAX_DEPTH`, kills the worker (WorkerDied): decoding never raises here.
+        """
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         while b"\n" not in self._buf:
+            self._check_cpu(cpu_limit)
             left = deadline - time.monotonic()
             if left <= 0:
                 raise WorkerTimeout("no answer before the deadline")
-            ready, _, _ = select.select([fd], [], [], left)
+            ready, _, _ = select.select([fd], [], [], left if cpu_limit is None else min(left, _CPU_POLL))
             if not ready:
                 continue
             chunk = os.read(fd, 1 << 16)
@@ -375,16 +457,79 @@ class Worker:
             if len(self._buf) > MAX_LINE and b"\n" not in self._buf:
                 self.kill()
                 raise WorkerDied("the worker sent an oversized message")
+        self._check_cpu(cpu_limit)
         line, _, self._buf = self._buf.partition(b"\n")
-        try:
-            msg = json.loads(line)
-        except ValueError:
+        msg = decode_message(line)
+        if msg is None:
             self.kill()
-            raise WorkerDied("the worker broke the protocol") from None
-        if not isinstance(msg, dict):
-            self.kill()
-            raise WorkerDied("the worker broke the protocol")
+            raise WorkerDied("the worker broke the protocol (a message that is not a JSON object of at most 64 levels)")
         return msg
+
+    def _check_cpu(self, cpu_limit: float | None) -> None:
+        if cpu_limit is None:
+            return
+        now = time.monotonic()
+        if now - self._cpu_checked < _CPU_POLL:
+            return
+        self._cpu_checked = now
+        used = self.cpu_seconds()
+        if used > cpu_limit:
+            self.kill()
+            raise WorkerCPUExceeded(f"the worker used {used:.1f} s of CPU time, past its limit")
+
+    def _pids(self) -> list[int]:
+        """The worker's processes as the host sees them: bwrap's, then the Python process (and any child)."""
+        if self._pid_list is not None:
+            return self._pid_list
+        pids, todo = [], [self.proc.pid]
+        while todo:
+            pid = todo.pop(0)
+            pids.append(pid)
+            try:
+                todo += [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+            except OSError:
+                continue
+        if self.mode.seccomp and self._hello and len(pids) >= 3:  # no process can be added: keep the list
+            self._pid_list = pids
+        return pids
+
+    def _python_pids(self) -> list[int]:
+        """The sandbox's Python process (and any child), without bubblewrap's processes."""
+        pids = self._pids()
+        return pids[2:] if self.mode.isolated else pids
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds (user + system, every thread) used so far by the worker's Python process (and any child)."""
+        total = 0
+        for pid in self._python_pids():
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_bytes()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(b")") + 2 :].split()
+            total += int(fields[11]) + int(fields[12])
+        return total / _TICK
+
+    def _signal(self, sig: int) -> None:
+        for pid in self._python_pids():  # not bubblewrap's two processes, which only wait
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+
+    def pause(self) -> None:
+        """Stop every thread of the worker (SIGSTOP) until :meth:`resume`: nothing runs between blocks.
+
+        Also when the block left no thread: a signal handler (an interval timer's) would
+        run the code's Python in the main thread while it waits for the next message.
+        """
+        if not self.paused and self.alive():
+            self._signal(signal.SIGSTOP)
+            self.paused = True
+
+    def resume(self) -> None:
+        """Let a paused worker run again (SIGCONT)."""
+        if self.paused:
+            self.paused = False
+            self._signal(signal.SIGCONT)
 
     def _death_reason(self) -> str:
         try:
@@ -398,7 +543,7 @@ class Worker:
                 return f"the worker was killed by signal {-code}"
         return f"the worker exited with status {code}"
 
-    def _children(self) -> list[int]:
+    def _children(self) -> list[int]:  # the outer bwrap's children
         try:
             text = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text()
         except OSError:
@@ -414,6 +559,7 @@ class Worker:
         so the outer bwrap reaps it and no zombie is left to the host's init.
         """
         self.dead = True
+        self.resume()  # a stopped worker could not see its pipe close, nor its bwrap reap it
         for stream in (self.proc.stdin, self.proc.stdout):
             try:
                 if stream is not None:
@@ -436,3 +582,34 @@ class Worker:
                 self.proc.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
+
+
+def decode_message(line: bytes) -> dict[str, Any] | None:
+    """One protocol line as a dict, or None when it is not a JSON object nested at most :data:`MAX_DEPTH` levels.
+
+    Never raises: invalid UTF-8 or JSON, and nesting too deep for the decoder, are None.
+    """
+    try:
+        msg = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(msg, dict):
+        return None
+    if line.count(b"[") + line.count(b"{") > MAX_DEPTH and _depth(msg) > MAX_DEPTH:
+        return None
+    return msg
+
+
+def _depth(value: Any) -> int:
+    """How deeply lists and dicts nest in ``value`` (iterative: no recursion limit)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, level)
+            if level > MAX_DEPTH:
+                return level
+            stack += [(v, level + 1) for v in item if isinstance(v, (list, dict))]
+    return deepest

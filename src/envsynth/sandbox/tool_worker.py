@@ -28,19 +28,35 @@ the row changes are the difference between the rows sent and the rows after the 
 with values in the column order the parent sent. ``draws`` counts the 32-bit words the
 code drew from ``ctx.rng`` (which continues the parent's random stream), so the parent
 advances its own generator by as much and ids stay identical to a trusted run.
+
+The worker is deterministic whatever path the code takes (the static check is only lint):
+before any module is loaded the C ``_datetime`` and ``_uuid`` are kept out, so
+``datetime`` and ``uuid`` are their pure-Python versions, which read the clock through
+``time``; for every call :func:`_set_world` makes ``time``'s clocks give the episode
+clock and ``os.urandom``, ``random`` (module functions, new ``Random()`` instances,
+``SystemRandom``), and so ``secrets`` and ``uuid``, draw from a generator seeded with
+the episode's random state. Under bubblewrap the kernel's randomness is zeros too
+(``getrandom`` fails, ``/dev/urandom`` reads ``/dev/zero``), which covers the hash seed,
+SQLite's ``random()`` and a raw ``_random.Random()``.
 """
 
-import ast
-import importlib.util
-import json
-import os
-import random
-import resource
-import signal
-import sqlite3
 import sys
-import textwrap
-import traceback
+
+sys.modules["_datetime"] = None  # pure-Python datetime: now()/today() go through time.time
+sys.modules["_uuid"] = None  # pure-Python uuid1: time.time_ns and random, not libuuid
+
+import ast  # noqa: E402
+import datetime  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import random  # noqa: E402
+import resource  # noqa: E402
+import signal  # noqa: E402
+import sqlite3  # noqa: E402
+import textwrap  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
 
 MAX_ANSWER = (4 << 20) - 4096  # the parent drops lines over 4 MB
 _SQLITE_ATTACH, _SQLITE_DETACH, _SQLITE_DENY, _SQLITE_OK = 24, 25, 1, 0
@@ -65,6 +81,82 @@ class CountingRandom(random.Random):
     def getrandbits(self, k):
         self.words += (k + 31) // 32
         return super().getrandbits(k)
+
+
+_WORLD = {"now": 0.0, "rng": random.Random(0)}
+_REAL_RANDOM_SEED = random.Random.seed
+
+
+def _world_random(self, a=None, version=2):
+    """``Random.seed`` where no seed means the episode's generator, not the host's entropy."""
+    if a is None:
+        a = _WORLD["rng"].getrandbits(64)
+    _REAL_RANDOM_SEED(self, a, version)
+
+
+def _urandom(n):
+    return _WORLD["rng"].randbytes(n)
+
+
+def _clock(*_args):
+    return _WORLD["now"]
+
+
+def _clock_ns(*_args):
+    return int(_WORLD["now"] * 1_000_000_000)
+
+
+def _timer(*_args):
+    return 0.0
+
+
+def _timer_ns(*_args):
+    return 0
+
+
+def _install_world():
+    """Point every clock of ``time`` and every entropy source of ``os`` and ``random`` at ``_WORLD``."""
+    real = {name: getattr(time, name) for name in ("localtime", "gmtime", "asctime", "strftime")}
+
+    def localtime(secs=None):
+        return real["localtime"](_WORLD["now"] if secs is None else secs)
+
+    def gmtime(secs=None):
+        return real["gmtime"](_WORLD["now"] if secs is None else secs)
+
+    def asctime(t=None):
+        return real["asctime"](gmtime() if t is None else t)
+
+    def strftime(fmt, t=None):
+        return real["strftime"](fmt, gmtime() if t is None else t)
+
+    def ctime(secs=None):
+        return real["asctime"](gmtime(secs))
+
+    for name in ("time", "clock_gettime"):
+        setattr(time, name, _clock)
+    for name in ("time_ns", "clock_gettime_ns"):
+        setattr(time, name, _clock_ns)
+    for name in ("monotonic", "perf_counter", "process_time", "thread_time"):
+        setattr(time, name, _timer)
+        setattr(time, name + "_ns", _timer_ns)
+    time.localtime, time.gmtime, time.asctime, time.strftime, time.ctime = localtime, gmtime, asctime, strftime, ctime
+    threading = sys.modules.get("threading")
+    if threading is not None:  # imported by worker.py before this: its private clock too
+        threading._time = _timer
+    os.urandom = random._urandom = _urandom
+    sys.modules["posix"].urandom = _urandom
+    random.Random.seed = _world_random
+
+
+def _set_world(msg):
+    """The clock and the entropy of this call: the episode's clock, a generator seeded with its random state."""
+    now = datetime.datetime.fromisoformat(str(msg["now"]))
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=datetime.UTC)
+    _WORLD["now"] = now.timestamp()
+    _WORLD["rng"] = rng = random.Random(json.dumps([msg["now"], msg["rng"]]))
+    random.seed(rng.getrandbits(64))
 
 
 def _load(name, path):
@@ -182,6 +274,7 @@ def _run(db, msg, tool, code, toolkit, guard):
         db.executemany(f"INSERT INTO {_q(table)} ({names}) VALUES ({marks})", spec["rows"])
     db.execute("COMMIT")
     db.execute("PRAGMA foreign_keys = ON")
+    db.execute("PRAGMA temp_store = MEMORY")  # /tmp is read-only in the tool worker
     before = {t: _read(db, t, spec["columns"]) for t, spec in tables.items()}
     loaded = db.total_changes
     if msg.get("check", True):
@@ -224,6 +317,7 @@ def _main():
     worker = _load("envsynth_sandbox_worker", sys.argv[6])  # the code-acting worker: the same limits and pipes
     worker.confine(memory, cpu_total)
     rfile, wfile = worker.protocol_pipes()
+    _install_world()
 
     def send(msg):
         wfile.write(json.dumps(msg, ensure_ascii=False) + "\n")
@@ -247,6 +341,7 @@ def _main():
         soft = min(cpu_total, int(used + float(msg.get("cpu", 2))) + 1)
         resource.setrlimit(resource.RLIMIT_CPU, (soft, cpu_total))
         try:
+            _set_world(msg)
             answer = run_call(msg, toolkit, checks, guard if msg.get("check", True) else None)
         except BaseException as exc:  # the code's failure, reported back; the parent replaces this worker
             try:

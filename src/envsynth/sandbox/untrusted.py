@@ -30,10 +30,12 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
+from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envsynth.sandbox.launcher import WORKER_SOURCE, Limits, Mode, Worker, WorkerDied, WorkerTimeout
+from envsynth.sandbox.launcher import CPU_GRACE, WORKER_SOURCE, Limits, Mode, Worker, WorkerCPUExceeded, WorkerDied, WorkerTimeout
 from envsynth.sandbox.pool import WorkerPool
 
 if TYPE_CHECKING:
@@ -41,8 +43,8 @@ if TYPE_CHECKING:
 
 TOOL_WORKER = Path(__file__).with_name("tool_worker.py")
 _MODULES = (Path(__file__).parents[1] / "runtime" / "toolkit.py", Path(__file__).with_name("checks.py"), WORKER_SOURCE)
-TOOL_LIMITS = Limits(wall=5.0, cpu=2.0, memory=512 << 20, output=1 << 20, cpu_total=600)
-"""Per call: 5 s wall, 2 s CPU, results up to 1 M characters; per worker 512 MB address space."""
+TOOL_LIMITS = Limits(wall=5.0, cpu=2.0, memory=512 << 20, output=1 << 20, cpu_total=600, tmp=0)
+"""Per call: 5 s wall, 2 s CPU, results up to 1 M characters; per worker 512 MB address space, /tmp read-only."""
 MAX_DRAWS = 1_000_000
 _IDS = itertools.count(1)
 
@@ -52,26 +54,97 @@ class SandboxedToolFailure(RuntimeError):
 
 
 class ToolWorkerPool(WorkerPool):
-    """Warm tool workers; unlike code-acting workers they are reused from call to call.
+    """Warm tool workers, each serving ONE episode (its :class:`Context`) for as long as it lives.
 
-    A worker goes back to the pool after a call that succeeded or was rejected; one that
-    timed out, crashed or failed is killed (the pool starts a fresh one in the background).
+    An episode's first untrusted call takes a fresh warm worker; its later calls reuse it
+    (paused with SIGSTOP between calls, so nothing the code left running uses CPU). A
+    worker never serves another episode: whatever a tool's code changed in its worker
+    (patched modules, builtins, classes) cannot reach another episode's calls. The worker
+    is killed when its episode's context is collected, when more than ``episodes``
+    episodes hold one (the least recently used is let go; its episode gets a fresh worker
+    on its next call), and after a call that timed out, crashed or failed.
     """
 
-    def __init__(self, size: int = 1, limits: Limits | None = None, require_bwrap: bool = False, mode: Mode | None = None) -> None:
+    def __init__(
+        self, size: int = 1, limits: Limits | None = None, require_bwrap: bool = False, mode: Mode | None = None, episodes: int = 8
+    ) -> None:
         super().__init__(size=size, limits=limits or TOOL_LIMITS, require_bwrap=require_bwrap, mode=mode)
+        self.episodes = episodes
+        self._bound: OrderedDict[int, tuple[weakref.ref[Any], Worker]] = OrderedDict()
+        self._retired: list[tuple[int, Worker]] = []  # workers of collected episodes, killed on the next call
 
     def _spawn(self) -> Worker:
-        return Worker(self.mode, self.limits, script=TOOL_WORKER, modules=_MODULES)
+        return Worker(self.mode, self.limits, script=TOOL_WORKER, modules=_MODULES, deterministic=True)
+
+    def worker_for(self, ctx: Context) -> Worker:
+        """The worker of this episode: the one its earlier calls used, or a fresh one."""
+        self._reap()
+        key = id(ctx)
+        with self._lock:
+            entry = self._bound.get(key)
+            if entry is not None and entry[0]() is ctx and entry[1].alive():
+                self._bound.move_to_end(key)
+                return entry[1]
+        if entry is not None:
+            self.retire(ctx, entry[1])
+        worker = self.acquire()
+        ref = weakref.ref(ctx, lambda _ref, k=key, w=worker: self._collected(k, w))
+        with self._lock:
+            self._bound[key] = (ref, worker)
+            evicted = [self._bound.popitem(last=False)[1][1] for _ in range(len(self._bound) - self.episodes)]
+        for old in evicted:
+            old.kill()
+        return worker
 
     def give_back(self, worker: Worker) -> None:
-        """Return a healthy worker for the next call."""
+        """Return a worker that ran no code (taken with :meth:`acquire`) to the warm ones."""
         with self._lock:
             if not self._closed and worker.alive():
                 self._idle.append(worker)
                 self._lock.notify_all()
                 return
         worker.kill()
+
+    def retire(self, ctx: Context, worker: Worker) -> None:
+        """Kill an episode's worker (after a failure): its next call gets a fresh one."""
+        with self._lock:
+            entry = self._bound.get(id(ctx))
+            if entry is not None and entry[1] is worker:
+                del self._bound[id(ctx)]
+        worker.kill()
+
+    def _collected(self, key: int, worker: Worker) -> None:
+        # A weakref callback (maybe inside the garbage collector): no lock, no waiting here.
+        self._retired.append((key, worker))
+
+    def _reap(self) -> None:
+        """Kill the workers of collected episodes."""
+        dead: list[Worker] = []
+        with self._lock:
+            while self._retired:
+                key, worker = self._retired.pop()
+                entry = self._bound.get(key)
+                if entry is not None and entry[1] is worker:
+                    del self._bound[key]
+                dead.append(worker)
+        for worker in dead:
+            worker.kill()
+
+    @property
+    def bound(self) -> int:
+        """How many live episodes hold a worker now."""
+        self._reap()
+        with self._lock:
+            return len(self._bound)
+
+    def close(self) -> None:
+        """Kill every worker, warm or bound, and stop refilling."""
+        super().close()
+        with self._lock:
+            bound, self._bound = list(self._bound.values()), OrderedDict()
+        for _, worker in bound:
+            worker.kill()
+        self._reap()
 
 
 _POOL: ToolWorkerPool | None = None
@@ -80,11 +153,11 @@ _POOL_LOCK = threading.Lock()
 
 
 def tool_pool() -> ToolWorkerPool:
-    """The process-wide tool pool (one warm worker, :data:`TOOL_LIMITS`), started on first use, closed at exit."""
+    """The process-wide tool pool (two warm workers, :data:`TOOL_LIMITS`), started on first use, closed at exit."""
     global _POOL, _POOL_PID
     with _POOL_LOCK:
         if _POOL is None or _POOL._closed or os.getpid() != _POOL_PID:  # a forked child starts its own
-            _POOL, _POOL_PID = ToolWorkerPool(), os.getpid()
+            _POOL, _POOL_PID = ToolWorkerPool(size=2), os.getpid()
             atexit.register(_POOL.close)
         return _POOL
 
@@ -191,7 +264,7 @@ def run_sandboxed(
         "max_result": pool.limits.output,
         **snap.message(),
     }
-    answer = _exchange(pool, msg, pool.limits.wall, tool)
+    answer = _exchange(pool, ctx, msg, tool)
     if answer.get("id") != call_id:
         raise SandboxedToolFailure(f"{tool}: the sandbox answered another call")
     status = answer.get("status")
@@ -208,28 +281,38 @@ def run_sandboxed(
     return answer.get("result")
 
 
-def _exchange(pool: ToolWorkerPool, msg: dict[str, Any], wall: float, tool: str) -> dict[str, Any]:
+def _exchange(pool: ToolWorkerPool, ctx: Context, msg: dict[str, Any], tool: str) -> dict[str, Any]:
+    limits = pool.limits
     try:
-        worker = pool.acquire()
+        worker = pool.worker_for(ctx)
     except (WorkerDied, RuntimeError) as exc:
         raise SandboxedToolFailure(f"{tool}: no sandbox worker ({exc})") from None
-    deadline = time.monotonic() + wall
+    deadline = time.monotonic() + limits.wall
     try:
+        worker.resume()
+        cpu_limit = worker.cpu_seconds() + limits.cpu + CPU_GRACE
         worker.send(msg, deadline)
-        answer = worker.receive(deadline)
+        answer = worker.receive(deadline, cpu_limit)
     except WorkerTimeout:
-        worker.kill()
-        raise SandboxedToolFailure(f"{tool}: the untrusted code ran past the {wall:g} s wall-time limit; the worker was replaced") from None
+        pool.retire(ctx, worker)
+        raise SandboxedToolFailure(
+            f"{tool}: the untrusted code ran past the {limits.wall:g} s wall-time limit; the worker was replaced"
+        ) from None
+    except WorkerCPUExceeded:
+        pool.retire(ctx, worker)
+        raise SandboxedToolFailure(
+            f"{tool}: the untrusted code used more than {limits.cpu:g} s of CPU time (its threads included); the worker was replaced"
+        ) from None
     except WorkerDied as exc:
-        worker.kill()
+        pool.retire(ctx, worker)
         raise SandboxedToolFailure(f"{tool}: the sandbox worker died ({exc}); it was replaced") from None
     except BaseException:
-        worker.kill()
+        pool.retire(ctx, worker)
         raise
     if answer.get("recycle") or answer.get("status") not in ("ok", "tool_error"):
-        worker.kill()
+        pool.retire(ctx, worker)
     else:
-        pool.give_back(worker)
+        worker.pause()  # until this episode's next call: threads the code left behind do not run
     return answer
 
 

@@ -80,7 +80,7 @@ class _Capture(io.TextIOBase):
 
 
 def confine(memory, cpu_total):
-    """Set the worker's process limits (address space, CPU, no core files, file size, processes).
+    """Set the worker's process limits (address space, CPU, no core files, file size, open files, processes).
 
     A Python-level fork() child exits at once (it would share the protocol pipes), and
     children are reaped automatically. Under bwrap the seccomp filter refuses fork anyway.
@@ -91,6 +91,7 @@ def confine(memory, cpu_total):
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_total, cpu_total))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 20, 64 << 20))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))  # bounds the kernel buffers of pipes and sockets
     with contextlib.suppress(ValueError, OSError):  # binds where the uid is not root (fallback); bwrap has seccomp
         resource.setrlimit(resource.RLIMIT_NPROC, (64, 64))
     os.register_at_fork(after_in_child=lambda: os._exit(70))
