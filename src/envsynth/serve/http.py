@@ -143,11 +143,14 @@ def create_app(
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-            registry.close()
+            ended = registry.close()
+            if app.state.on_stopped is not None:
+                app.state.on_stopped(ended)
 
     app = FastAPI(title="envsynth", version=__version__, lifespan=lifespan, responses=_ERRORS)
     app.state.registry = registry
     app.state.corpus = c
+    app.state.on_stopped = None  # called with the number of live episodes ended at shutdown
     if token is not None:
         app.add_middleware(BearerAuth, tokens=[token] if user_token is None else [token, user_token])
     _add_error_handlers(app)
@@ -309,6 +312,11 @@ def _add_episode_routes(app: FastAPI, registry: EpisodeRegistry, run: Runner, re
         return Deleted(episode_id=episode_id)
 
 
+def registry_errors(app: FastAPI) -> int:
+    """How many episodes the app's registry failed to release (0 unless there is a bug)."""
+    return int(app.state.registry.stats()["errors"])
+
+
 def _error_response(exc: ServeError) -> JSONResponse:
     headers = {"Retry-After": "1"} if exc.status == 503 else None
     return JSONResponse({"error": exc.code, "detail": exc.message, **exc.extra}, status_code=exc.status, headers=headers)
@@ -379,6 +387,7 @@ def serve(
         announce(warning)
     auth = "token required" if token else "no token"
     announce(f"envsynth serve http: listening on {url_of(sock, host)} ({len(app.state.corpus.tasks)} tasks, {auth})")
+    app.state.on_stopped = lambda n: announce(f"envsynth serve http: stopped ({n} live episodes ended, {registry_errors(app)} errors)")
     config = uvicorn.Config(app, log_level=log_level, access_log=access_log, loop=loop, http=http)  # type: ignore[arg-type]
     try:
         uvicorn.Server(config).run(sockets=[sock])

@@ -93,6 +93,8 @@ class EpisodeTools:
             return _result("The task is already completed: no more calls.", error=True)
         if name == "complete_task":
             return self._complete(arguments or {})
+        if name not in self._schemas:  # (said here so that a huge name is not echoed whole)
+            return _result(f"Unknown tool {short(name)!r}.", error=True)
         try:
             res = self.episode.call(name, arguments or {})
         except Exception as exc:  # an environment bug must not end the session

@@ -286,16 +286,19 @@ class EpisodeRegistry:
             self.reaped += n
         return n
 
-    def close(self) -> None:
-        """End every live episode (server shutdown)."""
+    def close(self) -> int:
+        """End every live episode (server shutdown); how many were ended."""
         with self._lock:
             lives = list(self._live.values())
+        n = 0
         for live in lives:
             with live.lock:
                 if not live.closed:
                     live.closed = True
                     self._forget(live.id, "deleted")
                     self._end(live)
+                    n += 1
+        return n
 
     def _end(self, live: LiveEpisode) -> None:
         """Release an episode nobody scores; a failure is logged and counted, never raised.
