@@ -575,7 +575,9 @@ def serve_http(
     """Serve episodes over HTTP: create an episode for a task, list its tools, call, finish, close.
 
     Endpoints: GET /health, GET /tasks, GET /tasks/{id}, POST /episodes, GET /episodes/{id}/tools,
-    POST /episodes/{id}/call, POST /episodes/{id}/finish, DELETE /episodes/{id}. See docs/serve.md.
+    POST /episodes/{id}/call, POST /episodes/{id}/finish, DELETE /episodes/{id}, and GET /tasks/{id}/user
+    for a user simulator (--user-token). A non-loopback --host needs --token (or --insecure).
+    See docs/serve.md for what is and is not promised.
     """
     from envsynth.corpus.errors import CorpusError
 

@@ -248,6 +248,7 @@ def test_streamable_http_with_a_token(corpus_path: Path, corpus: Corpus, tmp_pat
         url = m.group(1)
         refused = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"accept": "application/json"})
         assert refused.status_code == 401 and refused.json()["error"] == "unauthorized"
+        _deep_body_is_a_parse_error(url, {"Authorization": "Bearer agent-secret"})
 
         async def body(client: Client) -> None:
             assert await play_oracle(client, task) == COMPLETED
@@ -274,3 +275,24 @@ def _without_token() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if k != "ENVSYNTH_TOKEN"}
+
+
+def _deep_body_is_a_parse_error(url: str, auth: dict[str, str]) -> None:
+    """A session whose tools/call bodies nest 5000 deep: a JSON-RPC parse error each, and the session goes on."""
+    import httpx2
+
+    headers = {**auth, "accept": "application/json, text/event-stream", "content-type": "application/json"}
+    with httpx2.Client(timeout=30, headers=headers) as c:
+        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
+        r = c.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
+        assert r.status_code == 200, r.text[:300]
+        c.headers.update({"mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"})
+        assert c.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}).status_code == 202
+        deep = "[" * 5000 + "]" * 5000
+        for args in ('{"a": ' + deep + "}", '{"answer": ' + deep + "}"):
+            for name in ("search_x", "complete_task"):
+                body = '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "' + name + '", "arguments": ' + args + "}}"
+                r = c.post(url, content=body)
+                assert r.status_code == 400 and r.json()["error"]["code"] == -32700, r.text[:300]
+        r = c.post(url, json={"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}})
+        assert r.status_code == 200 and "complete_task" in r.text

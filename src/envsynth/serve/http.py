@@ -5,16 +5,19 @@ uvicorn. Endpoints (all JSON; errors are ``{"error": code, "detail": message}``)
 
 - ``GET /health``
 - ``GET /tasks?offset=&limit=&app=&kind=``: ids, app, kind, instruction
-- ``GET /tasks/{task_id}``: the public view (id, app, kind, instruction, user, tools)
+- ``GET /tasks/{task_id}``: the public view (id, app, kind, instruction, tools)
+- ``GET /tasks/{task_id}/user``: the user profile, for a user simulator bearing ``user_token``
 - ``POST /episodes {task_id, seed}`` -> ``{episode_id, task_id, instruction, tools}``
 - ``GET /episodes/{id}``, ``GET /episodes/{id}/tools``
 - ``POST /episodes/{id}/call {name, arguments}`` -> ``{outcome, content, code}``
-- ``POST /episodes/{id}/finish {answer}`` -> ``{score, passed, breakdown}``
+- ``POST /episodes/{id}/finish {answer}`` -> ``{score, passed, breakdown}`` (kinds of mismatch,
+  tables and counts unless ``reveal_expected``; finishing again returns the same reward)
 - ``DELETE /episodes/{id}``
 
 A tool call that is rejected or fails inside the environment is still ``200``: its
 ``outcome`` says so. HTTP errors are for the protocol: 404 unknown task or episode (or
-one ended for idleness), 409 a finished episode, 422 a malformed body, 503 at capacity.
+one ended for idleness), 409 a finished episode, 422 a malformed (or too deeply nested)
+body, 503 at capacity, 401 a missing token when the server has one.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from envsynth.tasks.model import TaskKind
 
 #: the longest task id or tool name a body may hold (longer ones cannot exist; never echoed back)
 MAX_NAME = 256
-#: how deeply JSON may nest in a body (pydantic-core's parser refuses deeper: a 422)
+#: about how deeply JSON may nest in a body (pydantic-core's parser refuses deeper: a 422)
 MAX_DEPTH = 200
 
 
@@ -108,7 +108,7 @@ class ToolCall(_Body):
             decoded = pydantic_core.from_json(value)
         except ValueError as exc:
             if "recursion limit" in str(exc):
-                raise ValueError(f"the arguments' JSON text is nested more than {MAX_DEPTH} levels deep") from None
+                raise ValueError(f"the arguments' JSON text is nested too deeply (the limit is about {MAX_DEPTH} levels)") from None
             return value
         return decoded if isinstance(decoded, dict) else value
 
