@@ -275,3 +275,29 @@ def test_exposure_policy() -> None:
     assert warning is not None and "without authentication" in warning
     with pytest.raises(ValueError, match="empty"):
         check_exposure("127.0.0.1", " ", False, what="s")
+
+
+def test_bearer_auth_closes_an_unauthorized_websocket() -> None:
+    import asyncio
+
+    from envsynth.serve.net import BearerAuth
+
+    reached: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(scope["type"])
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    async def receive() -> Any:
+        return {}
+
+    auth = BearerAuth(app, ["tok"])
+    asyncio.run(auth({"type": "websocket", "headers": []}, receive, send))
+    assert sent == [{"type": "websocket.close", "code": 1008}] and reached == []
+    asyncio.run(auth({"type": "websocket", "headers": [(b"authorization", b"Bearer tok")]}, receive, send))
+    asyncio.run(auth({"type": "lifespan"}, receive, send))
+    assert reached == ["websocket", "lifespan"]

@@ -157,3 +157,24 @@ def test_errors_do_not_echo_huge_ids(corpus: Corpus) -> None:
         with pytest.raises(ServeError) as err:
             fn()
         assert len(err.value.message) < 200 and "50000 characters" in err.value.message
+
+
+def test_concurrent_finishes_all_get_the_one_reward(corpus: Corpus) -> None:
+    reg = EpisodeRegistry(corpus)
+    task_id, _ = _reader(corpus)
+    for _ in range(5):
+        live = reg.open(task_id)
+        got: list[Any] = []
+        barrier = threading.Barrier(8)
+
+        def finish(live_id: str = live.id, barrier: threading.Barrier = barrier, got: list[Any] = got) -> None:
+            barrier.wait()
+            got.append(reg.finish(live_id, "x"))
+
+        threads = [threading.Thread(target=finish) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(got) == 8 and all(r is got[0] for r in got)
+    assert reg.stats()["finished"] == 5 and len(reg) == 0

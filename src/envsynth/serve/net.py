@@ -134,8 +134,8 @@ class BearerAuth:
     """ASGI middleware: every HTTP request needs ``Authorization: Bearer <one of tokens>``.
 
     A request without it (or with another token) gets a JSON 401
-    ``{"error": "unauthorized", "detail": ...}``. Tokens are compared in constant time.
-    Lifespan and other non-HTTP scopes pass through.
+    ``{"error": "unauthorized", "detail": ...}`` (a websocket is closed with 1008). Tokens
+    are compared in constant time. Lifespan events pass through.
     """
 
     def __init__(self, app: ASGIApp, tokens: list[str]) -> None:
@@ -145,8 +145,11 @@ class BearerAuth:
         self._tokens = [t.encode() for t in tokens]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or bearer_matches(scope, self._tokens):
+        if scope["type"] not in ("http", "websocket") or bearer_matches(scope, self._tokens):
             await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
             return
         body = json.dumps({"error": "unauthorized", "detail": "this server needs 'Authorization: Bearer <token>'"}).encode()
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), (b"www-authenticate", b"Bearer")]

@@ -219,9 +219,11 @@ class EpisodeRegistry:
                 self.get(episode_id)
                 raise ServeError(409, "episode_finished", f"episode {episode_id} is finished")
             live.closed = True
-            self._forget(live.id, "finished")
-            reward = live.episode.finish(answer)
-            self._keep(live.id, reward)
+            try:
+                reward = live.episode.finish(answer)
+                self._keep(live.id, reward)  # before the id leaves the table: a retry waits for it
+            finally:
+                self._forget(live.id, "finished")
         with self._lock:
             self.finished += 1
         return reward
