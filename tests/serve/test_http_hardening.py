@@ -157,6 +157,8 @@ def test_huge_ids_are_not_echoed(server: Any, corpus: Corpus) -> None:
         for r, status, code in answers:
             _error(r, status, code)
             assert len(r.content) < 2000 and "x" * 100 not in r.text, r.text[:300]
+        many = _error(c.post("/episodes", json={f"field{i}": i for i in range(1000)}), 422, "invalid_request")
+        assert len(many["errors"]) == 10
         c.post(f"/episodes/{eid}/finish", json={})
 
 
