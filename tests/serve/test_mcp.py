@@ -17,6 +17,7 @@ pytest.importorskip("mcp")
 
 import anyio
 from mcp import Client, StdioServerParameters
+from serve_helpers import read_line
 
 from envsynth.corpus import Corpus
 from envsynth.serve.mcp import COMPLETED, build_server
@@ -191,3 +192,107 @@ def test_streamable_http_transport(corpus_path: Path, corpus: Corpus, tmp_path: 
         _, err = proc.communicate(timeout=10)
     assert json.loads(reward_file.read_text())["score"] == 1.0
     assert f"task {task.id} completed, score 1.0" in err.decode()
+
+
+def test_the_reward_record_holds_no_ground_truth_by_default(corpus: Corpus, tmp_path: Path) -> None:
+    for task in corpus.tasks:
+        records: dict[bool, dict[str, Any]] = {}
+        for reveal in (False, True):
+            reward_file = tmp_path / f"{task.id}-{reveal}.json"
+            server = build_server(corpus, task.id, reward_file=reward_file, reveal_expected=reveal)
+
+            async def body(client: Client) -> None:
+                assert text(await client.call_tool("complete_task", {"answer": "no idea"})) == COMPLETED
+
+            run_with(server, body)
+            records[reveal] = json.loads(reward_file.read_text())
+        hidden, shown = records[False], records[True]
+        assert hidden["score"] == shown["score"] == 0.0 and hidden["breakdown"]
+        assert all(set(m) == {"kind", "table", "count"} for m in hidden["breakdown"]), hidden
+        assert sum(m["count"] for m in hidden["breakdown"]) == len(shown["breakdown"])
+        assert all("expected" in m and "message" in m for m in shown["breakdown"])
+        if task.expected_answer is not None:
+            want = json.dumps(task.expected_answer)
+            assert want not in json.dumps(hidden) and want in json.dumps(shown)
+
+
+def test_a_huge_tool_name_is_not_echoed(corpus: Corpus) -> None:
+    server = build_server(corpus, corpus.tasks[0].id)
+
+    async def body(client: Client) -> None:
+        res = await client.call_tool("x" * 100_000, {})
+        assert res.is_error and "Unknown tool" in text(res) and len(text(res)) < 200
+        extra = await client.call_tool("complete_task", {"y" * 100_000: 1})
+        assert extra.is_error and len(text(extra)) < 300
+
+    run_with(server, body)
+
+
+def test_streamable_http_with_a_token(corpus_path: Path, corpus: Corpus, tmp_path: Path) -> None:
+    import os
+    import re
+
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    task = corpus.tasks[2]
+    reward_file = tmp_path / "reward.json"
+    cmd = [sys.executable, "-m", "envsynth.cli", "serve", "mcp", str(corpus_path), "--task", task.id, "--transport", "http"]
+    env = {**os.environ, "ENVSYNTH_TOKEN": "agent-secret"}
+    proc = subprocess.Popen([*cmd, "--port", "0", "--reward-file", str(reward_file)], stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stderr is not None
+        line = read_line(proc.stderr)  # the startup line comes once the port is bound
+        m = re.fullmatch(r"envsynth serve mcp: listening on (http://127\.0\.0\.1:\d+/mcp) \(task (\S+), token required\)\n", line)
+        assert m and m.group(2) == task.id, line
+        url = m.group(1)
+        refused = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"accept": "application/json"})
+        assert refused.status_code == 401 and refused.json()["error"] == "unauthorized"
+        _deep_body_is_a_parse_error(url, {"Authorization": "Bearer agent-secret"})
+
+        async def body(client: Client) -> None:
+            assert await play_oracle(client, task) == COMPLETED
+
+        async def main() -> None:
+            http = httpx2.AsyncClient(headers={"Authorization": "Bearer agent-secret"}, timeout=30)
+            async with http, Client(streamable_http_client(url, http_client=http)) as client:
+                await body(client)
+
+        anyio.run(main)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+    assert json.loads(reward_file.read_text())["score"] == 1.0
+
+
+def test_streamable_http_refuses_an_open_non_loopback_host(corpus_path: Path, corpus: Corpus) -> None:
+    cmd = [sys.executable, "-m", "envsynth.cli", "serve", "mcp", str(corpus_path), "--task", corpus.tasks[0].id, "--transport", "http"]
+    res = subprocess.run([*cmd, "--host", "0.0.0.0"], capture_output=True, text=True, timeout=120, env=_without_token())
+    assert res.returncode == 2 and "needs a token" in res.stderr and "Traceback" not in res.stderr
+
+
+def _without_token() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if k != "ENVSYNTH_TOKEN"}
+
+
+def _deep_body_is_a_parse_error(url: str, auth: dict[str, str]) -> None:
+    """A session whose tools/call bodies nest 5000 deep: a JSON-RPC parse error each, and the session goes on."""
+    import httpx2
+
+    headers = {**auth, "accept": "application/json, text/event-stream", "content-type": "application/json"}
+    with httpx2.Client(timeout=30, headers=headers) as c:
+        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
+        r = c.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
+        assert r.status_code == 200, r.text[:300]
+        c.headers.update({"mcp-session-id": r.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"})
+        assert c.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}).status_code == 202
+        deep = "[" * 5000 + "]" * 5000
+        for args in ('{"a": ' + deep + "}", '{"answer": ' + deep + "}"):
+            for name in ("search_x", "complete_task"):
+                body = '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "' + name + '", "arguments": ' + args + "}}"
+                r = c.post(url, content=body)
+                assert r.status_code == 400 and r.json()["error"]["code"] == -32700, r.text[:300]
+        r = c.post(url, json={"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}})
+        assert r.status_code == 200 and "complete_task" in r.text

@@ -37,6 +37,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from envsynth import __version__
 from envsynth.corpus.load import Corpus, load_corpus
 from envsynth.runtime.episode import SUCCESS
+from envsynth.serve.net import BearerAuth, announce, bind, check_exposure, short, url_of
+from envsynth.serve.registry import public_breakdown
 from envsynth.tasks.episode import TaskEpisode
 
 __all__ = ["COMPLETED", "EpisodeTools", "build_server", "run"]
@@ -62,8 +64,10 @@ class EpisodeTools:
         seed: int = 0,
         reward_file: str | Path | None = None,
         on_reward: Callable[[dict[str, Any]], None] | None = None,
+        reveal_expected: bool = False,
     ) -> None:
         self.episode = episode
+        self._reveal = reveal_expected
         self.task_id = episode.task_id
         self.seed = seed
         self.reward: dict[str, Any] | None = None
@@ -89,19 +93,30 @@ class EpisodeTools:
             return _result("The task is already completed: no more calls.", error=True)
         if name == "complete_task":
             return self._complete(arguments or {})
+        if name not in self._schemas:  # (said here so that a huge name is not echoed whole)
+            return _result(f"Unknown tool {short(name)!r}.", error=True)
         try:
             res = self.episode.call(name, arguments or {})
         except Exception as exc:  # an environment bug must not end the session
-            return _result(f"Unexpected failure in {name}: {type(exc).__name__}: {exc}", error=True)
+            return _result(f"Unexpected failure in {short(name)}: {type(exc).__name__}: {short(str(exc), 500)}", error=True)
         return _result(res.content, error=res.outcome != SUCCESS)
 
     def _complete(self, arguments: dict[str, Any]) -> types.CallToolResult:
         extra = set(arguments) - {"answer"}
         if extra:
-            return _result(f"complete_task takes only 'answer', not {', '.join(sorted(map(repr, extra)))}.", error=True)
+            return _result(f"complete_task takes only 'answer', not {short(', '.join(sorted(map(repr, extra))))}.", error=True)
         answer = arguments.get("answer")
         reward = self.episode.finish(answer=answer)
-        self.reward = {"task_id": self.task_id, "seed": self.seed, "answer": answer, "tainted": self.episode.tainted, **reward.to_dict()}
+        breakdown = public_breakdown(reward, reveal_expected=self._reveal)
+        self.reward = {
+            "task_id": self.task_id,
+            "seed": self.seed,
+            "answer": answer,
+            "tainted": self.episode.tainted,
+            "score": reward.score,
+            "passed": reward.passed,
+            "breakdown": breakdown,
+        }
         print(f"envsynth mcp: task {self.task_id} completed, score {reward.score}", file=sys.stderr, flush=True)
         if self._reward_file is not None:
             self._reward_file.parent.mkdir(parents=True, exist_ok=True)
@@ -122,6 +137,7 @@ def build_server(
     seed: int = 0,
     reward_file: str | Path | None = None,
     on_reward: Callable[[dict[str, Any]], None] | None = None,
+    reveal_expected: bool = False,
 ) -> Server[Any]:
     """An MCP server for one fresh episode on ``task_id``.
 
@@ -132,6 +148,8 @@ def build_server(
         reward_file: where to write the reward JSON when ``complete_task`` is called
             (``task_id``, ``seed``, ``answer``, ``tainted``, ``score``, ``passed``, ``breakdown``).
         on_reward: also called with that record.
+        reveal_expected: the record's ``breakdown`` is the verifier's full detail (messages,
+            expected values and answers); by default only ``{kind, table, count}`` entries.
 
     Returns:
         The server; its ``instructions`` are the task's instruction and its
@@ -143,7 +161,8 @@ def build_server(
         KeyError: no such task.
     """
     corpus = corpus_or_path if isinstance(corpus_or_path, Corpus) else load_corpus(corpus_or_path)
-    tools = EpisodeTools(corpus.start(task_id, seed=seed), seed=seed, reward_file=reward_file, on_reward=on_reward)
+    episode = corpus.start(task_id, seed=seed)
+    tools = EpisodeTools(episode, seed=seed, reward_file=reward_file, on_reward=on_reward, reveal_expected=reveal_expected)
     instruction = tools.episode.instruction
     prompt = types.Prompt(name="task", description="The user's request for this episode.")
 
@@ -185,6 +204,9 @@ def run(
     transport: Transport = "stdio",
     host: str = "127.0.0.1",
     port: int = 8000,
+    reveal_expected: bool = False,
+    token: str | None = None,
+    insecure: bool = False,
 ) -> None:
     """Serve one episode on ``task_id`` until the client disconnects (stdio) or the process stops (http).
 
@@ -195,14 +217,20 @@ def run(
         reward_file: where to write the reward JSON on ``complete_task``.
         transport: ``stdio`` (stdin/stdout) or ``http`` (streamable HTTP at ``http://HOST:PORT/mcp``).
         host: address to listen on (http).
-        port: port to listen on (http).
+        port: port to listen on (http; 0 picks a free one, shown in the startup line on stderr).
+        reveal_expected: the reward record's breakdown holds the full detail (see :func:`build_server`).
+        token: (http) every request needs ``Authorization: Bearer <token>``; without one,
+            only a loopback ``host`` is served unless ``insecure``.
+        insecure: (http) serve a non-loopback host without a token (a warning is printed).
 
     Raises:
-        ValueError: an unknown transport.
+        ValueError: an unknown transport; a non-loopback host without a token or ``insecure``.
+        OSError: the address cannot be bound.
     """
     if transport not in ("stdio", "http"):
         raise ValueError(f"unknown transport {transport!r}: stdio or http")
-    server = build_server(corpus_or_path, task_id, seed=seed, reward_file=reward_file)
+    warning = check_exposure(host, token, insecure, what="envsynth serve mcp") if transport == "http" else None
+    server = build_server(corpus_or_path, task_id, seed=seed, reward_file=reward_file, reveal_expected=reveal_expected)
     if transport == "stdio":
 
         async def serve_stdio() -> None:
@@ -210,7 +238,18 @@ def run(
                 await server.run(read, write, server.create_initialization_options())
 
         anyio.run(serve_stdio)
-    else:
-        import uvicorn
+        return
+    import uvicorn
 
-        uvicorn.run(server.streamable_http_app(host=host), host=host, port=port, log_level="warning")
+    app: Any = server.streamable_http_app(host=host)
+    if token is not None:
+        app = BearerAuth(app, [token])
+    sock = bind(host, port)
+    if warning:
+        announce(warning)
+    auth = "token required" if token else "no token"
+    announce(f"envsynth serve mcp: listening on {url_of(sock, host)}/mcp (task {task_id}, {auth})")
+    try:
+        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    finally:
+        sock.close()

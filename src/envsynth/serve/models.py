@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+import pydantic_core
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from envsynth.tasks.model import TaskKind, UserProfile
+from envsynth.tasks.model import TaskKind
+
+#: the longest task id or tool name a body may hold (longer ones cannot exist; never echoed back)
+MAX_NAME = 256
+#: about how deeply JSON may nest in a body (pydantic-core's parser refuses deeper: a 422)
+MAX_DEPTH = 200
 
 
 class _Body(BaseModel):
@@ -33,6 +39,7 @@ class Health(_Body):
     started: int
     finished: int
     reaped: int
+    errors: int = Field(0, description="episodes whose release failed (logged by the server); 0 unless there is a bug")
 
 
 class TaskSummary(_Body):
@@ -50,18 +57,17 @@ class TaskPage(_Body):
 
 
 class TaskDetail(_Body):
-    """What an agent may know about a task: never the oracle, the ground truth or the state."""
+    """What an agent may know about a task: never the oracle, the ground truth, the state or the user profile."""
 
     id: str
     app: str
     kind: TaskKind
     instruction: str
-    user: UserProfile
     tools: list[dict[str, Any]] = Field(description="OpenAI function schemas of the visible tools, plus complete_task")
 
 
 class StartEpisode(_Body):
-    task_id: str
+    task_id: str = Field(max_length=MAX_NAME)
     seed: int = 0
 
 
@@ -85,8 +91,26 @@ class Tools(_Body):
 
 
 class ToolCall(_Body):
-    name: str
+    name: str = Field(max_length=MAX_NAME)
     arguments: dict[str, Any] | str | None = Field(default=None, description="a JSON object, or its text (as OpenAI sends it)")
+
+    @field_validator("arguments")
+    @classmethod
+    def _decode_text(cls, value: dict[str, Any] | str | None) -> dict[str, Any] | str | None:
+        """Arguments given as JSON text are decoded here, with the body's bound on nesting depth.
+
+        A JSON object becomes the dict; text that is not a JSON object is passed on as it
+        is (the episode answers ``invalid_arguments``); text nested too deeply is refused.
+        """
+        if not isinstance(value, str):
+            return value
+        try:
+            decoded = pydantic_core.from_json(value)
+        except ValueError as exc:
+            if "recursion limit" in str(exc):
+                raise ValueError(f"the arguments' JSON text is nested too deeply (the limit is about {MAX_DEPTH} levels)") from None
+            return value
+        return decoded if isinstance(decoded, dict) else value
 
 
 class ToolResult(_Body):

@@ -148,40 +148,62 @@ class EpisodePool:
     when it finishes, so SQLite's parsed schema and prepared statements stay warm: no
     per-episode copy of the state and no re-parse. A connection whose transaction was
     ended by a tool (a COMMIT in custom code) is closed, never reused. At most ``size``
-    idle connections are kept (least recently used dropped first).
+    idle connections are kept (least recently used task dropped first); any number of
+    episodes may be live at once, the bound is on the idle ones only.
+
+    Thread-safe: the idle table and its count change only under one lock, and a task's
+    entry exists only while it holds at least one idle connection.
     """
 
     def __init__(self, size: int = 256) -> None:
+        if size < 0:
+            raise ValueError("size must be at least 0")
         self.size = size
         self._idle: OrderedDict[str, list[sqlite3.Connection]] = OrderedDict()
         self._count = 0
         self._lock = threading.Lock()
 
+    @property
+    def idle(self) -> int:
+        """How many idle connections the pool holds (at most ``size``)."""
+        return self._count
+
     def start(self, app: App, task: Task, state: bytes, seed: int = 0, initial_rows: Rows | None = None) -> TaskEpisode:
+        """A fresh episode on ``task``: an idle connection holding s0 if there is one, else a new one."""
         key = task.hash or task.id
-        with self._lock:
-            free = self._idle.get(key)
-            conn = free.pop() if free else None
-            if conn is not None:
-                self._count -= 1
+        conn = self._take(key)
         if conn is None:
             conn = open_state(state)
             track_changes(conn, app.blueprint)
         conn.execute("BEGIN")
         return TaskEpisode(app, task, state, seed, initial_rows, connection=conn, release=lambda c: self._give(key, c), tracked=True)
 
+    def _take(self, key: str) -> sqlite3.Connection | None:
+        with self._lock:
+            free = self._idle.get(key)
+            if not free:
+                return None
+            conn = free.pop()
+            if not free:  # no empty lists: eviction takes from the first entry
+                del self._idle[key]
+            self._count -= 1
+            return conn
+
     def _give(self, key: str, conn: sqlite3.Connection) -> None:
         if not conn.in_transaction:  # something committed: this copy of s0 is spoiled
             conn.close()
             return
         conn.execute("ROLLBACK")
+        evicted: list[sqlite3.Connection] = []
         with self._lock:
             self._idle.setdefault(key, []).append(conn)
             self._idle.move_to_end(key)
             self._count += 1
             while self._count > self.size:
                 old_key, conns = next(iter(self._idle.items()))
-                conns.pop().close()
+                evicted.append(conns.pop())
                 self._count -= 1
                 if not conns:
                     del self._idle[old_key]
+        for old in evicted:
+            old.close()
