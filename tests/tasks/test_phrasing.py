@@ -123,3 +123,26 @@ def test_a_list_argument_is_no_row_of_the_requester(bookshop: Blueprint) -> None
     phraser = Phraser(bookshop, {s.name: s for s in expand(bookshop)}, random.Random(0), me_key="cus_100001", mine=frozenset({"pur_1"}))
     count = Call(tool="count_purchases", args={"customer_id": "cus_100001", "status": ["paid", "shipped"]})
     assert phraser.question(count, "value", {}, [count]).startswith("How many of my purchases are paid or shipped")
+
+
+def test_a_row_is_named_in_full_once_then_as_that_row(bookshop: Blueprint) -> None:
+    book = Description("book", {"title": "The Silent Garden"})
+    first = Call(tool="restock_book", args={"book_id": "boo_100001", "copies": 2})
+    again = Call(tool="restock_book", args={"book_id": "boo_100001", "copies": 3})
+    phraser = _phraser(bookshop)
+    one = phraser.clause(0, [first, again], {"book_id": book})
+    two = phraser.clause(1, [first, again], {"book_id": book})
+    assert '"The Silent Garden"' in one and '"The Silent Garden"' not in two
+    assert "that book" in two or "the same book" in two
+
+
+def test_chains_never_take_back_their_own_steps() -> None:
+    from envsynth import catalog
+    from envsynth.tasks.chain import _reverses, moves, undoes
+
+    specs = {s.name: s for s in expand(catalog.load("northwind_bank"))}
+    assert moves(specs["lock_card"]) == (frozenset({"active"}), "locked")
+    assert _reverses(specs["lock_card"], specs["unlock_card"]) and not _reverses(specs["lock_card"], specs["report_card_lost"])
+    fitness = {s.name: s for s in expand(catalog.load("peak_fitness"))}
+    assert undoes(fitness["decline_pt_session"], made=True) and not undoes(fitness["decline_pt_session"])
+    assert undoes(specs["cancel_scheduled_payment"]) and not undoes(specs["pay_scheduled_payment_now"])

@@ -9,6 +9,7 @@ result holds the answer.
 
 from __future__ import annotations
 
+import ast
 import random
 from dataclasses import dataclass, field
 
@@ -19,8 +20,10 @@ from envsynth.tasks.model import Ref, TaskKind
 from envsynth.tasks.rowfacts import RowFacts
 
 LENGTHS = (1, 1, 2, 2, 2, 3, 3, 4, 5, 6, 8)
-UNDO_VERBS = frozenset(("cancel", "delete", "remove", "void", "withdraw", "revoke", "discard", "undo", "abandon"))
+UNDO_VERBS = frozenset(("cancel", "delete", "remove", "void", "withdraw", "revoke", "discard", "undo", "abandon", "reopen", "restore"))
 """First words of tool names that take back what a request did; such a tool never follows a step on the same row."""
+REFUSE_VERBS = frozenset(("decline", "reject", "deny", "refuse"))
+"""First words of tool names that turn down a request; never of a row the same request just made."""
 
 
 @dataclass
@@ -69,7 +72,7 @@ def _next_of(app: App, graph: ToolGraph, source: ToolSpec) -> list[tuple[ToolSpe
     out: list[tuple[ToolSpec, str, str, str]] = []
     for _, tgt, _, a in graph.edges("data", source=source.name):
         spec = app.spec_by_name[tgt]
-        if spec.mode != "write" or spec.code is not None or not a.get("fresh") or not a.get("required", True) or undoes(spec):
+        if spec.mode != "write" or spec.code is not None or not a.get("fresh") or not a.get("required", True) or undoes(spec, made=True):
             continue
         out.append((spec, "ref", a["param"], a["via"].split(".", 1)[1]))
     for _, tgt, _, a in graph.edges("logic", source=source.name):
@@ -81,7 +84,11 @@ def _next_of(app: App, graph: ToolGraph, source: ToolSpec) -> list[tuple[ToolSpe
         if param is None:
             continue
         if _created(source, ent):
+            if undoes(spec, made=True):
+                continue
             out.append((spec, "ref", param, app.blueprint.entity(ent).id_field))
+        elif _reverses(source, spec):
+            continue  # locking then unlocking the same card: the request would end where it began
         else:
             alias = _alias_of(source, ent)
             if alias is not None:
@@ -90,9 +97,42 @@ def _next_of(app: App, graph: ToolGraph, source: ToolSpec) -> list[tuple[ToolSpe
     return out
 
 
-def undoes(spec: ToolSpec) -> bool:
-    """Whether a write tool takes back what made or changed its row: a delete, or a cancel/void/withdraw... of it."""
-    return spec.kind == "delete" or (spec.mode == "write" and spec.name.split("_", 1)[0] in UNDO_VERBS)
+def undoes(spec: ToolSpec, made: bool = False) -> bool:
+    """Whether a write tool takes back what made or changed its row: a delete, or a cancel/void/withdraw... of it.
+
+    ``made``: the row is one the request itself made, so turning it down (decline, reject...) takes it back too.
+    """
+    verb = spec.name.split("_", 1)[0]
+    return spec.kind == "delete" or (spec.mode == "write" and (verb in UNDO_VERBS or (made and verb in REFUSE_VERBS)))
+
+
+def moves(spec: ToolSpec) -> tuple[frozenset[str], str] | None:
+    """The states a transition tool moves its row from, and the state it moves it to; None for other tools."""
+    if spec.kind != "transition":
+        return None
+    check = next((c.check for c in spec.pre if c.id == "state"), None)
+    if check is None or " in " not in check:
+        return None
+    try:
+        sources = frozenset(ast.literal_eval(check.split(" in ", 1)[1]))
+    except (ValueError, SyntaxError):
+        return None
+    for ef in spec.effects:
+        if ef.entity == spec.entity and ef.alias == spec.bindings[0].alias:
+            for expr in ef.values.values():
+                try:
+                    value = ast.literal_eval(expr)
+                except (ValueError, SyntaxError):
+                    continue
+                if isinstance(value, str) and value not in sources:
+                    return sources, value
+    return None
+
+
+def _reverses(first: ToolSpec, then: ToolSpec) -> bool:
+    """Whether transition ``then`` on the same row moves it back to a state ``first`` moved it from (lock, then unlock)."""
+    a, b = moves(first), moves(then)
+    return a is not None and b is not None and first.entity == then.entity and b[1] in a[0]
 
 
 def _continuations(nexts: list[list[tuple[ToolSpec, str, str, str]]], used: set[str], facts: RowFacts) -> list[Continuation]:

@@ -104,6 +104,7 @@ class Phraser:
         self.me_key = me_key  # its id: a search or count over "my" rows leaves it implied
         self.me_step = me_step  # the step that signs the user up, when the request does
         self.mine = mine  # ids of the rows that are the user's own (their orders, their accounts): "my order ..."
+        self.mentioned: set[Any] = set()  # ids of the rows named in full so far
         self.says = {a.name: a.say for a in bp.actions if a.say}
 
     def row_text(self, spec: ToolSpec, call: Call, param: str, descs: dict[str, Description], calls: list[Call], role: str = "main") -> str:
@@ -117,6 +118,11 @@ class Phraser:
         d = descs.get(param)
         if d is None:
             return "it"
+        key = call.args.get(param)
+        if isinstance(key, str) and key in self.mentioned:  # named in full once; after that "that order"
+            return self.rng.choice(("that ", "the same ")) + noun(self.bp.entity(d.entity))
+        if isinstance(key, str):
+            self.mentioned.add(key)
         return render(self.bp, d, possessive="my" if self._owned(call, param) else "the")
 
     def _is_me(self, call: Call, param: str, descs: dict[str, Description]) -> bool:
@@ -139,13 +145,12 @@ class Phraser:
             return None  # "cancel my order" said of a row that is not the requester's
         row_param = {b.alias: b.param for b in spec.bindings if b.param}
         rows = set(row_param.values()) | set(descs)
+        if any(row_param.get(n, n) not in call.args and row_param.get(n, n) not in call.refs for n in slots(phrase)):
+            return None  # an optional row or value this call leaves out: the phrase does not fit
         fill: dict[str, str] = {}
         used: set[str] = set()
         for name in slots(phrase):
             param = row_param.get(name, name)
-            given = param in call.args or param in call.refs
-            if not given:
-                return None  # an optional row or value this call leaves out: the phrase does not fit
             used.add(param)
             if param in rows or param in call.refs:
                 first = not any(p in rows or p in call.refs for p in used - {param})
@@ -263,8 +268,9 @@ class Phraser:
             target = self.row_text(spec, call, spec.bindings[0].param or "", descs, calls)
             words = _field_of(self.bp, entity, field or "")
             return self.rng.choice((f"What is the {words} of {target}?", f"Tell me the {words} of {target}."))
-        said = self.said(spec, call, calls, descs)
-        if said is not None and said.endswith("?"):
+        phrase = self.says.get(spec.name)
+        said = self.said(spec, call, calls, descs) if phrase is not None and phrase.endswith("?") else None
+        if said is not None:
             return said[0].upper() + said[1:]
         conds = self._filters(spec, call)
         where = (" " + " and ".join(conds)) if conds else ""
@@ -374,20 +380,21 @@ def profile(
     targets: list[tuple[str, Any]],
     rng: random.Random,
     fake_name: Callable[[], str],
-    made: list[tuple[int, str, dict[str, Any]]] | None = None,
+    made: list[tuple[int, str, dict[str, Any], str | None]] | None = None,
 ) -> Requester:
     """The user: a person the task names (a customer, a member), else a staff member (named by ``fake_name()``).
 
-    ``made`` lists the rows the chain creates, as (step, table, argument values): a person
-    of a declared role the chain signs up is the one asking. Otherwise the first person among
+    ``made`` lists the rows the chain creates, as (step, table, argument values, the action's
+    ``say``): a person of a declared role the chain signs up ("sign me up ...") is the one asking. Otherwise the first person among
     the ``targets`` is, people of a declared role (``users``) first. A declared role gives the
     role's words and the values the requester identifies themselves by (``identify_by``); other
     people identify themselves by their unique email or phone, if they have one.
     """
-    for step, table, values in made or []:
+    for step, table, values, say in made or []:
         role = _role(bp, table)
         name_field = person_name(bp.entity(table)) if role else None
-        if name_field is not None and values.get(name_field):
+        signs_up = say is None or _FIRST_PERSON.search(_SLOT.sub("", say)) is not None  # "sign me up", not "invite {name}"
+        if name_field is not None and values.get(name_field) and signs_up:
             return _person(bp, table, values, None, step)
     for table, key in sorted(targets, key=lambda tk: _role(bp, tk[0]) is None):  # declared roles first (a stable sort)
         ent = bp.entity(table)

@@ -229,7 +229,12 @@ def _synthesize(
             return reject("no_effect")
         if s == 0:
             param_descs = _param_descriptions(app, calls, descs)
-            made = [(i, app.spec_by_name[c.tool].entity, c.args) for i, c in enumerate(calls) if app.spec_by_name[c.tool].kind == "create"]
+            says = {a.name: a.say for a in app.blueprint.actions}
+            made = [
+                (i, app.spec_by_name[c.tool].entity, c.args, says.get(c.tool))
+                for i, c in enumerate(calls)
+                if app.spec_by_name[c.tool].kind == "create"
+            ]
             # "my orders": a search or count over a person's rows, then the owners of the rows the request names
             people = targets + _people_in_filters(app, calls) + _owners(app, full, targets)
             requester = profile(app.blueprint, full, people, srng, lambda: random.Random(base).choice(staff_names(app)), made)
