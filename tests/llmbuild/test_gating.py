@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from typing import Any
 
 import networkx as nx
 import pytest
+from llmbuild_helpers import find_tasks, is_write_then_get, rewrites
 
 from envsynth import catalog
 from envsynth.compiler.compile import compile_app
@@ -18,7 +18,7 @@ from envsynth.llmbuild.client import BudgetExceeded, BuilderClient
 from envsynth.llmbuild.gating import complexity, feasibility, gate_visible_tools, remaining
 from envsynth.llmbuild.taskstage import TaskStage
 from envsynth.runtime.app import App
-from envsynth.tasks import Task, admit, synthesize
+from envsynth.tasks import Task, admit
 from envsynth.tasks.state import merged
 
 
@@ -29,14 +29,10 @@ def harbor() -> tuple[App, ToolGraph]:
 
 
 @pytest.fixture(scope="module")
-def pay_tasks(harbor: tuple[App, ToolGraph]) -> list[Task]:
-    """The two states of a task index: pay an order named by date and time, then ask for its payment method."""
+def write_tasks(harbor: tuple[App, ToolGraph]) -> list[Task]:
+    """The two states of a task index: change an order named by its date and time with a chosen value, then ask about it."""
     app, graph = harbor
-    for i in range(80):
-        made = synthesize(app, graph, app_index=0, task_index=i, states=2, depth=1, seed=0)
-        if isinstance(made, list) and [c.tool for c in made[0].oracle] == ["pay_order", "get_order"]:
-            return made
-    raise AssertionError("no pay_order -> get_order task in the first 80 task indices")
+    return find_tasks(app, graph, lambda t: is_write_then_get(app, t))
 
 
 def small_graph() -> ToolGraph:
@@ -59,9 +55,9 @@ def test_structural_complexity_and_remaining_tools() -> None:
     assert remaining(g, ["b", "d"]) == ["a", "c"]
 
 
-def test_feasibility_is_deterministic_per_seed(harbor: tuple[App, ToolGraph], pay_tasks: list[Task]) -> None:
+def test_feasibility_is_deterministic_per_seed(harbor: tuple[App, ToolGraph], write_tasks: list[Task]) -> None:
     app, graph = harbor
-    rest = remaining(graph, pay_tasks[0].visible_tools)
+    rest = remaining(graph, write_tasks[0].visible_tools)
     one, again = feasibility(app, graph, rest, k=4, seed=3), feasibility(app, graph, rest, k=4, seed=3)
     assert one.found == again.found and one.k == 4 and 0 < one.score <= 1
     assert all(set(chain) <= set(rest) for chain in one.found)
@@ -88,9 +84,9 @@ def replies(gating: list[float], rewrite: dict[str, Any] | None = None):
     return reply
 
 
-def test_gating_expands_once_then_stops(harbor: tuple[App, ToolGraph], pay_tasks: list[Task]) -> None:
+def test_gating_expands_once_then_stops(harbor: tuple[App, ToolGraph], write_tasks: list[Task]) -> None:
     app, graph = harbor
-    task = pay_tasks[0]
+    task = write_tasks[0]
     llm = ScriptedProvider(replies([0.8, 0.3]))
     result = asyncio.run(gate_visible_tools(BuilderClient(llm), app, graph, task))
     first, second = result.decisions
@@ -103,19 +99,16 @@ def test_gating_expands_once_then_stops(harbor: tuple[App, ToolGraph], pay_tasks
     assert f"g(D) = {first['g']:.2f}" in asked and f"c(H) = |V_H| + 0.5 * |E_H| / 50 = {first['c']:.3f}" in asked
 
 
-def test_the_task_stage_rewrites_and_expands_and_tasks_stay_admitted(harbor: tuple[App, ToolGraph], pay_tasks: list[Task]) -> None:
+def test_the_task_stage_rewrites_and_expands_and_tasks_stay_admitted(harbor: tuple[App, ToolGraph], write_tasks: list[Task]) -> None:
     app, graph = harbor
-    first = pay_tasks[0]
-    method = first.oracle[0].args["payment_method"].replace("_", " ")
-    dated = re.search(r"(\w+) on ([A-Z][a-z]+ \d+, \d{4} at \d+:\d\d [AP]M)", first.instruction)  # "placed on December 13, 2025 at 3:45 PM"
-    assert dated is not None, first.instruction
-    text = f"Hello! Please pay for the order {dated[1]} on {dated[2]} using {method}, then tell me what payment method it shows."
+    first = write_tasks[0]
+    text = rewrites(app, first)["good"]
     rewrite = {"instruction": text, "name": first.user.name, "role": "shop assistant", "email": None, "phone": None, "preferences": {}}
     stage = TaskStage(BuilderClient(ScriptedProvider(replies([0.9, 0.1], rewrite))), asyncio.run)
-    out = stage(app, graph, pay_tasks)
+    out = stage(app, graph, write_tasks)
 
     assert len(out) == 2
-    for old, new in zip(pay_tasks, out):
+    for old, new in zip(write_tasks, out):
         assert new.instruction == text and new.user.knows == [text] and new.user.role == "shop assistant"
         for same in ("id", "coordinates", "oracle", "state", "expected_effects", "expected_answer", "kind"):
             assert getattr(new, same) == getattr(old, same)
@@ -129,12 +122,12 @@ def test_the_task_stage_rewrites_and_expands_and_tasks_stay_admitted(harbor: tup
     assert m["tools_added"] == len(out[0].visible_tools) - len(first.visible_tools)
 
 
-def test_invalid_replies_fall_back_and_a_spent_budget_propagates(harbor: tuple[App, ToolGraph], pay_tasks: list[Task]) -> None:
+def test_invalid_replies_fall_back_and_a_spent_budget_propagates(harbor: tuple[App, ToolGraph], write_tasks: list[Task]) -> None:
     app, graph = harbor
     stage = TaskStage(BuilderClient(ScriptedProvider(replies([0.2]))), asyncio.run)  # the writer never answers JSON
-    out = stage(app, graph, pay_tasks)
-    assert [t.instruction for t in out] == [t.instruction for t in pay_tasks]
-    assert [t.visible_tools for t in out] == [t.visible_tools for t in pay_tasks]
+    out = stage(app, graph, write_tasks)
+    assert [t.instruction for t in out] == [t.instruction for t in write_tasks]
+    assert [t.visible_tools for t in out] == [t.visible_tools for t in write_tasks]
     assert all(admit(app, t, merged(t.state.core, t.state.distractors)) is None for t in out)
     m = stage.metrics()
     assert m["instructions_fallback"] == 1 and m["fallback_reasons"] == {"no valid reply": 1} and m["p_values"] == [0.2]
@@ -142,4 +135,4 @@ def test_invalid_replies_fall_back_and_a_spent_budget_propagates(harbor: tuple[A
 
     broke = TaskStage(BuilderClient(ScriptedProvider(replies([0.9])), max_tokens_total=0), asyncio.run)
     with pytest.raises(BudgetExceeded):
-        broke(app, graph, pay_tasks)
+        broke(app, graph, write_tasks)
