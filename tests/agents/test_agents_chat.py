@@ -70,7 +70,19 @@ def test_rate_limit_is_retried(corpus: Corpus, action_task: Task) -> None:
     assert traj.usage["retries"] == 3 and traj.turns == len(action_task.oracle) + 1
 
 
-def test_extra_harmful_write_scores_zero(corpus: Corpus) -> None:
+@pytest.fixture(scope="module")
+def wide_corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    """More tasks of one app than the shared corpus has, so that some create can be repeated."""
+    from envsynth import catalog
+    from envsynth.corpus import build_corpus, load_corpus
+
+    out = tmp_path_factory.mktemp("wide") / "corpus"
+    build_corpus(out, blueprints=[catalog.load("harbor_market")], tasks_per_app=12, states=1, distractors=0, seed=0)
+    return load_corpus(out)
+
+
+def test_extra_harmful_write_scores_zero(wide_corpus: Corpus) -> None:
+    corpus = wide_corpus
     found = None
     for task in corpus.tasks:  # a create that, repeated after the oracle, succeeds: one row too many
         for c in task.oracle:

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.llmbuild.prompts import prompt
 from envsynth.runtime.app import App
-from envsynth.tasks.describe import fmt_value, human
+from envsynth.tasks.describe import field_words, fmt_value, human
 from envsynth.tasks.instruction import ID_PATTERN, leaks_id
 from envsynth.tasks.model import Task, UserProfile
 
@@ -285,12 +285,14 @@ def question_problems(app: App, task: Task, text: str) -> list[str]:
         what = "how many records there are"
     else:
         field = (q.field if q is not None and q.op == "aggregate" else task.answer_field) or ""
-        groups = [(w, w.rstrip("s")) for w in human(field).split() if w not in _STOP]
-        what = f"the {human(field)}"
+        ent = app.blueprint.entity(q.entity if q is not None else spec.entity)
+        said = field_words(ent.field(field)) if ent.has(field) else human(field)  # the words the instruction uses (its label)
+        groups = [(w, w.rstrip("s")) for w in said.split() if w not in _STOP]
+        what = f"the {said}"
         if q is not None and q.op == "aggregate":
             words = _AGG_WORDS.get(q.agg or "sum", (q.agg or "",))
             groups.append(words)
-            what = f"the {words[0]} {human(field)}"
+            what = f"the {words[0]} {said}"
     for sentence in re.split(r"(?<=[.?!])\s+", text):
         low = _norm_text(sentence)
         if any(w in low for w in _ASKING) and all(any(w in low for w in g) for g in groups):

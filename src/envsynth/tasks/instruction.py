@@ -269,7 +269,9 @@ class Phraser:
             words = _field_of(self.bp, entity, field or "")
             return self.rng.choice((f"What is the {words} of {target}?", f"Tell me the {words} of {target}."))
         phrase = self.says.get(spec.name)
-        said = self.said(spec, call, calls, descs) if phrase is not None and phrase.endswith("?") else None
+        counts = q is not None and (q.op == "search" or q.agg == "count")  # the answer is a number: the question must ask how many
+        fits = phrase is not None and phrase.endswith("?") and (not counts or phrase.lower().startswith("how many"))
+        said = self.said(spec, call, calls, descs) if fits else None
         if said is not None:
             return said[0].upper() + said[1:]
         conds = self._filters(spec, call)

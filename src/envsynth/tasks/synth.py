@@ -669,6 +669,8 @@ def _set_by_chain(app: App, steps: list[Step], entity: str) -> tuple[set[str], s
                 continue
             for f, expr in ef.values.items():
                 (stated if f in states or expr.strip() in params else computed).add(f)
+        for f in st.spec.writes.get(entity, []) if not st.spec.effects else []:  # custom code: only what it may write is known
+            (stated if f in states or f in params else computed).add(f)
     return stated, computed - stated
 
 
