@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 app = typer.Typer(
     name="envsynth",
@@ -17,14 +18,29 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help texts are plain text: "pip install 'envsynth[datasets]'" keeps its brackets
 )
-console = Console(emoji=False)
-err = Console(stderr=True, emoji=False)
+PLAIN_WIDTH = 1000
+"""The width of tables printed to a pipe or a file: wide enough that no cell is cut."""
+# Markup is off on both consoles: names, paths and error messages come from users, blueprints
+# and models and are printed as they are ("[positive]", "[bold]"); styles are given as Text.
+console = Console(emoji=False, markup=False, highlight=False, width=None if sys.stdout.isatty() else PLAIN_WIDTH)
+err = Console(stderr=True, emoji=False, markup=False, highlight=False)
+
+
+def styled(text: str, style: str) -> Text:
+    """``text`` in ``style`` (a table cell or a line prefix), never read as markup."""
+    return Text(text, style=style)
+
+
+def warn(label: str, message: str, style: str = "red") -> None:
+    """Print ``label: message`` on one line of stderr, the label in ``style``."""
+    err.print(Text.assemble((f"{label}:", style), " ", message), soft_wrap=True)
 
 
 def fail(message: str, code: int = 2) -> None:
     """Print a one-line error and exit non-zero (never a traceback)."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    warn("error", message, "bold red")
     raise typer.Exit(code)
 
 
@@ -145,10 +161,7 @@ def build(
 
     from envsynth.compiler.build import BuildError, build_app
 
-    if apps is not None and apps < 1:
-        fail(f"--apps must be at least 1, got {apps}")
-    if tasks_per_app < 0:
-        fail(f"--tasks-per-app must be 0 (apps only) or more, got {tasks_per_app}")
+    _check_counts(apps=apps, tasks_per_app=tasks_per_app, states=states, distractors=distractors, seed=seed, workers=workers)
     if builder not in ("procedural", "llm"):
         fail(f"--builder: unknown builder {builder!r} (choose procedural or llm)")
     if builder == "llm":
@@ -206,14 +219,14 @@ def build(
                 console.print(table)
         for a in summary.manifest.apps:
             if a.error:
-                err.print(f"[red]failed:[/] {a.error}", highlight=False, soft_wrap=True)
+                warn("failed", a.error)
         if summary.failed:
             raise typer.Exit(1)
         return
     results: list[dict[str, Any]] = []
     failed: list[str] = []
     with Progress(
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -259,15 +272,33 @@ def build(
                     str(r["writes"]),
                     str(r["cases"]),
                     str(r["unexpected_failures"]),
-                    "[green]ok[/]",
+                    styled("ok", "green"),
                 )
             else:
-                t.add_row(r["name"], "", "", "", "", "", "[red]failed[/]")
+                t.add_row(r["name"], "", "", "", "", "", styled("failed", "red"))
         console.print(t)
     if failed:
         for f in failed:
-            err.print(f"[red]failed:[/] {f}", highlight=False, soft_wrap=True)
+            warn("failed", f)
         raise typer.Exit(1)
+
+
+def _check_counts(*, apps: int | None, tasks_per_app: int, states: int, distractors: int, seed: int, workers: int) -> None:
+    """Refuse a meaningless count of ``build`` with a one-line error that names its flag."""
+    from envsynth.corpus.build import MAX_DEPTH
+
+    if apps is not None and apps < 1:
+        fail(f"--apps (-A) must be at least 1, got {apps}")
+    if tasks_per_app < 0:
+        fail(f"--tasks-per-app (-T) must be 0 (apps only) or more, got {tasks_per_app}")
+    if states < 1:
+        fail(f"--states (-S) must be at least 1, got {states}")
+    if not 0 <= distractors <= MAX_DEPTH:
+        fail(f"--distractors (-D) is a depth from 0 to {MAX_DEPTH}, got {distractors}")
+    if seed < 0:
+        fail(f"--seed must be 0 or more, got {seed}")
+    if workers < 0:
+        fail(f"--workers (-w) must be 0 (one per CPU) or more, got {workers}")
 
 
 def _load_app(path: Path) -> Any:
@@ -282,7 +313,7 @@ def _load_app(path: Path) -> Any:
 @app.command("test")
 def test_cmd(
     app_dir: Annotated[Path, typer.Argument(help="An app folder written by `envsynth build`.")],
-    seed: Annotated[int, typer.Option(help="Seed for fixtures (default: the app's build seed).")] = -1,
+    seed: Annotated[int | None, typer.Option(help="Seed for fixtures (default: the app's build seed).")] = None,
     write: Annotated[bool, typer.Option(help="Rewrite the app's tests.json with the new verdicts.")] = False,
     show: Annotated[str, typer.Option(help="Which verdicts to list: failed, all or none.")] = "failed",
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
@@ -293,8 +324,10 @@ def test_cmd(
 
     if show not in ("failed", "all", "none"):
         fail("--show takes failed, all or none")
+    if seed is not None and seed < 0:
+        fail(f"--seed must be 0 or more, got {seed}")
     a = _load_app(app_dir)
-    s = a.manifest.get("provenance", {}).get("seed", 0) if seed < 0 else seed
+    s = a.manifest.get("provenance", {}).get("seed", 0) if seed is None else seed
     report = test_app(a, s)
     if write:
         (app_dir / "tests.json").write_text(canonical_json(report.to_json()), encoding="utf-8")
@@ -305,7 +338,7 @@ def test_cmd(
         for col in ("tool", "positive", "negative", "failed"):
             t.add_column(col)
         for tool, d in report.by_tool().items():
-            t.add_row(tool, str(d["positive"]), str(d["negative"]), f"[red]{d['failed']}[/]" if d["failed"] else "0")
+            t.add_row(tool, str(d["positive"]), str(d["negative"]), styled(str(d["failed"]), "red") if d["failed"] else "0")
         console.print(t)
         c = report.counts()
         console.print(
@@ -318,7 +351,7 @@ def test_cmd(
             for col in ("tool", "case", "expected", "observed", "ok", "detail"):
                 vt.add_column(col, overflow="fold")
             for v in listed:
-                vt.add_row(v.tool, v.case, v.expected, v.observed, "yes" if v.ok else "[red]no[/]", v.detail[:200])
+                vt.add_row(v.tool, v.case, v.expected, v.observed, "yes" if v.ok else styled("no", "red"), v.detail[:200])
             console.print(vt)
     if not report.passed:
         raise typer.Exit(1)
@@ -394,7 +427,14 @@ def run(
     task: Annotated[list[str] | None, typer.Option("--task", help="Run only this task id (repeatable).")] = None,
     limit: Annotated[int | None, typer.Option(help="Run only the first N tasks.")] = None,
     seed: Annotated[int, typer.Option(help="Base episode seed (attempt a uses seed + a).")] = 0,
-    rerun_errors: Annotated[bool, typer.Option("--rerun-errors", help="Run again episodes a model failure ended.")] = False,
+    rerun_errors: Annotated[
+        bool,
+        typer.Option(
+            "--rerun-errors",
+            help="Run again the episodes that a model, agent or user-simulator failure ended in an earlier run "
+            "(a rerun without it keeps them as they are).",
+        ),
+    ] = False,
     max_errors: Annotated[int, typer.Option("--max-errors", help="Stop after N failed episodes (0: never).")] = 20,
     user_sim: Annotated[
         bool,
@@ -460,13 +500,31 @@ def run(
             fail(str(exc.args[0]) if exc.args else str(exc))
     if as_json:
         print(json.dumps(summary, indent=2))
+    else:
+        t = Table(title=f"run {out}")
+        t.add_column("")
+        t.add_column("value")
+        for label, value in summary_rows(summary):
+            t.add_row(label, value)
+        console.print(t)
+    _report_failed_episodes(summary)
+
+
+def _report_failed_episodes(summary: dict[str, Any]) -> None:
+    """Name the first failure of a run's failed episodes; exit 1 when every episode failed."""
+    from envsynth.rollout.command import failure_line
+
+    errors, episodes = summary["errors"]["episodes"], summary["episodes"]
+    if not errors:
         return
-    t = Table(title=f"run {out}")
-    t.add_column("")
-    t.add_column("value")
-    for label, value in summary_rows(summary):
-        t.add_row(label, value)
-    console.print(t)
+    first = failure_line(summary["errors"]["first"][0])
+    if errors == episodes:
+        fail(f"all {episodes} episodes failed; the first: {first} (fix the cause, then rerun with --rerun-errors)", 1)
+    warn(
+        "warning",
+        f"{errors} of {episodes} episodes failed; the first: {first} (rerun with --rerun-errors to run them again)",
+        "yellow",
+    )
 
 
 def _build_llm(out: Path, domains: list[str], *, as_json: bool, **options: Any) -> None:
@@ -507,7 +565,12 @@ def _build_llm(out: Path, domains: list[str], *, as_json: bool, **options: Any) 
     ) as llm:
         try:
             with Progress(
-                SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True, disable=quiet
+                SpinnerColumn(),
+                TextColumn("{task.description}", markup=False),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
+                disable=quiet,
             ) as bar:
                 job = bar.add_task("designing", total=None)
                 llm.build_apps(
@@ -523,7 +586,7 @@ def _build_llm(out: Path, domains: list[str], *, as_json: bool, **options: Any) 
                     )
         except BudgetExceeded as exc:
             llm.write_metrics()
-            err.print(f"[yellow]stopped:[/] {exc}", highlight=False, soft_wrap=True)
+            warn("stopped", str(exc), "yellow")
             raise typer.Exit(3) from None
         except (CorpusError, ValueError) as exc:
             llm.write_metrics()

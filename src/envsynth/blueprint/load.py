@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from string import Formatter
 from typing import Any
@@ -40,18 +41,36 @@ def from_dict(data: Any, source: str | None = None) -> Blueprint:
     try:
         bp = Blueprint.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        msg = first["msg"].removeprefix("Value error, ")
-        if first["type"] == "literal_error" or first["type"] == "union_tag_invalid":
-            msg = f"{msg} (got {first.get('input')!r})"
-        more = f" (and {exc.error_count() - 1} more problem(s))" if exc.error_count() > 1 else ""
-        raise BlueprintError(_path(first["loc"]), msg + more, source) from None
+        raise _first_error(exc, source) from None
     try:
         expand(bp)
         _check_generators(bp)
     except BlueprintError as exc:
         raise exc.located(source) if source else exc from None
     return bp
+
+
+def _first_error(exc: ValidationError, source: str | None) -> BlueprintError:
+    """The problem to report first: an unknown key (a typo hides the key it meant), else pydantic's first."""
+    errors = exc.errors()
+    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+    unknown = next((e for e in errors if e["type"] == "extra_forbidden"), None)
+    if unknown is not None:
+        return BlueprintError(_path(unknown["loc"]), _unknown_key(unknown["loc"], errors) + more, source)
+    first = errors[0]
+    msg = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "literal_error" or first["type"] == "union_tag_invalid":
+        msg = f"{msg} (got {first.get('input')!r})"
+    return BlueprintError(_path(first["loc"]), msg + more, source)
+
+
+def _unknown_key(loc: tuple[Any, ...], errors: list[Any]) -> str:
+    """``unknown key``, with the closest key it may have meant: a missing key beside it, or a top-level field."""
+    key, parent = str(loc[-1]), loc[:-1]
+    missing = [str(e["loc"][-1]) for e in errors if e["type"] == "missing" and e["loc"][:-1] == parent]
+    known = missing or (list(Blueprint.model_fields) if not parent else [])
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    return f"unknown key; did you mean {close[0]}?" if close else "unknown key"
 
 
 def _check_generators(bp: Blueprint) -> None:
