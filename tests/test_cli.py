@@ -190,3 +190,32 @@ def test_rerun_errors_is_documented() -> None:
     for doc in (root / "README.md", root / "docs" / "agents.md"):
         assert "--rerun-errors" in doc.read_text(), doc
     assert "--rerun-errors" in run("run", "--help").stdout
+
+
+def test_a_build_never_deletes_files_it_did_not_write(tmp_path: Path, bookshop_blueprint_path: Path) -> None:
+    out = tmp_path / "out"
+    build = ("build", str(out), "--blueprint", str(bookshop_blueprint_path))
+    assert run(*build).returncode == 0
+    app = out / "corner_bookshop"
+    before = {p.name: p.read_bytes() for p in app.iterdir()}
+    assert run(*build).returncode == 0  # a folder holding only what a build wrote is rebuilt in place
+    assert {p.name: p.read_bytes() for p in app.iterdir()} == before
+    (app / "notes.txt").write_text("mine")
+    line = _one_line_error(run(*build))
+    assert str(app) in line and "notes.txt" in line and "--force" in line, line
+    assert (app / "notes.txt").read_text() == "mine" and (app / "app.json").read_bytes() == before["app.json"]
+    (app / "tools.py").write_text("# stale\n")
+    res = run(*build, "--force")  # --force rebuilds the app's own files and keeps the user's
+    assert res.returncode == 0, res.stderr
+    assert (app / "notes.txt").read_text() == "mine"
+    assert {p.name: p.read_bytes() for p in app.iterdir() if p.name != "notes.txt"} == before
+    # a folder envsynth did not write is never replaced, even with --force
+    mine = out / "mine"
+    mine.mkdir()
+    (mine / "app.json").write_text('{"name": "mine"}')
+    (out / "corner_bookshop").rename(out / "kept")
+    (mine).rename(out / "corner_bookshop")
+    for extra in ((), ("--force",)):
+        line = _one_line_error(run(*build, *extra))
+        assert "not an app folder written by envsynth" in line, line
+        assert [p.name for p in (out / "corner_bookshop").iterdir()] == ["app.json"]

@@ -109,6 +109,14 @@ def build(
     blueprint: Annotated[list[Path] | None, typer.Option("--blueprint", "-b", help="Your own blueprint YAML file (repeatable).")] = None,
     seed: Annotated[int, typer.Option(help="Seed for sample data, fixtures and ids.")] = 0,
     keep_failed: Annotated[bool, typer.Option(help="Keep <app>.failed/ folders of apps whose tests fail, for inspection.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Rebuild an app whose folder also holds files envsynth did not write: its own files are replaced, "
+            "the others kept. A folder envsynth did not write is never replaced.",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     apps: Annotated[int | None, typer.Option("--apps", "-A", help="Build only the first A domains (default: all).")] = None,
     tasks_per_app: Annotated[int, typer.Option("--tasks-per-app", "-T", help="T: tasks per app; 0 builds apps only.")] = 0,
@@ -159,7 +167,7 @@ def build(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from envsynth.compiler.build import BuildError, build_app
+    from envsynth.compiler.build import BuildError, FolderInUseError, build_app
 
     _check_counts(apps=apps, tasks_per_app=tasks_per_app, states=states, distractors=distractors, seed=seed, workers=workers)
     if builder not in ("procedural", "llm"):
@@ -209,6 +217,7 @@ def build(
                     seed=seed,
                     workers=workers,
                     progress=bar.update,
+                    force=force,
                 )
         except (CorpusError, ValueError) as exc:
             fail(str(exc))
@@ -223,6 +232,7 @@ def build(
         if summary.failed:
             raise typer.Exit(1)
         return
+    _check_app_folders(out, bps, keep_failed=keep_failed, force=force)
     results: list[dict[str, Any]] = []
     failed: list[str] = []
     with Progress(
@@ -238,7 +248,9 @@ def build(
         for bp in bps:
             bar.update(task, description=f"building {bp.name}")
             try:
-                built = build_app(bp, out, seed, keep_failed=keep_failed)
+                built = build_app(bp, out, seed, keep_failed=keep_failed, force=force)
+            except FolderInUseError as exc:
+                fail(str(exc))
             except BuildError as exc:
                 failed.append(str(exc))
                 results.append({"name": bp.name, "ok": False, "error": str(exc)})
@@ -299,6 +311,19 @@ def _check_counts(*, apps: int | None, tasks_per_app: int, states: int, distract
         fail(f"--seed must be 0 or more, got {seed}")
     if workers < 0:
         fail(f"--workers (-w) must be 0 (one per CPU) or more, got {workers}")
+
+
+def _check_app_folders(out: Path, bps: list[Any], *, keep_failed: bool, force: bool) -> None:
+    """Refuse, before building anything, a build that would replace files envsynth did not write."""
+    from envsynth.compiler.build import FolderInUseError, check_replaceable
+
+    try:
+        for bp in bps:
+            check_replaceable(out / bp.name, force=force)
+            if keep_failed:
+                check_replaceable(out / f"{bp.name}.failed", force=force)
+    except FolderInUseError as exc:
+        fail(str(exc))
 
 
 def _load_app(path: Path) -> Any:
