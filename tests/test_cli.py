@@ -140,6 +140,7 @@ def test_tables_are_not_cut_when_stdout_is_not_a_terminal() -> None:
         (("run", "OUT", "--agent", "oracle", "--out", "RUN", "--requests", "0"), "--requests"),
         (("run", "OUT", "--agent", "oracle", "--out", "RUN", "--max-tokens", "0"), "--max-tokens"),
         (("run", "OUT", "--agent", "oracle", "--out", "RUN", "--max-errors", "-1"), "--max-errors"),
+        (("run", "OUT", "--agent", "oracle", "--out", "RUN", "--temperature", "-0.5"), "--temperature"),
         (("test", "OUT", "--seed", "-2"), "--seed"),
     ],
 )
@@ -209,6 +210,13 @@ def test_a_build_never_deletes_files_it_did_not_write(tmp_path: Path, bookshop_b
     assert res.returncode == 0, res.stderr
     assert (app / "notes.txt").read_text() == "mine"
     assert {p.name: p.read_bytes() for p in app.iterdir() if p.name != "notes.txt"} == before
+    (app / "notes.txt").unlink()
+    (app / "tools.py").write_text(before["tools.py"].decode() + "# my fix\n")  # an edit of a file the build wrote
+    line = _one_line_error(run(*build))
+    assert "tools.py was edited" in line and "--force" in line, line
+    assert (app / "tools.py").read_text().endswith("# my fix\n")
+    assert run(*build, "--force").returncode == 0
+    assert {p.name: p.read_bytes() for p in app.iterdir()} == before
     # a folder envsynth did not write is never replaced, even with --force
     mine = out / "mine"
     mine.mkdir()

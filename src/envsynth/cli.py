@@ -39,8 +39,8 @@ def warn(label: str, message: str, style: str = "red") -> None:
 
 
 def fail(message: str, code: int = 2) -> None:
-    """Print a one-line error and exit non-zero (never a traceback)."""
-    warn("error", message, "bold red")
+    """Print a one-line error and exit non-zero (never a traceback); a message of several lines is joined."""
+    warn("error", " ".join(line.strip() for line in message.splitlines() if line.strip()), "bold red")
     raise typer.Exit(code)
 
 

@@ -3,8 +3,9 @@
 A build replaces only what a build wrote: an existing app folder is replaced when its
 ``app.json`` carries envsynth's provenance and it holds nothing but an app's own files
 (:data:`APP_FILES`, their temporary files, Python's cache of ``tools.py``). A folder
-holding other files is kept as it is unless ``force`` (then the app's own files are
-replaced and the others kept); a folder envsynth did not write is never touched.
+holding other files, or whose schema.sql or tools.py were edited, is kept as it is unless
+``force`` (then the app's own files are replaced and the others kept); a folder envsynth
+did not write is never touched.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envsynth.blueprint.models import Blueprint
-from envsynth.compiler.compile import app_files, canonical_json, compile_app, write_files
+from envsynth.compiler.compile import app_files, canonical_json, compile_app, sha256, write_files
 from envsynth.corpus.layout import clean_temps, is_temp_of
 from envsynth.runtime.app import App
 from envsynth.testing.procedural import TestReport, test_app
@@ -46,6 +47,17 @@ class BuiltApp:
     app: App
     report: TestReport
     path: Path
+
+
+def _edited(folder: Path) -> bool:
+    """Whether schema.sql or tools.py differ from what the build wrote (their provenance's content_hash)."""
+    try:
+        manifest = json.loads((folder / "app.json").read_text(encoding="utf-8"))
+        prov = manifest["provenance"]
+        text = (folder / "schema.sql").read_text(encoding="utf-8") + (folder / "tools.py").read_text(encoding="utf-8")
+        return bool(prov["content_hash"] != sha256(canonical_json(manifest["blueprint"]) + text + str(prov["seed"])))
+    except (OSError, ValueError, KeyError, TypeError):
+        return True
 
 
 def _written_by_envsynth(folder: Path) -> bool:
@@ -81,7 +93,8 @@ def check_replaceable(folder: Path, *, force: bool = False) -> None:
 
     Raises:
         FolderInUseError: ``folder`` is not an app folder envsynth wrote (with or without
-            ``force``), or holds other files too and ``force`` is off.
+            ``force``); or, without ``force``, it holds other files too, or its schema.sql
+            or tools.py were edited after the build.
     """
     if not folder.exists() and not folder.is_symlink():
         return
@@ -90,12 +103,19 @@ def check_replaceable(folder: Path, *, force: bool = False) -> None:
             f"{folder} exists and is not an app folder written by envsynth (no app.json with envsynth's provenance);"
             " move it away or build into another folder"
         )
+    if force:
+        return
     extra = foreign_files(folder)
-    if extra and not force:
+    if extra:
         shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
         raise FolderInUseError(
             f"{folder} holds files envsynth did not write ({shown}); move them away, or rebuild with --force"
             " to replace only the app's own files and keep them"
+        )
+    if _edited(folder):
+        raise FolderInUseError(
+            f"{folder}: schema.sql or tools.py was edited since the build (it no longer matches app.json's content_hash);"
+            " copy your changes elsewhere, or rebuild with --force to replace them"
         )
 
 

@@ -78,7 +78,9 @@ def run_command(
         user_max_turns: the user simulator's replies per episode at most.
 
     Raises:
-        ValueError: bad settings (unknown agent or mode, no model, attempts < 1, openai not installed).
+        ValueError: bad settings (unknown agent or mode, no model, a count out of range such as
+            attempts < 1 or seed < 0, a negative temperature, openai not installed), named by
+            their command-line flags.
         envsynth.corpus.CorpusError: the corpus cannot be read.
         envsynth.rollout.RunError: ``out`` holds another version of a task or a run in the other
             mode, or ``max_errors`` episodes failed.
@@ -94,6 +96,8 @@ def run_command(
     if mode not in MODES:
         raise ValueError(f"--mode: unknown mode {mode!r} (choose from {', '.join(MODES)})")
     _check_counts(attempts, concurrency, max_turns, user_max_turns, requests, max_tokens, limit, seed, max_errors)
+    if temperature is not None and temperature < 0:
+        raise ValueError(f"--temperature must be 0 or more, got {temperature}")
     if user_sim and not (user_model or (agent == "openai" and model)):
         raise ValueError("--user-sim needs --user-model (or --model with --agent openai)")
     cfg = Path(out) / RUN_CONFIG
