@@ -227,3 +227,10 @@ def test_a_build_never_deletes_files_it_did_not_write(tmp_path: Path, bookshop_b
         line = _one_line_error(run(*build, *extra))
         assert "not an app folder written by envsynth" in line, line
         assert [p.name for p in (out / "corner_bookshop").iterdir()] == ["app.json"]
+
+
+def test_a_typo_in_a_top_level_key_is_named(tmp_path: Path, bookshop_blueprint_path: Path) -> None:
+    bad = tmp_path / "typo.yaml"
+    bad.write_text(bookshop_blueprint_path.read_text().replace("\nactions:", "\nacitons:"))
+    line = _one_line_error(run("build", str(tmp_path / "out"), "--blueprint", str(bad)))
+    assert line == f"error: {bad}: acitons: unknown key; did you mean actions?", line
