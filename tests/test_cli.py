@@ -178,12 +178,23 @@ def test_run_against_a_dead_endpoint_fails_with_the_error(small_corpus: Path, tm
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     args = ["run", str(small_corpus), "--model", "m", "--base-url", url, "--api-key", "k", "--out", str(tmp_path / "r")]
     runner = CliRunner()
-    for extra in ([], ["--json"], ["--rerun-errors"]):  # a rerun without the flag skips the failed episodes: still a failure
+    for extra, words in (
+        ([], "all 2 episodes run now failed"),
+        (["--json"], "all 2 episodes failed"),  # a rerun without the flag skips the failed episodes: still a failure
+        (["--rerun-errors"], "all 2 episodes run now failed"),
+    ):
         res = runner.invoke(cli.app, args + extra)
         assert res.exit_code == 1, res.output
         [line] = [x for x in res.stderr.splitlines() if x.startswith("error:")]
-        assert "all 2 episodes failed" in line and "Connection error" in line and "--rerun-errors" in line, res.stderr
+        assert words in line and "model error" in line and "Connection error" in line and "--rerun-errors" in line, line
     assert len((tmp_path / "r" / "trajectories.jsonl").read_text().splitlines()) == 3 * 2 - 2  # --rerun-errors ran both again
+    # a run folder holding successes: the call whose new episodes all failed still fails
+    mixed = ["run", str(small_corpus), "--out", str(tmp_path / "m")]
+    assert runner.invoke(cli.app, [*mixed, "--agent", "oracle", "--limit", "1"]).exit_code == 0
+    res = runner.invoke(cli.app, [*mixed, "--model", "m", "--base-url", url, "--api-key", "k"])
+    assert res.exit_code == 1 and "the 1 episode run now failed" in res.stderr, res.output
+    res = runner.invoke(cli.app, [*mixed, "--agent", "oracle", "--rerun-errors"])
+    assert res.exit_code == 0 and "error" not in res.stderr, res.output
 
 
 def test_rerun_errors_is_documented() -> None:

@@ -535,16 +535,31 @@ def run(
     _report_failed_episodes(summary)
 
 
+def _all_episodes(n: int) -> str:
+    return "the 1 episode" if n == 1 else f"all {n} episodes"
+
+
 def _report_failed_episodes(summary: dict[str, Any]) -> None:
-    """Name the first failure of a run's failed episodes; exit 1 when every episode failed."""
+    """Name the first failure of a run's failed episodes; exit 1 when every episode failed.
+
+    Every episode: of this call, when it ran some; else of the run folder (a rerun that
+    skipped the failed episodes, without --rerun-errors).
+    """
     from envsynth.rollout.command import failure_line
 
     errors, episodes = summary["errors"]["episodes"], summary["episodes"]
     if not errors:
         return
     first = failure_line(summary["errors"]["first"][0])
-    if errors == episodes:
-        fail(f"all {episodes} episodes failed; the first: {first} (fix the cause, then rerun with --rerun-errors)", 1)
+    now = summary["this_run"]
+    if now["written"] and now["failed"] == now["written"]:
+        fail(
+            f"{_all_episodes(now['written'])} run now failed; the first failure of the run: {first}"
+            " (fix the cause, then rerun with --rerun-errors)",
+            1,
+        )
+    if not now["written"] and errors == episodes:
+        fail(f"{_all_episodes(episodes)} failed; the first: {first} (fix the cause, then rerun with --rerun-errors)", 1)
     warn(
         "warning",
         f"{errors} of {episodes} episodes failed; the first: {first} (rerun with --rerun-errors to run them again)",

@@ -48,6 +48,10 @@ def run_command(
 ) -> dict[str, Any]:
     """Run an agent over a corpus into ``out`` (resumable) and return :func:`summarize` of the run.
 
+    The summary covers the whole run folder; its ``this_run`` says what this call did:
+    episodes ``written``, pairs ``skipped`` (already in the folder) and episodes ``failed``
+    (written now and ended by a model, agent or user-simulator failure).
+
     Args:
         corpus: the corpus folder.
         out: the run folder.
@@ -154,7 +158,7 @@ def run_command(
         sandbox = CodeSandbox(workers=min(concurrency, 8))
         meta["sandbox"] = sandbox.mode
     try:
-        run_batch(
+        result = run_batch(
             c,
             factory,
             chosen,
@@ -172,7 +176,7 @@ def run_command(
     finally:
         if sandbox is not None:
             sandbox.close()
-    return summarize(out)
+    return {**summarize(out), "this_run": {"written": result.written, "skipped": result.skipped, "failed": result.errors}}
 
 
 def _check_counts(
