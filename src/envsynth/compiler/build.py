@@ -17,6 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from envsynth import __version__
 from envsynth.blueprint.models import Blueprint
 from envsynth.compiler.compile import app_files, canonical_json, compile_app, sha256, write_files
 from envsynth.corpus.layout import clean_temps, is_temp_of
@@ -50,13 +51,18 @@ class BuiltApp:
 
 
 def _edited(folder: Path) -> bool:
-    """Whether schema.sql or tools.py differ from what the build wrote (their provenance's content_hash)."""
+    """Whether schema.sql or tools.py differ from what the build wrote (their provenance's content_hash).
+
+    Checked for apps of this envsynth version only (another version may hash differently).
+    """
     try:
         manifest = json.loads((folder / "app.json").read_text(encoding="utf-8"))
         prov = manifest["provenance"]
+        if prov.get("envsynth_version") != __version__:
+            return False
         text = (folder / "schema.sql").read_text(encoding="utf-8") + (folder / "tools.py").read_text(encoding="utf-8")
         return bool(prov["content_hash"] != sha256(canonical_json(manifest["blueprint"]) + text + str(prov["seed"])))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return True
 
 
@@ -132,8 +138,12 @@ def _install(tmp: Path, final: Path, force: bool) -> None:
     # --force over a folder with the user's files: they stay; the app's own files are replaced one by
     # one, app.json last (an interrupted replacement keeps the old provenance, so it is redone)
     for p in final.iterdir():
-        if _own(p) and not (tmp / p.name).exists():
-            shutil.rmtree(p) if p.is_dir() else p.unlink()
+        if not _own(p) or (tmp / p.name).exists():
+            continue
+        if p.is_dir():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
     for name in sorted(os.listdir(tmp), key=lambda n: n == "app.json"):
         os.replace(tmp / name, final / name)
     tmp.rmdir()
