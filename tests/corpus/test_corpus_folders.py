@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -77,3 +78,22 @@ def test_temporary_files_of_a_killed_build_are_cleaned(
     for p in kept:
         p.unlink()
     assert snapshot(out) == snapshot(reference.path)
+
+
+def test_an_edited_app_is_kept_unless_built_by_another_version(
+    tmp_path: Path, reference: CorpusSummary, blueprints: list[Blueprint]
+) -> None:
+    from envsynth.compiler.build import FolderInUseError, build_app
+
+    app = tmp_path / "corner_bookshop"
+    shutil.copytree(reference.path / "apps" / "corner_bookshop", app)
+    original = (app / "tools.py").read_text()
+    (app / "tools.py").write_text(original + "# my fix\n")
+    with pytest.raises(FolderInUseError, match=r"tools\.py was edited"):
+        build_app(blueprints[1], tmp_path)
+    assert (app / "tools.py").read_text().endswith("# my fix\n")
+    data = json.loads((app / "app.json").read_text())
+    data["provenance"]["envsynth_version"] = "0.0.1"  # an app of another version: its hash is not this version's to check
+    (app / "app.json").write_text(json.dumps(data))
+    build_app(blueprints[1], tmp_path)
+    assert (app / "tools.py").read_text() == original
