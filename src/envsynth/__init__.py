@@ -5,13 +5,14 @@ The small public API::
     import envsynth
     bp = envsynth.load_blueprint("my_domain.yaml")      # or envsynth.catalog.load("harbor_market")
     built = envsynth.build_app(bp, "out/")              # compile + procedural tests -> out/<name>/
-    app = envsynth.load_app("out/harbor_market")
+    app = envsynth.load_app("out/harbor_market")        # or the corpus layout: out/apps/harbor_market
     ep = app.episode(seed=0)                            # own in-memory copy of the sample state
     res = ep.call("get_product", {"product_id": "..."})  # res.outcome, res.content, res.data
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.2.0"
@@ -31,6 +32,11 @@ _EXPORTS = {
     "test_app": "envsynth.testing.procedural",
     "load_corpus": "envsynth.corpus.load",
 }
+
+_SUBPACKAGES = frozenset(
+    ("agents", "blueprint", "catalog", "compiler", "corpus", "export", "graph", "llm", "rollout", "runtime", "tasks", "testing")
+)
+"""Imported on first access, so ``import envsynth`` is enough for ``envsynth.catalog.load(...)``."""
 
 __all__ = [
     "App",
@@ -63,16 +69,30 @@ if TYPE_CHECKING:
     from envsynth.testing.procedural import test_app
 
 
-def load_app(path: Any) -> App:
-    """Load an app folder written by ``envsynth build``."""
+def load_app(path: str | Path) -> App:
+    """Load an app folder written by ``envsynth build``.
+
+    ``OUT/<app>`` names the app in either layout: an apps-only build writes it there, a
+    corpus build (``--tasks-per-app``) in ``OUT/apps/<app>``, which is loaded when
+    ``OUT/<app>`` holds no app.
+
+    Raises:
+        AppLoadError: no app folder there.
+    """
     from envsynth.runtime.app import App
 
-    return App.load(path)
+    p = Path(path)
+    in_corpus = p.parent / "apps" / p.name
+    if not (p / "app.json").is_file() and (in_corpus / "app.json").is_file():
+        p = in_corpus
+    return App.load(p)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        import importlib
+    import importlib
 
+    if name in _EXPORTS:
         return getattr(importlib.import_module(_EXPORTS[name]), name)
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"envsynth.{name}")
     raise AttributeError(f"module 'envsynth' has no attribute {name!r}")

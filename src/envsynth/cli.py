@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 app = typer.Typer(
     name="envsynth",
@@ -17,14 +18,29 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help texts are plain text: "pip install 'envsynth[datasets]'" keeps its brackets
 )
-console = Console(emoji=False)
-err = Console(stderr=True, emoji=False)
+PLAIN_WIDTH = 1000
+"""The width of tables printed to a pipe or a file: wide enough that no cell is cut."""
+# Markup is off on both consoles: names, paths and error messages come from users, blueprints
+# and models and are printed as they are ("[positive]", "[bold]"); styles are given as Text.
+console = Console(emoji=False, markup=False, highlight=False, width=None if sys.stdout.isatty() else PLAIN_WIDTH)
+err = Console(stderr=True, emoji=False, markup=False, highlight=False)
+
+
+def styled(text: str, style: str) -> Text:
+    """``text`` in ``style`` (a table cell or a line prefix), never read as markup."""
+    return Text(text, style=style)
+
+
+def warn(label: str, message: str, style: str = "red") -> None:
+    """Print ``label: message`` on one line of stderr, the label in ``style``."""
+    err.print(Text.assemble((f"{label}:", style), " ", message), soft_wrap=True)
 
 
 def fail(message: str, code: int = 2) -> None:
-    """Print a one-line error and exit non-zero (never a traceback)."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    """Print a one-line error and exit non-zero (never a traceback); a message of several lines is joined."""
+    warn("error", " ".join(line.strip() for line in message.splitlines() if line.strip()), "bold red")
     raise typer.Exit(code)
 
 
@@ -93,6 +109,14 @@ def build(
     blueprint: Annotated[list[Path] | None, typer.Option("--blueprint", "-b", help="Your own blueprint YAML file (repeatable).")] = None,
     seed: Annotated[int, typer.Option(help="Seed for sample data, fixtures and ids.")] = 0,
     keep_failed: Annotated[bool, typer.Option(help="Keep <app>.failed/ folders of apps whose tests fail, for inspection.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Rebuild an app whose folder also holds files envsynth did not write: its own files are replaced, "
+            "the others kept. A folder envsynth did not write is never replaced.",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     apps: Annotated[int | None, typer.Option("--apps", "-A", help="Build only the first A domains (default: all).")] = None,
     tasks_per_app: Annotated[int, typer.Option("--tasks-per-app", "-T", help="T: tasks per app; 0 builds apps only.")] = 0,
@@ -152,12 +176,9 @@ def build(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from envsynth.compiler.build import BuildError, build_app
+    from envsynth.compiler.build import BuildError, FolderInUseError, build_app
 
-    if apps is not None and apps < 1:
-        fail(f"--apps must be at least 1, got {apps}")
-    if tasks_per_app < 0:
-        fail(f"--tasks-per-app must be 0 (apps only) or more, got {tasks_per_app}")
+    _check_counts(apps=apps, tasks_per_app=tasks_per_app, states=states, distractors=distractors, seed=seed, workers=workers)
     if builder not in ("procedural", "llm"):
         fail(f"--builder: unknown builder {builder!r} (choose procedural or llm)")
     if builder == "llm":
@@ -209,6 +230,7 @@ def build(
                     seed=seed,
                     workers=workers,
                     progress=bar.update,
+                    force=force,
                 )
         except (CorpusError, ValueError) as exc:
             fail(str(exc))
@@ -219,14 +241,15 @@ def build(
                 console.print(table)
         for a in summary.manifest.apps:
             if a.error:
-                err.print(f"[red]failed:[/] {a.error}", highlight=False, soft_wrap=True)
+                warn("failed", a.error)
         if summary.failed:
             raise typer.Exit(1)
         return
+    _check_app_folders(out, bps, keep_failed=keep_failed, force=force)
     results: list[dict[str, Any]] = []
     failed: list[str] = []
     with Progress(
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -238,7 +261,9 @@ def build(
         for bp in bps:
             bar.update(task, description=f"building {bp.name}")
             try:
-                built = build_app(bp, out, seed, keep_failed=keep_failed)
+                built = build_app(bp, out, seed, keep_failed=keep_failed, force=force)
+            except FolderInUseError as exc:
+                fail(str(exc))
             except BuildError as exc:
                 failed.append(str(exc))
                 results.append({"name": bp.name, "ok": False, "error": str(exc)})
@@ -272,15 +297,46 @@ def build(
                     str(r["writes"]),
                     str(r["cases"]),
                     str(r["unexpected_failures"]),
-                    "[green]ok[/]",
+                    styled("ok", "green"),
                 )
             else:
-                t.add_row(r["name"], "", "", "", "", "", "[red]failed[/]")
+                t.add_row(r["name"], "", "", "", "", "", styled("failed", "red"))
         console.print(t)
     if failed:
         for f in failed:
-            err.print(f"[red]failed:[/] {f}", highlight=False, soft_wrap=True)
+            warn("failed", f)
         raise typer.Exit(1)
+
+
+def _check_counts(*, apps: int | None, tasks_per_app: int, states: int, distractors: int, seed: int, workers: int) -> None:
+    """Refuse a meaningless count of ``build`` with a one-line error that names its flag."""
+    from envsynth.corpus.build import MAX_DEPTH
+
+    if apps is not None and apps < 1:
+        fail(f"--apps (-A) must be at least 1, got {apps}")
+    if tasks_per_app < 0:
+        fail(f"--tasks-per-app (-T) must be 0 (apps only) or more, got {tasks_per_app}")
+    if states < 1:
+        fail(f"--states (-S) must be at least 1, got {states}")
+    if not 0 <= distractors <= MAX_DEPTH:
+        fail(f"--distractors (-D) is a depth from 0 to {MAX_DEPTH}, got {distractors}")
+    if seed < 0:
+        fail(f"--seed must be 0 or more, got {seed}")
+    if workers < 0:
+        fail(f"--workers (-w) must be 0 (one per CPU) or more, got {workers}")
+
+
+def _check_app_folders(out: Path, bps: list[Any], *, keep_failed: bool, force: bool) -> None:
+    """Refuse, before building anything, a build that would replace files envsynth did not write."""
+    from envsynth.compiler.build import FolderInUseError, check_replaceable
+
+    try:
+        for bp in bps:
+            check_replaceable(out / bp.name, force=force)
+            if keep_failed:
+                check_replaceable(out / f"{bp.name}.failed", force=force)
+    except FolderInUseError as exc:
+        fail(str(exc))
 
 
 def _load_app(path: Path) -> Any:
@@ -295,7 +351,7 @@ def _load_app(path: Path) -> Any:
 @app.command("test")
 def test_cmd(
     app_dir: Annotated[Path, typer.Argument(help="An app folder written by `envsynth build`.")],
-    seed: Annotated[int, typer.Option(help="Seed for fixtures (default: the app's build seed).")] = -1,
+    seed: Annotated[int | None, typer.Option(help="Seed for fixtures (default: the app's build seed).")] = None,
     write: Annotated[bool, typer.Option(help="Rewrite the app's tests.json with the new verdicts.")] = False,
     show: Annotated[str, typer.Option(help="Which verdicts to list: failed, all or none.")] = "failed",
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
@@ -306,8 +362,10 @@ def test_cmd(
 
     if show not in ("failed", "all", "none"):
         fail("--show takes failed, all or none")
+    if seed is not None and seed < 0:
+        fail(f"--seed must be 0 or more, got {seed}")
     a = _load_app(app_dir)
-    s = a.manifest.get("provenance", {}).get("seed", 0) if seed < 0 else seed
+    s = a.manifest.get("provenance", {}).get("seed", 0) if seed is None else seed
     report = test_app(a, s)
     if write:
         (app_dir / "tests.json").write_text(canonical_json(report.to_json()), encoding="utf-8")
@@ -318,7 +376,7 @@ def test_cmd(
         for col in ("tool", "positive", "negative", "failed"):
             t.add_column(col)
         for tool, d in report.by_tool().items():
-            t.add_row(tool, str(d["positive"]), str(d["negative"]), f"[red]{d['failed']}[/]" if d["failed"] else "0")
+            t.add_row(tool, str(d["positive"]), str(d["negative"]), styled(str(d["failed"]), "red") if d["failed"] else "0")
         console.print(t)
         c = report.counts()
         console.print(
@@ -331,7 +389,7 @@ def test_cmd(
             for col in ("tool", "case", "expected", "observed", "ok", "detail"):
                 vt.add_column(col, overflow="fold")
             for v in listed:
-                vt.add_row(v.tool, v.case, v.expected, v.observed, "yes" if v.ok else "[red]no[/]", v.detail[:200])
+                vt.add_row(v.tool, v.case, v.expected, v.observed, "yes" if v.ok else styled("no", "red"), v.detail[:200])
             console.print(vt)
     if not report.passed:
         raise typer.Exit(1)
@@ -407,7 +465,14 @@ def run(
     task: Annotated[list[str] | None, typer.Option("--task", help="Run only this task id (repeatable).")] = None,
     limit: Annotated[int | None, typer.Option(help="Run only the first N tasks.")] = None,
     seed: Annotated[int, typer.Option(help="Base episode seed (attempt a uses seed + a).")] = 0,
-    rerun_errors: Annotated[bool, typer.Option("--rerun-errors", help="Run again episodes a model failure ended.")] = False,
+    rerun_errors: Annotated[
+        bool,
+        typer.Option(
+            "--rerun-errors",
+            help="Run again the episodes that a model, agent or user-simulator failure ended in an earlier run "
+            "(a rerun without it keeps them as they are).",
+        ),
+    ] = False,
     max_errors: Annotated[int, typer.Option("--max-errors", help="Stop after N failed episodes (0: never).")] = 20,
     user_sim: Annotated[
         bool,
@@ -473,18 +538,50 @@ def run(
             fail(str(exc.args[0]) if exc.args else str(exc))
     if as_json:
         print(json.dumps(summary, indent=2))
+    else:
+        t = Table(title=f"run {out}")
+        t.add_column("")
+        t.add_column("value")
+        for label, value in summary_rows(summary):
+            t.add_row(label, value)
+        console.print(t)
+    _report_failed_episodes(summary)
+
+
+def _all_episodes(n: int) -> str:
+    return "the 1 episode" if n == 1 else f"all {n} episodes"
+
+
+def _report_failed_episodes(summary: dict[str, Any]) -> None:
+    """Name the first failure of a run's failed episodes; exit 1 when every episode failed.
+
+    Every episode: of this call, when it ran some; else of the run folder (a rerun that
+    skipped the failed episodes, without --rerun-errors).
+    """
+    from envsynth.rollout.command import failure_line
+
+    errors, episodes = summary["errors"]["episodes"], summary["episodes"]
+    if not errors:
         return
-    t = Table(title=f"run {out}")
-    t.add_column("")
-    t.add_column("value")
-    for label, value in summary_rows(summary):
-        t.add_row(label, value)
-    console.print(t)
+    first = failure_line(summary["errors"]["first"][0])
+    now = summary["this_run"]
+    if now["written"] and now["failed"] == now["written"]:
+        fail(
+            f"{_all_episodes(now['written'])} run now failed; the first failure of the run: {first}"
+            " (fix the cause, then rerun with --rerun-errors)",
+            1,
+        )
+    if not now["written"] and errors == episodes:
+        fail(f"{_all_episodes(episodes)} failed; the first: {first} (fix the cause, then rerun with --rerun-errors)", 1)
+    warn(
+        "warning",
+        f"{errors} of {episodes} episodes failed; the first: {first} (rerun with --rerun-errors to run them again)",
+        "yellow",
+    )
 
 
 def _build_llm(out: Path, domains: list[str], *, as_json: bool, **options: Any) -> None:
     """``build --builder llm``: apps (and tasks) from keywords, a progress bar, the metrics table."""
-    from rich.markup import escape
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from envsynth.corpus import CorpusError
@@ -525,7 +622,12 @@ def _build_llm(out: Path, domains: list[str], *, as_json: bool, **options: Any) 
     ) as llm:
         try:
             with Progress(
-                SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True, disable=quiet
+                SpinnerColumn(),
+                TextColumn("{task.description}", markup=False),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
+                disable=quiet,
             ) as bar:
                 job = bar.add_task("designing", total=None)
                 llm.build_apps(
@@ -541,7 +643,7 @@ def _build_llm(out: Path, domains: list[str], *, as_json: bool, **options: Any) 
                     )
         except BuildStop as exc:
             llm.write_metrics()
-            err.print(f"[yellow]stopped:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            warn("stopped", str(exc), "yellow")
             raise typer.Exit(3) from None
         except (CorpusError, ValueError) as exc:
             llm.write_metrics(f"failed: {exc}")

@@ -122,3 +122,20 @@ def test_condition_language_whitelist(source: str, ok: bool) -> None:
     else:
         with pytest.raises(X.ExprError):
             X.parse(source)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda d: d.update(acitons=d.pop("actions")), "x.yaml: acitons: unknown key; did you mean actions?"),
+        (lambda d: d.update(titel=d.pop("title")), "x.yaml: titel: unknown key; did you mean title?"),
+        (lambda d: d.update(colour="red"), "x.yaml: colour: unknown key"),
+        (
+            lambda d: d["entities"][0]["fields"][1].update(tpye=d["entities"][0]["fields"][1].pop("type")),
+            "x.yaml: entities[0].fields[1].tpye: unknown key; did you mean type?",
+        ),
+    ],
+)
+def test_a_typo_in_a_key_is_an_unknown_key_with_a_suggestion(data: dict, mutate, expected: str) -> None:  # type: ignore[no-untyped-def]
+    # a misspelt required key is reported as the misspelling, not as the required key it hides
+    assert str(_error(data, mutate)) == expected  # the required key the typo hides is not counted again

@@ -65,3 +65,21 @@ def test_inspect_of_a_broken_corpus_is_one_line(with_apps: Callable[[str], Path]
     (out / "corpus.json").write_text("[]")
     res = run("inspect", str(out), "--json")
     assert res.returncode == 2 and "corpus.json" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_force_reaches_a_corpus_build(with_apps: Callable[[str], Path]) -> None:
+    out = with_apps("c")
+    app = out / "apps" / "corner_bookshop"
+    manifest = json.loads((app / "app.json").read_text())
+    manifest["provenance"]["seed"] = 99  # built with another seed: this build must rebuild it
+    (app / "app.json").write_text(json.dumps(manifest))
+    (app / "notes.txt").write_text("mine")
+    args = ("build", str(out), "-b", str(DATA / "bookshop.yaml"), "-T", "1")
+    res = run(*args)
+    lines = [x for x in res.stderr.splitlines() if x.strip() and not x.startswith(("building", "tasks of"))]
+    assert res.returncode == 2 and len(lines) == 1 and "notes.txt" in lines[0] and "--force" in lines[0], res.stderr
+    assert (app / "notes.txt").read_text() == "mine"
+    res = run(*args, "--force")
+    assert res.returncode == 0, res.stderr
+    assert (app / "notes.txt").read_text() == "mine"
+    assert json.loads((app / "app.json").read_text())["provenance"]["seed"] == 0

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ from envsynth.export.messages import MalformedMessage, to_trl_messages
 from envsynth.rollout import read_trajectories
 
 META = ("task_id", "task_hash", "app", "kind", "attempt", "score")
+SRC = Path(__file__).parent.parent.parent / "src"
 FORBIDDEN = ("oracle", "oracle_program", "expected_effects", "expected_answer", "answer", "answer_step", "answer_field", "state")
 
 
@@ -156,3 +160,49 @@ def test_rl_one_row_per_task_no_ground_truth(oracle_run, tmp_path):
         assert t.oracle_program not in text and "expected" not in text
     export_rl(corpus, tmp_path / "bare.jsonl", system_prompt="")
     assert [m["role"] for m in _rows(tmp_path / "bare.jsonl")[0]["prompt"]] == ["user"]
+
+
+def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH", "")) if p)}
+    return subprocess.run([sys.executable, "-m", "envsynth.cli", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+
+
+def test_sft_export_works_from_any_folder(oracle_run, tmp_path):
+    # a run started in one folder with relative paths, exported from another
+    corpus, _ = oracle_run
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copytree(corpus, work / "c")
+    res = _cli(work, "run", "c", "--agent", "oracle", "--out", "runs/r", "--json")
+    assert res.returncode == 0, res.stderr
+    recorded = Path(json.loads((work / "runs" / "r" / "run.json").read_text())["corpus"])
+    assert recorded.is_absolute() and recorded == (work / "c").absolute()
+    res = _cli(tmp_path, "export", "sft", "work/runs/r", "--out", "sft.jsonl")
+    assert res.returncode == 0, res.stderr
+    rows = _rows(tmp_path / "sft.jsonl")
+    assert len(rows) == len(load_corpus(corpus).tasks) and all(r["tools"] for r in rows)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    res = _cli(elsewhere, "export", "sft", str(work / "runs" / "r"), "--out", "sft.jsonl")
+    assert res.returncode == 0, res.stderr
+    assert _rows(elsewhere / "sft.jsonl") == rows
+
+
+def test_sft_export_reads_an_old_run_json_with_a_cwd_relative_corpus(oracle_run, tmp_path):
+    # run.json of earlier versions: the corpus path as given on the command line, relative to where the run started
+    corpus, run = oracle_run
+    work = tmp_path / "work"
+    shutil.copytree(corpus, work / "data" / "c")
+    (work / "runs").mkdir(parents=True)
+    dst = _copy_run(run, work / "runs" / "r")
+    cfg = json.loads((dst / "run.json").read_text())
+    (dst / "run.json").write_text(json.dumps({**cfg, "corpus": "data/c"}))
+    expected = export_sft(run, tmp_path / "expected.jsonl")
+    for cwd in (tmp_path, work, dst, tmp_path.parent):
+        res = _cli(cwd, "export", "sft", str(dst), "--out", str(tmp_path / "got.jsonl"))
+        assert res.returncode == 0, (cwd, res.stderr)
+        assert (tmp_path / "got.jsonl").read_bytes() == (tmp_path / "expected.jsonl").read_bytes()
+    assert expected.rows > 0
+    (dst / "run.json").write_text(json.dumps({**cfg, "corpus": "gone/c"}))
+    res = _cli(tmp_path, "export", "sft", str(dst), "--out", str(tmp_path / "x.jsonl"))
+    assert res.returncode == 2 and "gone/c" in res.stderr and "--corpus" in res.stderr and "Traceback" not in res.stderr, res.stderr

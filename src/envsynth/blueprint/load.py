@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from string import Formatter
 from typing import Any
@@ -40,18 +41,43 @@ def from_dict(data: Any, source: str | None = None) -> Blueprint:
     try:
         bp = Blueprint.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        msg = first["msg"].removeprefix("Value error, ")
-        if first["type"] == "literal_error" or first["type"] == "union_tag_invalid":
-            msg = f"{msg} (got {first.get('input')!r})"
-        more = f" (and {exc.error_count() - 1} more problem(s))" if exc.error_count() > 1 else ""
-        raise BlueprintError(_path(first["loc"]), msg + more, source) from None
+        raise _first_error(exc, source) from None
     try:
         expand(bp)
         _check_generators(bp)
     except BlueprintError as exc:
         raise exc.located(source) if source else exc from None
     return bp
+
+
+def _first_error(exc: ValidationError, source: str | None) -> BlueprintError:
+    """The problem to report first: an unknown key (a typo hides the key it meant), else pydantic's first."""
+    errors = exc.errors()
+
+    def more(shown: int) -> str:
+        return f" (and {len(errors) - shown} more problem(s))" if len(errors) > shown else ""
+
+    unknown = next((e for e in errors if e["type"] == "extra_forbidden"), None)
+    if unknown is not None:
+        meant = _meant_key(unknown["loc"], errors)
+        if meant is None:
+            return BlueprintError(_path(unknown["loc"]), "unknown key" + more(1), source)
+        hidden = any(e["type"] == "missing" and e["loc"] == (*unknown["loc"][:-1], meant) for e in errors)
+        return BlueprintError(_path(unknown["loc"]), f"unknown key; did you mean {meant}?" + more(2 if hidden else 1), source)
+    first = errors[0]
+    msg = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "literal_error" or first["type"] == "union_tag_invalid":
+        msg = f"{msg} (got {first.get('input')!r})"
+    return BlueprintError(_path(first["loc"]), msg + more(1), source)
+
+
+def _meant_key(loc: tuple[Any, ...], errors: list[Any]) -> str | None:
+    """The key an unknown key most likely meant: a close missing key beside it, or a close top-level field."""
+    key, parent = str(loc[-1]), loc[:-1]
+    missing = [str(e["loc"][-1]) for e in errors if e["type"] == "missing" and e["loc"][:-1] == parent]
+    known = missing or (list(Blueprint.model_fields) if not parent else [])
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 def _check_generators(bp: Blueprint) -> None:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from envsynth import __version__
 from envsynth.blueprint.models import Blueprint
 from envsynth.corpus.errors import CorpusError
-from envsynth.corpus.layout import APPS_DIR, SHARD_SIZE, STATE_FILE, TASKS_DIR, attempt_budget, write_atomic
+from envsynth.corpus.layout import APPS_DIR, SHARD_SIZE, STATE_FILE, TASKS_DIR, attempt_budget, clean_temps, write_atomic
 from envsynth.corpus.tasklog import Attempt, TaskLog
 from envsynth.runtime.app import App
 from envsynth.tasks.model import Coordinates, Rejection
@@ -44,6 +44,8 @@ class AppJob:
     """``(app, graph, tasks) -> tasks``, applied to the S states of every admitted task index
     before they are written (the LLM builder's task writer and gating); its ``name``
     attribute is recorded with the tasks. None: tasks are written as synthesized."""
+    force: bool = False
+    """Rebuild the app in a folder that also holds files envsynth did not write (they are kept)."""
 
     @property
     def name(self) -> str:
@@ -165,16 +167,27 @@ def _error_rejection(job: AppJob, task_index: int, exc: Exception) -> Rejection:
 
 
 def _ensure_app(job: AppJob) -> App:
-    """The job's app folder: reused when it was built from the same blueprint, seed and version."""
-    from envsynth.compiler.build import build_app
+    """The job's app folder: reused when it was built from the same blueprint, seed and version.
 
+    Temporary files a killed build left in it (or beside it) are removed first.
+
+    Raises:
+        CorpusError: the app must be rebuilt and its folder holds files envsynth did not write.
+    """
+    from envsynth.compiler.build import APP_FILES, FolderInUseError, build_app
+
+    clean_temps(job.out / APPS_DIR, [job.name])
+    clean_temps(job.app_dir, APP_FILES)
     manifest = job.app_dir / "app.json"
     if manifest.is_file() and all((job.app_dir / f).is_file() for f in ("tests.json", "graph.json")):
         prov = json.loads(manifest.read_text(encoding="utf-8")).get("provenance", {})
         wanted = {"envsynth_version": __version__, "seed": job.seed, "blueprint_hash": job.blueprint_hash()}
         if all(prov.get(k) == v for k, v in wanted.items()):
             return App.load(job.app_dir)
-    build_app(job.blueprint, job.out / APPS_DIR, job.seed)
+    try:
+        build_app(job.blueprint, job.out / APPS_DIR, job.seed, force=job.force)
+    except FolderInUseError as exc:
+        raise CorpusError(str(exc)) from None
     return App.load(job.app_dir)
 
 
@@ -197,6 +210,7 @@ def _check_state(job: AppJob) -> None:
     if job.task_stage is not None:
         state["task_stage"] = str(getattr(job.task_stage, "name", type(job.task_stage).__name__))
     path = job.tasks_dir / STATE_FILE
+    clean_temps(job.tasks_dir, [STATE_FILE])
     if path.is_file():
         try:
             old = json.loads(path.read_text(encoding="utf-8"))

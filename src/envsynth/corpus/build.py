@@ -13,7 +13,7 @@ from typing import Any
 from envsynth.blueprint.models import Blueprint
 from envsynth.corpus.app_tasks import AppJob, ProgressFn
 from envsynth.corpus.errors import CorpusError
-from envsynth.corpus.layout import MANIFEST, SHARD_SIZE, write_atomic
+from envsynth.corpus.layout import MANIFEST, SHARD_SIZE, clean_temps, write_atomic
 from envsynth.corpus.manifest import Composition, CorpusManifest, corpus_manifest
 from envsynth.corpus.pool import run_jobs
 
@@ -60,6 +60,7 @@ def build_corpus(
     progress: ProgressFn | None = None,
     shard_size: int = SHARD_SIZE,
     task_stage: Any = None,
+    force: bool = False,
 ) -> CorpusSummary:
     """Build (or resume) the corpus in ``out``: apps, sharded tasks and ``corpus.json``.
 
@@ -82,10 +83,15 @@ def build_corpus(
         task_stage: ``(app, graph, tasks) -> tasks`` applied to each admitted task index
             before it is written (see :class:`AppJob`); it runs in this process, so the
             build then uses one worker.
+        force: rebuild an app whose folder also holds files envsynth did not write (they
+            are kept; see :func:`envsynth.compiler.build.build_app`). Without it such an app
+            stops the build with a :class:`CorpusError`; a folder envsynth did not write at
+            all is never replaced.
 
     Raises:
         ValueError: a composition out of range, or two blueprints with one name.
-        CorpusError: ``out`` holds a corpus (or tasks) built with other options.
+        CorpusError: ``out`` holds a corpus (or tasks) built with other options, or an app
+            folder in the way holds files envsynth did not write.
     """
     started = time.perf_counter()
     root = Path(out)
@@ -93,7 +99,10 @@ def build_corpus(
     _check_args(chosen, apps, tasks_per_app, states, distractors, shard_size, workers)
     composition = Composition(apps=len(chosen), tasks_per_app=tasks_per_app, states=states, distractors=distractors)
     _check_existing(root, composition, seed, shard_size)
-    jobs = [AppJob(bp, i, root, tasks_per_app, states, distractors, seed, shard_size, task_stage) for i, bp in enumerate(chosen)]
+    clean_temps(root, [MANIFEST])
+    jobs = [
+        AppJob(bp, i, root, tasks_per_app, states, distractors, seed, shard_size, task_stage, force=force) for i, bp in enumerate(chosen)
+    ]
     n = 1 if task_stage is not None else (os.cpu_count() or 1) if workers == 0 else workers
     outcomes = run_jobs(jobs, n, progress)
     manifest = corpus_manifest(jobs, outcomes, composition, seed, shard_size)

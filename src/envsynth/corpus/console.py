@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 from envsynth.corpus.app_tasks import AppProgress
 from envsynth.corpus.build import CorpusSummary
@@ -22,7 +23,7 @@ class TaskBar:
         self._target = tasks_per_app
         self._state: dict[str, AppProgress] = {}
         self._progress = Progress(
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
@@ -86,7 +87,7 @@ def summary_tables(summary: CorpusSummary) -> list[Table]:
     for col in ("admitted", "tasks", "attempts", "rate", "status"):
         t.add_column(col)
     for a in m.apps:
-        status = "[red]failed[/]" if a.error else "[yellow]budget exhausted[/]" if a.exhausted else "[green]ok[/]"
+        status = Text("failed", "red") if a.error else Text("budget exhausted", "yellow") if a.exhausted else Text("ok", "green")
         rate = f"{a.admitted / a.attempts:.0%}" if a.attempts else "-"
         t.add_row(a.name, str(a.admitted), str(a.records), str(a.attempts), rate, status)
     return [t, _rejections(m.admission.rejections)]

@@ -55,7 +55,8 @@ class Corpus:
     """A corpus folder written by :func:`envsynth.corpus.build_corpus`.
 
     Attributes:
-        path: the folder.
+        path: the folder (an absolute path, so that what records it, such as a run's
+            ``run.json``, can be read from any working directory).
         manifest: its ``corpus.json``.
         tasks: every task, by app (manifest order), then shard order (task index, then state).
         apps: app name -> :class:`App`, loaded on first access.
@@ -171,4 +172,4 @@ def load_corpus(path: str | Path, *, state_cache: int = 1024) -> Corpus:
                 f"{root / a.tasks_path}: holds {len(got)} tasks, the manifest says {a.records} (rerun the build to finish it)"
             )
         tasks += got
-    return Corpus(root, manifest, tasks, state_cache)
+    return Corpus(root.absolute(), manifest, tasks, state_cache)

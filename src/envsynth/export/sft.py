@@ -58,9 +58,38 @@ class _Tools:
     def _corpus_path(self) -> Path:
         cfg = self._run_dir / RUN_CONFIG
         try:
-            return Path(json.loads(cfg.read_text(encoding="utf-8"))["corpus"])
-        except (OSError, ValueError, KeyError):
+            recorded = Path(json.loads(cfg.read_text(encoding="utf-8"))["corpus"])
+        except (OSError, ValueError, KeyError, TypeError):
             raise ExportError(f"{cfg}: no corpus path recorded; pass the corpus to read the task tools from") from None
+        return recorded_corpus(cfg, recorded)
+
+
+def recorded_corpus(cfg: Path, recorded: Path) -> Path:
+    """The corpus folder a run's ``run.json`` names, from any working directory.
+
+    Runs record the corpus's absolute path. Earlier versions recorded it as given on the
+    command line, relative to the folder the run was started in: such a path is looked up
+    from the run folder and each folder above it (where the run was most likely started),
+    then from the working directory.
+
+    Raises:
+        ExportError: no corpus at the recorded path.
+    """
+    from envsynth.corpus.layout import MANIFEST
+
+    if recorded.is_absolute():
+        candidates = [recorded]
+    else:
+        run_dir = cfg.parent.absolute()
+        candidates = [base / recorded for base in (run_dir, *run_dir.parents)] + [Path.cwd() / recorded]
+    for path in candidates:
+        if (path / MANIFEST).is_file():
+            return path
+    raise ExportError(
+        f"{cfg}: no corpus at the recorded path {recorded}"
+        + ("" if recorded.is_absolute() else " (relative to the folder the run was started in)")
+        + "; pass it with --corpus"
+    )
 
 
 def sft_rows(run_dir: str | Path, *, corpus: Corpus | str | Path | None = None) -> tuple[list[dict[str, Any]], ExportSummary]:

@@ -48,6 +48,10 @@ def run_command(
 ) -> dict[str, Any]:
     """Run an agent over a corpus into ``out`` (resumable) and return :func:`summarize` of the run.
 
+    The summary covers the whole run folder; its ``this_run`` says what this call did:
+    episodes ``written``, pairs ``skipped`` (already in the folder) and episodes ``failed``
+    (written now and ended by a model, agent or user-simulator failure).
+
     Args:
         corpus: the corpus folder.
         out: the run folder.
@@ -78,7 +82,9 @@ def run_command(
         user_max_turns: the user simulator's replies per episode at most.
 
     Raises:
-        ValueError: bad settings (unknown agent or mode, no model, attempts < 1, openai not installed).
+        ValueError: bad settings (unknown agent or mode, no model, a count out of range such as
+            attempts < 1 or seed < 0, a negative temperature, openai not installed), named by
+            their command-line flags.
         envsynth.corpus.CorpusError: the corpus cannot be read.
         envsynth.rollout.RunError: ``out`` holds another version of a task or a run in the other
             mode, or ``max_errors`` episodes failed.
@@ -93,8 +99,9 @@ def run_command(
     mode = mode or "function"
     if mode not in MODES:
         raise ValueError(f"--mode: unknown mode {mode!r} (choose from {', '.join(MODES)})")
-    if attempts < 1 or concurrency < 1 or max_turns < 1 or user_max_turns < 1:
-        raise ValueError("--attempts, --concurrency, --max-turns and --user-max-turns must be at least 1")
+    _check_counts(attempts, concurrency, max_turns, user_max_turns, requests, max_tokens, limit, seed, max_errors)
+    if temperature is not None and temperature < 0:
+        raise ValueError(f"--temperature must be 0 or more, got {temperature}")
     if user_sim and not (user_model or (agent == "openai" and model)):
         raise ValueError("--user-sim needs --user-model (or --model with --agent openai)")
     cfg = Path(out) / RUN_CONFIG
@@ -151,7 +158,7 @@ def run_command(
         sandbox = CodeSandbox(workers=min(concurrency, 8))
         meta["sandbox"] = sandbox.mode
     try:
-        run_batch(
+        result = run_batch(
             c,
             factory,
             chosen,
@@ -169,7 +176,30 @@ def run_command(
     finally:
         if sandbox is not None:
             sandbox.close()
-    return summarize(out)
+    return {**summarize(out), "this_run": {"written": result.written, "skipped": result.skipped, "failed": result.errors}}
+
+
+def _check_counts(
+    attempts: int,
+    concurrency: int,
+    max_turns: int,
+    user_max_turns: int,
+    requests: int | None,
+    max_tokens: int | None,
+    limit: int | None,
+    seed: int,
+    max_errors: int | None,
+) -> None:
+    """Refuse a meaningless count with a ValueError that names its flag."""
+    if attempts < 1 or concurrency < 1 or max_turns < 1 or user_max_turns < 1:
+        raise ValueError("--attempts, --concurrency, --max-turns and --user-max-turns must be at least 1")
+    for flag, value in (("--requests", requests), ("--max-tokens", max_tokens), ("--limit", limit)):
+        if value is not None and value < 1:
+            raise ValueError(f"{flag} must be at least 1, got {value}")
+    if seed < 0:
+        raise ValueError(f"--seed must be 0 or more, got {seed}")
+    if max_errors is not None and max_errors < 0:
+        raise ValueError(f"--max-errors must be 0 (never stop) or more, got {max_errors}")
 
 
 def _user_factory(
@@ -199,6 +229,15 @@ def _user_factory(
         return UserSimulator(llm, task, app_title=title, max_turns=max_turns, **params)
 
     return make
+
+
+def failure_line(error: dict[str, Any], width: int = 300) -> str:
+    """One line about a failed episode's ``error`` (as in a summary's ``errors.first``): where, and its message."""
+    message = " ".join(str(error.get("message", "")).split())
+    if len(message) > width:
+        message = message[: width - 3] + "..."
+    source = "user simulator" if error.get("source") == "user" else "model" if error.get("type") == "LLMError" else "agent"
+    return f"{error.get('task_id')} attempt {error.get('attempt')}: {source} error: {message}"
 
 
 def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
