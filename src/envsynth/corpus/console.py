@@ -117,7 +117,25 @@ def stats_tables(stats: dict[str, Any]) -> list[Table]:
     dist.add_row("tasks by kind", _pairs(stats["tasks_by_kind"]))
     dist.add_row("chain length", _pairs(stats["chain_length"]))
     dist.add_row("distractor rows by depth", _pairs(stats["distractor_rows"]["total"]))
-    return [apps, dist, _rejections(stats["admission"]["rejections"])]
+    return [apps, dist, _rejections(stats["admission"]["rejections"]), *_quality_tables(stats["quality"])]
+
+
+def _quality_tables(q: dict[str, Any]) -> list[Table]:
+    """The task quality linter's report: defect rates, connectedness and roles; tool coverage per app."""
+    rates = Table(title=f"task quality ({q['tasks']} tasks; see docs/tasks.md, 'Quality')")
+    rates.add_column("measure", no_wrap=True)
+    rates.add_column("share")
+    rates.add_column("tasks")
+    for name, share in q["rates"].items():
+        rates.add_row(name.replace("_", " "), f"{share:.1%}", str(q["counts"][name]))
+    rates.add_row("connected multi-step chains", f"{q['connected']:.1%}", str(q["multi_step"]))
+    rates.add_row("user roles", _pairs({k: f"{v:.0%}" for k, v in q["roles"].items()}), "")
+    cover = Table(title="tool coverage (share of tools some task's oracle calls)")
+    for col in ("app", "reads", "writes", "never called"):
+        cover.add_column(col)
+    for app, c in q["coverage"].items():
+        cover.add_row(app, f"{c['reads']:.0%}", f"{c['writes']:.0%}", ", ".join(c["uncovered"]) or "-")
+    return [rates, cover]
 
 
 def _pairs(d: dict[str, Any]) -> str:

@@ -21,8 +21,10 @@ def corpus_stats(corpus: Corpus) -> dict[str, Any]:
         ``composition``, ``seed``, ``tasks`` (records), ``tasks_by_kind``, ``chain_length``
         (a histogram: length -> tasks; ``stats['chain_length']`` or the oracle's length),
         ``distractor_rows`` (rows added per depth level, summed over tasks, and their mean),
-        ``admission`` (attempts, admitted, rate, rejections by reason...) and ``apps``
-        (per app: tasks, admission, graph nodes and edges from its ``graph.json``).
+        ``admission`` (attempts, admitted, rate, rejections by reason...), ``apps``
+        (per app: tasks, admission, graph nodes and edges from its ``graph.json``) and
+        ``quality`` (the task quality linter's defect rates, chain connectedness, tool
+        coverage per app and user roles: :func:`envsynth.report.lint_corpus`).
     """
     m = corpus.manifest
     kinds = Counter(t.kind for t in corpus.tasks)
@@ -57,7 +59,15 @@ def corpus_stats(corpus: Corpus) -> dict[str, Any]:
             }
             for a in m.apps
         ],
+        "quality": _quality(corpus),
     }
+
+
+def _quality(corpus: Corpus) -> dict[str, Any]:
+    from envsynth.report import AppView, lint_corpus
+
+    views = {name: AppView(app.blueprint, app.specs) for name, app in corpus.apps.items()}
+    return lint_corpus(corpus.tasks, views).model_dump()
 
 
 def _graph_counts(corpus: Corpus, app: str) -> dict[str, Any] | None:

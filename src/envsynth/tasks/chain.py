@@ -221,17 +221,24 @@ def _reads_of(app: App, source: ToolSpec) -> list[tuple[ToolSpec, str, str, str]
     return out
 
 
-def _reader(app: App, rng: random.Random, steps: list[Step]) -> Step | None:
-    """A read step for the answer: about a row the chain touched, else about any row."""
+def _reader(app: App, rng: random.Random, steps: list[Step], slot: int | None = None) -> Step | None:
+    """A read step for the answer: about a row the chain touched, else about any row (the ``slot``-th, when given)."""
     if not steps:
         reads = _tools(app).reads
-        return Step(rng.choice(reads)) if reads else None
+        if not reads:
+            return None
+        return Step(reads[slot % len(reads)] if slot is not None else rng.choice(reads))
     options = [(g, how, param, j, name) for j, st in enumerate(steps) for g, how, param, name in _reads_of(app, st.spec)]
     return _step(rng.choice(options)) if options else None
 
 
-def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind) -> list[Step] | None:
-    """Plan the steps of one task; None when the graph offers no chain of this kind here."""
+def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind, slot: int | None = None) -> list[Step] | None:
+    """Plan the steps of one task; None when the graph offers no chain of this kind here.
+
+    ``slot`` (the task index) picks the first tool in turn, so that consecutive tasks of an
+    app start with different write tools (or, for information tasks, different reads) and a
+    corpus covers an app's tools; without it the first tool is drawn at random.
+    """
     steps: list[Step] = []
     facts = RowFacts(app)  # continuations whose pre-conditions the earlier steps rule out are not offered
     nexts: list[list[tuple[ToolSpec, str, str, str]]] = []  # per step: the steps that can follow it
@@ -245,7 +252,7 @@ def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind) -
 
     if kind in ("action", "mixed"):
         tools = _tools(app)
-        append(Step(rng.choice(tools.writes)))
+        append(Step(tools.writes[slot % len(tools.writes)] if slot is not None else rng.choice(tools.writes)))
         length = rng.choice(LENGTHS)
         while len(steps) < length:  # one goal: every next step follows up on a row an earlier step made or touched
             options = _continuations(nexts, used, facts)
@@ -253,7 +260,7 @@ def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind) -
                 break
             append(_step(rng.choice(options)))
     if kind in ("info", "mixed"):
-        reader = _reader(app, rng, steps)
+        reader = _reader(app, rng, steps, slot)
         if reader is None:
             return None
         steps.append(reader)

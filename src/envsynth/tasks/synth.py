@@ -84,7 +84,7 @@ def synthesize(
         return Rejection(app=app.name, coordinates=coords, reason=reason, detail=detail[:300])
 
     kind: TaskKind = rng.choices([k for k, _ in KINDS], weights=[w for _, w in KINDS])[0]
-    steps = plan_chain(app, graph, rng, kind)
+    steps = plan_chain(app, graph, rng, kind, slot=task_index)
     if not steps:
         return reject("no_chain", f"no {kind} chain")
     world = (
