@@ -141,7 +141,7 @@ class Phraser:
         phrase = self.says.get(spec.name)
         if phrase is None:
             return None
-        if _FIRST_PERSON.search(_SLOT.sub("", phrase)) and not self._involves_me(spec, call, descs):
+        if in_first_person(phrase) and not self._involves_me(spec, call, descs):
             return None  # "cancel my order" said of a row that is not the requester's
         row_param = {b.alias: b.param for b in spec.bindings if b.param}
         rows = set(row_param.values()) | set(descs)
@@ -172,7 +172,10 @@ class Phraser:
         elif values:
             entity = spec.query.entity if spec.query else spec.entity
             new = "new " if spec.kind == "update" else ""
-            parts = [f"the {new}{self._words(spec, entity, k)} is {_param_value(spec, self.bp, k, call.args[k])}" for k in values]
+            parts = []
+            for k in values:
+                words = self._words(spec, entity, k)
+                parts.append(f"the {new}{words} {_is(words)} {_param_value(spec, self.bp, k, call.args[k])}")
             text += "; " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
         return text + ("?" if question else "")
 
@@ -253,11 +256,11 @@ class Phraser:
         fmt = lambda v: quoted(f, v) if not dated else fmt_value(f, v)  # noqa: E731
         if lo is not None and hi is not None:
             if lo == hi:
-                return f"{name} {'on ' if dated else ''}{fmt(lo)}" if dated else f"with a {name} of exactly {fmt(lo)}"
-            return f"{name} between {fmt(lo)} and {fmt(hi)}" if dated else f"with a {name} between {fmt(lo)} and {fmt(hi)}"
+                return f"{name} {'on ' if dated else ''}{fmt(lo)}" if dated else f"with {_article(name)} {name} of exactly {fmt(lo)}"
+            return f"{name} between {fmt(lo)} and {fmt(hi)}" if dated else f"with {_article(name)} {name} between {fmt(lo)} and {fmt(hi)}"
         if lo is not None:
-            return f"{name} on or after {fmt(lo)}" if dated else f"with a {name} of at least {fmt(lo)}"
-        return f"{name} on or before {fmt(hi)}" if dated else f"with a {name} of at most {fmt(hi)}"
+            return f"{name} on or after {fmt(lo)}" if dated else f"with {_article(name)} {name} of at least {fmt(lo)}"
+        return f"{name} on or before {fmt(hi)}" if dated else f"with {_article(name)} {name} of at most {fmt(hi)}"
 
     def question(self, call: Call, field: str | None, descs: dict[str, Description], calls: list[Call]) -> str:
         spec = self.specs[call.tool]
@@ -308,6 +311,17 @@ class Phraser:
             else:
                 out.append(_matching_phrase(f, words, v, val))
         return out
+
+
+def in_first_person(phrase: str) -> bool:
+    """Whether a ``say`` phrase speaks as the requester ("cancel my order"), slots aside."""
+    return _FIRST_PERSON.search(_SLOT.sub("", phrase)) is not None
+
+
+def _is(words: str) -> str:
+    """The verb for a field's words: "the notes are", "the status is"."""
+    last = words.rsplit(" ", 1)[-1]
+    return "are" if last.endswith("s") and not last.endswith(("ss", "us", "is")) else "is"
 
 
 def refers_to(bp: Blueprint, p: ParamSpec) -> str | None:
@@ -395,7 +409,7 @@ def profile(
     for step, table, values, say in made or []:
         role = _role(bp, table)
         name_field = person_name(bp.entity(table)) if role else None
-        signs_up = say is None or _FIRST_PERSON.search(_SLOT.sub("", say)) is not None  # "sign me up", not "invite {name}"
+        signs_up = say is None or in_first_person(say)  # "sign me up", not "invite {name}"
         if name_field is not None and values.get(name_field) and signs_up:
             return _person(bp, table, values, None, step)
     for table, key in sorted(targets, key=lambda tk: _role(bp, tk[0]) is None):  # declared roles first (a stable sort)

@@ -25,7 +25,17 @@ from envsynth.tasks.chain import Step, plan_chain
 from envsynth.tasks.describe import Description, describe, noun, render
 from envsynth.tasks.distractors import add_distractors
 from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, _instantiate, execute
-from envsynth.tasks.instruction import Phraser, Requester, compose, greeting, identity_fields, leaks_id, profile, refers_to
+from envsynth.tasks.instruction import (
+    Phraser,
+    Requester,
+    compose,
+    greeting,
+    identity_fields,
+    in_first_person,
+    leaks_id,
+    profile,
+    refers_to,
+)
 from envsynth.tasks.model import Call, Coordinates, Rejection, Scenario, Task, TaskKind, TaskState
 from envsynth.tasks.oracle import oracle_program
 from envsynth.tasks.state import copy_rows, count_rows, merged
@@ -565,14 +575,22 @@ STYLES = ("brief", "polite", "chatty", "in a hurry", "unsure of the details")
 
 
 def _reason(app: App, calls: list[Call], requester: Requester, rng: random.Random) -> str | None:
-    """Why a person asks: one of the ``reasons`` of the first action of the request that has some (never for staff)."""
-    if requester.staff:
-        return None
+    """Why the requester asks: a reason of the first action of the request that has some, in the requester's voice.
+
+    An action whose ``say`` is in the first person ("cancel my order") is one a person asks
+    for: its reasons are theirs. Other actions are staff work ("mark {order} as delivered"):
+    their reasons are a staff member's ("the customer says the parcel has arrived"). A
+    reason is given only when the voices match; staff ask without one otherwise.
+    """
     actions = {a.name: a for a in app.blueprint.actions}
     for c in calls:
-        reasons = actions[c.tool].reasons if c.tool in actions else []
-        if reasons:
-            return rng.choice(reasons)
+        action = actions.get(c.tool)
+        if action is None or not action.reasons or action.say is None:
+            continue
+        personal = in_first_person(action.say)
+        if personal != requester.staff:
+            return rng.choice(action.reasons)
+        return None
     return None
 
 
