@@ -53,13 +53,14 @@ def row_id(app: App, task: Task) -> str:
 
 
 def is_write_then_get(app: App, task: Task) -> bool:
-    """A write on a row named by its date and time, with a chosen value and no number, then a question about that row."""
-    if task.kind != "mixed" or len(task.oracle) != 2 or task.answer_step != 1:
+    """Writes on a row named by its date and time, the first with a chosen value, no number, then a question about that row."""
+    if task.kind != "mixed" or len(task.oracle) < 2 or task.answer_step != len(task.oracle) - 1:
         return False
-    first, last = (app.spec_by_name[c.tool] for c in task.oracle)
-    if first.mode != "write" or last.query is None or last.query.op != "get" or last.entity != first.entity:
+    specs = [app.spec_by_name[c.tool] for c in task.oracle]
+    first, last = specs[0], specs[-1]
+    if first.mode != "write" or last.query is None or last.query.op != "get" or any(s.entity != first.entity for s in specs):
         return False
-    if any(isinstance(v, int | float) and not isinstance(v, bool) for v in task.oracle[0].args.values()):
+    if any(isinstance(v, int | float) and not isinstance(v, bool) for c in task.oracle for v in c.args.values()):
         return False
     kinds = {v.kind for v in required_values(app, task)}
     return {"date", "time"} <= kinds and chosen_value(app, task) is not None

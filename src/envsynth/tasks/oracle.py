@@ -16,7 +16,7 @@ def oracle_program(calls: list[Call], answer_step: int | None, answer_field: str
     """
     lines = ["def solve(env):"]
     for i, c in enumerate(calls):
-        parts = [f"{k!r}: {_JSON.encode(v)}" for k, v in c.args.items()]
+        parts = [f"{k!r}: {_literal(v)}" for k, v in c.args.items()]
         parts += [f"{k!r}: r{ref.step}[{ref.field!r}]" for k, ref in c.refs.items()]
         lines.append(f"    r{i} = env.call({c.tool!r}, {{{', '.join(parts)}}})")
     if answer_step is not None and answer_field is not None:
@@ -24,3 +24,8 @@ def oracle_program(calls: list[Call], answer_step: int | None, answer_field: str
     else:
         lines.append("    return None")
     return "\n".join(lines) + "\n"
+
+
+def _literal(value: object) -> str:
+    """A Python literal of an argument: strings as JSON writes them (valid Python too), True/False/None and lists as Python."""
+    return _JSON.encode(value) if isinstance(value, str) else repr(value)
