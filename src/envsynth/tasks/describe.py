@@ -141,23 +141,21 @@ class _Fields:
     refs: tuple[tuple[str, str], ...]  # (ref field, referenced entity)
 
 
-_FIELDS: dict[int, _Fields] = {}
-
-
 def _fields(ent: Entity) -> _Fields:
-    """The fields a description may use, and the refs to describe parents by (memoised per entity object)."""
-    hit = _FIELDS.get(id(ent))
-    if hit is None or hit.entity is not ent:
-        fields = [f for f in ent.fields if f.type in _ORDER]
-        fields.sort(key=lambda f: (f.name != ent.label, _ORDER.index(f.type)))
-        telling = ("date", "datetime", "money", "name", "company", "string")
-        hit = _FIELDS[id(ent)] = _Fields(
-            entity=ent,
-            named=tuple((0, f.name) for f in fields if f.name == ent.label),
-            others=tuple((0 if f.type in telling else 1, f.name) for f in fields if f.name != ent.label),
-            refs=tuple((f.name, f.ref or "") for f in ent.fields if f.type == "ref"),
-        )
-    return hit
+    """The fields a description may use, and the refs to describe parents by (kept on the entity's index)."""
+    return ent.index.of(_find_fields, ent)
+
+
+def _find_fields(ent: Entity) -> _Fields:
+    fields = [f for f in ent.fields if f.type in _ORDER]
+    fields.sort(key=lambda f: (f.name != ent.label, _ORDER.index(f.type)))
+    telling = ("date", "datetime", "money", "name", "company", "string")
+    return _Fields(
+        entity=ent,
+        named=tuple((0, f.name) for f in fields if f.name == ent.label),
+        others=tuple((0 if f.type in telling else 1, f.name) for f in fields if f.name != ent.label),
+        refs=tuple((f.name, f.ref or "") for f in ent.fields if f.type == "ref"),
+    )
 
 
 def describe(bp: Blueprint, rows: Rows, entity: str, row: dict[str, Any], rng: random.Random, depth: int = 0) -> Description | None:
