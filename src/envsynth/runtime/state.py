@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -29,6 +30,7 @@ def empty_db(schema: str) -> sqlite3.Connection:
 
 
 _SCRATCH = threading.local()
+SCRATCH_CONNECTIONS = 32  # (schema, purpose) connections kept per thread, the least recently used let go first
 
 
 def scratch_connection(schema: str, purpose: str = "bytes") -> sqlite3.Connection:
@@ -38,14 +40,22 @@ def scratch_connection(schema: str, purpose: str = "bytes") -> sqlite3.Connectio
     Callers must leave it empty (delete or roll back what they add); it is never reset
     with ``deserialize``, which is not safe under cached prepared statements. Different
     purposes get different connections so that their transactions never interleave.
+    A thread keeps the :data:`SCRATCH_CONNECTIONS` most recently used ones (a process that
+    builds many apps does not keep a connection per app forever); one let go closes when
+    its last user drops it.
     """
-    cache = getattr(_SCRATCH, "conns", None)
+    cache: OrderedDict[tuple[str, str], sqlite3.Connection] | None = getattr(_SCRATCH, "conns", None)
     if cache is None:
-        cache = _SCRATCH.conns = {}
-    conn = cache.get((schema, purpose))
+        cache = _SCRATCH.conns = OrderedDict()
+    key = (schema, purpose)
+    conn = cache.get(key)
     if conn is None:
-        conn = cache[(schema, purpose)] = empty_db(schema)
+        conn = cache[key] = empty_db(schema)
         conn.execute("PRAGMA foreign_keys = ON")
+        if len(cache) > SCRATCH_CONNECTIONS:
+            cache.popitem(last=False)
+    else:
+        cache.move_to_end(key)
     return conn
 
 
