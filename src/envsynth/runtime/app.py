@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from envsynth.blueprint.models import Blueprint, Entity
 from envsynth.blueprint.order import creation_order
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
+from envsynth.memo import Index
 from envsynth.runtime.episode import Episode
 from envsynth.runtime.toolkit import BoolColumns
 
@@ -93,6 +94,11 @@ class App:
     @property
     def name(self) -> str:
         return self.blueprint.name
+
+    @cached_property
+    def index(self) -> Index:
+        """Lookups derived from this app (task synthesis memoises on it), built on first use and freed with it."""
+        return Index()
 
     @cached_property
     def spec_by_name(self) -> dict[str, ToolSpec]:

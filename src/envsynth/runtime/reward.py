@@ -21,7 +21,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from envsynth.blueprint.models import Blueprint, FieldDef
-from envsynth.memo import per_object
 from envsynth.runtime.state import Rows, diff_rows, open_state, read_rows
 
 TOLERANCE = 0.005
@@ -115,22 +114,19 @@ class Effects:
         return cls({t: TableEffects(**{k: conv.get(k, dict)(v) for k, v in d.items()}) for t, d in data.items()})
 
 
-_NORMALISED: dict[int, tuple[Any, Any]] = {}
-
-
 def _normalised_fields(bp: Blueprint) -> tuple[dict[str, dict[str, FieldDef | None]], dict[str, tuple[str, ...]]]:
     """Per table: each field name to its definition when its values are normalised (a ref or a
     datetime) else None, and the names of the fields a new row's content holds (all but the id).
 
-    Memoised per blueprint object (it is frozen).
+    Kept on the blueprint's index (it is frozen).
     """
-    return per_object(
-        _NORMALISED,
-        bp,
-        lambda b: (
-            {e.name: {f.name: f if f.type in ("ref", "datetime") else None for f in e.fields} for e in b.entities},
-            {e.name: tuple(f.name for f in e.fields[1:]) for e in b.entities},
-        ),
+    return bp.index.of(_build_normalised_fields, bp)
+
+
+def _build_normalised_fields(bp: Blueprint) -> tuple[dict[str, dict[str, FieldDef | None]], dict[str, tuple[str, ...]]]:
+    return (
+        {e.name: {f.name: f if f.type in ("ref", "datetime") else None for f in e.fields} for e in bp.entities},
+        {e.name: tuple(f.name for f in e.fields[1:]) for e in bp.entities},
     )
 
 
