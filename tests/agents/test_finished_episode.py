@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from envsynth.agents import OracleAgent
 from envsynth.corpus import Corpus
 from envsynth.rollout import run_episode
@@ -59,3 +61,29 @@ def test_runtime_episode_after_close_refuses(corpus: Corpus) -> None:
     ep.close()  # harmless
     res = ep.call(task.oracle[0].tool, task.oracle[0].args)
     assert res.outcome == "anticipated_rejection" and res.code == "episode_finished"
+
+
+def test_finish_that_raises_still_gives_the_state_back_once(corpus: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
+    import envsynth.tasks.episode as task_episode
+
+    task = next(t for t in corpus.tasks if _writes(corpus, t))
+    first = task.oracle[0]
+    ep = corpus.start(task)
+    assert ep.call(first.tool, first.args).ok
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ValueError("scoring bug")
+
+    monkeypatch.setattr(task_episode, "compare", broken)
+    with pytest.raises(ValueError, match="scoring bug"):
+        ep.finish()
+    monkeypatch.undo()
+    assert ep.call(first.tool, first.args).code == "episode_finished"
+    with pytest.raises(RuntimeError, match="failed while finishing"):
+        ep.finish()
+    with pytest.raises(RuntimeError, match="failed while finishing"):
+        ep.effects()
+    # the pooled connection came back rolled back, and only once
+    a, b = corpus.start(task), corpus.start(task)
+    assert a.call(first.tool, first.args).ok and b.call(first.tool, first.args).ok
+    assert a.finish().to_dict() == b.finish().to_dict()

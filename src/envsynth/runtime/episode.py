@@ -191,6 +191,8 @@ _short = _ShortRepr()
 
 def short_repr(value: Any) -> str:
     """``repr(value)`` shortened: at most 3 levels deep, long strings and containers cut (never raises)."""
+    if type(value) is str and len(value) <= 80:  # the common case (a tool name, a short value), at builtin speed
+        return repr(value)
     try:
         return _short.repr(value)
     except Exception:  # a custom object whose __repr__ fails: its type is enough to act on

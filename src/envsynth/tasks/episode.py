@@ -118,6 +118,11 @@ class TaskEpisode:
         """What the agent changed so far (after :meth:`finish`: what it had changed when it finished)."""
         if self._effects is not None:
             return self._effects
+        if self.finished:  # its state is given back: never read it again
+            raise RuntimeError(f"episode of task {self._task.id} failed while finishing; its effects are unknown")
+        return self._current_effects()
+
+    def _current_effects(self) -> Effects:
         if isinstance(self._s0, dict) and self._tracked:  # only the rows the episode wrote may differ from s0
             keys = changed_keys(self._episode.db)
             if not keys:
@@ -148,14 +153,14 @@ class TaskEpisode:
             if self._reward is None:
                 raise RuntimeError(f"episode of task {self._task.id} failed while finishing; it has no reward")
             return self._reward
-        self.finished = True
-        self.answer = answer
         try:
-            self._effects = self.effects()
-            self._reward = compare(self._expected, self._effects, expected_answer=self._expected_answer, answer=answer)
+            effects = self._current_effects()
+            reward = compare(self._expected, effects, expected_answer=self._expected_answer, answer=answer)
         finally:
+            self.finished, self.answer = True, answer
             self._end()
-        return self._reward
+        self._effects, self._reward = effects, reward
+        return reward
 
     def _end(self) -> None:
         """Give the state back: to the pool (the episode is detached from it) or by closing it."""
