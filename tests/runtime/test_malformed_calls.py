@@ -157,6 +157,16 @@ def test_unhashable_or_huge_tool_name_is_unknown(harbor: App) -> None:
         assert res.outcome == "anticipated_rejection" and res.code == "unknown_tool"
 
 
+def test_a_million_keys_are_rejected_at_once(harbor: App) -> None:
+    import time
+
+    args = {f"k{i}": i for i in range(1_000_000)}
+    t0 = time.perf_counter()
+    res = _check(harbor.episode(), "get_customer", args)
+    assert res.code == "invalid_arguments" and "1000000 keys" in res.content
+    assert time.perf_counter() - t0 < 0.5  # validation listing every unknown key took seconds
+
+
 def test_long_list_argument_is_rejected(harbor: App) -> None:
     spec = next(s for s in harbor.specs if any(p.type == "array" for p in s.params))
     p = next(p for p in spec.params if p.type == "array")

@@ -17,6 +17,9 @@ from envsynth.runtime.toolkit import Context, ToolError
 if TYPE_CHECKING:
     from envsynth.runtime.app import App
 
+MAX_ARGUMENTS = 1000
+"""Keys of a call's arguments object at most (checked first: validating a million unknown keys takes seconds)."""
+
 Outcome = Literal["success", "anticipated_rejection", "unexpected_failure"]
 SUCCESS: Outcome = "success"
 REJECTION: Outcome = "anticipated_rejection"
@@ -112,6 +115,12 @@ class Episode:
             arguments = {}
         if not isinstance(arguments, dict):
             return CallResult(REJECTION, f"Arguments of {name} must be a JSON object.", code="invalid_arguments"), None
+        if len(arguments) > MAX_ARGUMENTS:  # refused before validation, which would list every unknown key
+            return CallResult(
+                REJECTION,
+                f"Arguments of {name} have {len(arguments)} keys; no tool takes more than {MAX_ARGUMENTS}.",
+                code="invalid_arguments",
+            ), None
         try:
             args = app.validate[name](arguments).__dict__
         except ValidationError as exc:
