@@ -157,6 +157,27 @@ def test_unhashable_or_huge_tool_name_is_unknown(harbor: App) -> None:
         assert res.outcome == "anticipated_rejection" and res.code == "unknown_tool"
 
 
+@pytest.mark.parametrize("name", catalog.names())
+def test_impossible_dates_are_rejected(name: str, built_catalog: dict[str, BuiltApp]) -> None:
+    app = built_catalog[name].app
+    bad = {
+        "date": ["2024-02-30", "2023-02-29", "2024-13-01", "9999-99-99"],
+        "datetime": ["2024-02-30T10:00", "2024-01-01T24:00:00", "2024-01-01T10:61"],
+    }
+    good = {"date": "2024-02-29", "datetime": "2024-02-29T23:59:59"}
+    params = [(s, p) for s in app.specs for p in s.params if p.semantic in bad and p.type == "string" and not p.enum]
+    assert params, "every catalogue app has date parameters"
+    for spec, p in params:
+        ep = app.episode()
+        base = _valid_args(app, spec, ep)
+        for value in bad[p.semantic]:
+            res = _check(ep, spec.name, {**base, p.name: value})
+            assert res.outcome == "anticipated_rejection" and res.code == "invalid_arguments", (spec.name, p.name, value, res.content)
+            assert "of the calendar" in res.content
+        res = _check(ep, spec.name, {**base, p.name: good[p.semantic]})
+        assert res.code != "invalid_arguments" or p.name not in res.content, (spec.name, res.content)
+
+
 def test_a_million_keys_are_rejected_at_once(harbor: App) -> None:
     import time
 

@@ -6,11 +6,12 @@ import json
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
 from envsynth.blueprint.models import Blueprint, Entity
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
@@ -55,7 +56,30 @@ def _annotation(p: ParamSpec) -> Any:
         bounds = _scalar_bounds(p)
     declared = {"ge": p.minimum, "le": p.maximum, "gt": p.exclusive_minimum, "pattern": p.pattern, "description": p.description}
     ann: Any = Annotated[base, Field(**(declared | bounds))]
+    if p.type == "string" and not p.enum and p.semantic in _CALENDAR:
+        ann = Annotated[ann, AfterValidator(_CALENDAR[p.semantic])]
     return ann if p.required else ann | None
+
+
+def _real_date(value: str) -> str:
+    """``value`` if it names a day of the calendar (the pattern only checks the digits)."""
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a date of the calendar (YYYY-MM-DD)") from None
+    return value
+
+
+def _real_datetime(value: str) -> str:
+    """``value`` if it names a moment of the calendar (month 1-12, hour 0-23...)."""
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a date and time of the calendar (YYYY-MM-DDTHH:MM[:SS])") from None
+    return value
+
+
+_CALENDAR = {"date": _real_date, "datetime": _real_datetime}
 
 
 def _scalar_bounds(p: ParamSpec) -> dict[str, Any]:
