@@ -82,14 +82,14 @@ def crashed_trajectory(task: Task, attempt: int, seed: int, exc: BaseException, 
             "type": type(exc).__name__,
             "kind": "crash",
             "status": None,
-            "message": short_text(exc),
+            "message": _short_text(exc),
             "source": "episode",
             "trace": trace,
         },
     )
 
 
-def short_text(exc: BaseException) -> str:
+def _short_text(exc: BaseException) -> str:
     """An exception's message, at most 2,000 characters (its type when it has none)."""
     return (str(exc) or type(exc).__name__)[:2000]
 

@@ -41,8 +41,8 @@ def _annotation(p: ParamSpec) -> Any:
 
     The bounds make bad input a validation error instead of a failure deeper down: strings
     and arrays are capped (:data:`MAX_STRING`, :data:`MAX_ITEMS`), a string must be valid
-    Unicode (a lone surrogate cannot be stored), integers stay within :data:`MAX_INT` and
-    numbers are finite.
+    Unicode (a lone surrogate cannot be stored), integers stay within :data:`MAX_INT`,
+    numbers are finite and a ``date`` or ``datetime`` string exists on the calendar.
     """
     bounds: dict[str, Any] = {}
     if p.type == "array":
