@@ -126,7 +126,7 @@ def main() -> None:
     args = ap.parse_args()
     app = compile_app(catalog.load(args.app), 0)
     graph = build_graph(app)
-    for i in range(WARM):  # warm per-process caches (validators, value pools, memoised plans) on other task indexes
+    for i in range(WARM):  # warm the app's caches (validators, value pools, memoised plans) on other task indexes
         synthesize(app, graph, app_index=0, task_index=10**6 + i, states=1, depth=4, seed=0)
     # the names emails of rows naming nobody are made from (drawn once per process, on first use;
     # an older checkout, run through PYTHONPATH, has none)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from envsynth.agents.base import DEFAULT_MAX_TURNS, Policy, policy_usage
 from envsynth.llm.types import LLMError, Message, Usage, message_text
+from envsynth.runtime.episode import parse_arguments, short_repr
 from envsynth.tasks.episode import TaskEpisode
 
 if TYPE_CHECKING:
@@ -61,28 +62,50 @@ class Conversation:
 
 
 def _clean(msg: Message) -> Message:
-    """The assistant message as it goes back to the model: role, content, tool calls with ids."""
+    """The assistant message as it goes back to the model: role, content, tool calls with ids.
+
+    A malformed tool call (not an object, a name that is not text, arguments JSON cannot
+    carry) is kept as a call the episode rejects, never raised.
+    """
     out: Message = {"role": "assistant", "content": msg.get("content")}
     calls = []
-    for i, c in enumerate(msg.get("tool_calls") or []):
-        fn = c.get("function") or {}
-        args = fn.get("arguments")
-        if not isinstance(args, str):
-            args = json.dumps(args) if args is not None else ""
-        calls.append({"id": c.get("id") or f"call_{i}", "type": "function", "function": {"name": fn.get("name") or "", "arguments": args}})
+    raw_calls = msg.get("tool_calls") or []
+    for i, c in enumerate(raw_calls if isinstance(raw_calls, list) else [raw_calls]):
+        c = c if isinstance(c, dict) else {}
+        fn = c.get("function") if isinstance(c.get("function"), dict) else {}
+        name = fn.get("name") or ""
+        calls.append(
+            {
+                "id": str(c.get("id") or f"call_{i}"),
+                "type": "function",
+                "function": {
+                    "name": name if isinstance(name, str) else short_repr(name),
+                    "arguments": _arguments_text(fn.get("arguments")),
+                },
+            }
+        )
     if calls:
         out["tool_calls"] = calls
     return out
 
 
-def _parse(raw: str) -> tuple[dict[str, Any] | None, str | None]:
-    """Arguments text -> (object, None) or (None, error message)."""
-    if not raw.strip():
-        return {}, None
+def _arguments_text(args: Any) -> str:
+    """A call's arguments as JSON text (as models send them); a value JSON cannot carry gives text that is not JSON."""
+    if isinstance(args, str):
+        return args
+    if args is None:
+        return ""
     try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        return None, f"not valid JSON ({exc.msg} at position {exc.pos})"
+        return json.dumps(args)
+    except (TypeError, ValueError, RecursionError):
+        return short_repr(args)
+
+
+def _parse(raw: str) -> tuple[dict[str, Any] | None, str | None]:
+    """Arguments text -> (object, None) or (None, error message); never raises (see :func:`parse_arguments`)."""
+    value, problem = parse_arguments(raw)
+    if problem is not None:
+        return None, problem
     if not isinstance(value, dict):
         return None, f"a JSON {type(value).__name__}, not an object"
     return value, None
@@ -177,6 +200,9 @@ async def ask(policy: Policy, messages: list[Message], tools: list[Any], conv: C
         return None
     finally:
         conv.model_s += time.perf_counter() - t0
+    if not isinstance(reply, dict):
+        conv.error, conv.stop_reason = _error(TypeError(f"the policy replied {short_repr(reply)}, not a message")), "agent_error"
+        return None
     conv.turns += 1
     return reply
 

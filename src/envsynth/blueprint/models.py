@@ -9,9 +9,12 @@ lives in :mod:`envsynth.blueprint.expand`.
 from __future__ import annotations
 
 import keyword
+from functools import cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from envsynth.memo import Index, Indexed
 
 RESERVED = {"db", "ctx", "result", "new", "old", "now", "today", "exists", "count", "len", "abs", "round", "lower", "none", "true", "false"}
 
@@ -81,7 +84,7 @@ FieldType = Literal[
 NUMERIC_TYPES = ("money", "int", "quantity", "float")
 
 
-class _Model(BaseModel):
+class _Model(Indexed, BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -456,7 +459,17 @@ ARCHETYPES = ("get", "search", "aggregate", "create", "update", "delete", "trans
 CATEGORIES = ("shopping", "music", "productivity", "finance", "fitness", "messaging", "utilities", "social", "other")
 
 
-_ENTITY_INDEX: dict[int, tuple[Blueprint, dict[str, Entity]]] = {}
+class BlueprintIndex(Index):
+    """Lookups derived from a blueprint (it is frozen), kept on it as ``Blueprint.index``."""
+
+    def __init__(self, bp: Blueprint) -> None:
+        super().__init__()
+        self._entities = bp.entities
+
+    @cached_property
+    def entities(self) -> dict[str, Entity]:
+        """Entity by name (the first of a name wins, as in ``entities``)."""
+        return {e.name: e for e in reversed(self._entities)}
 
 
 class UserRole(_Model):
@@ -493,11 +506,13 @@ class Blueprint(_Model):
     actions: list[Action] = Field(min_length=1)
     users: list[UserRole] = Field(default_factory=list, description="the roles of the people who ask (customer, staff...)")
 
+    @cached_property
+    def index(self) -> BlueprintIndex:
+        """Lookups derived from this blueprint (built on first use, freed with it)."""
+        return BlueprintIndex(self)
+
     def entity(self, name: str) -> Entity:
-        index = _ENTITY_INDEX.get(id(self))
-        if index is None or index[0] is not self:  # built once per blueprint object (it is frozen)
-            index = _ENTITY_INDEX[id(self)] = (self, {e.name: e for e in reversed(self.entities)})
-        hit = index[1].get(name)
+        hit = self.index.entities.get(name)
         if hit is None:
             raise KeyError(name)
         return hit

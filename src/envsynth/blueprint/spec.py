@@ -12,10 +12,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from envsynth.memo import Indexed
+
 JsonType = Literal["string", "integer", "number", "boolean", "array"]
 
 
-class _Spec(BaseModel):
+class _Spec(Indexed, BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 

@@ -4,15 +4,28 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from functools import cached_property
 from typing import Any
 
 import networkx as nx
+
+from envsynth.memo import Index
 
 EDGE_KINDS = ("data", "logic", "state")
 FORMAT = "envsynth-tool-graph"
 VERSION = 1
 
 Edge = tuple[str, str, str, dict[str, Any]]
+
+
+class GraphIndex(Index):
+    """Lookups derived from a tool graph (it is not changed once built), kept on it as ``ToolGraph.index``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.edges: dict[tuple[str | None, str | None, str | None], list[Edge]] = {}  # (kind, source, target) -> edges
+        self.inputs: dict[str, tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {}  # tool -> inputs
+        self.neighbours: dict[tuple[str, str | None], list[str]] = {}  # (tool, kind) -> neighbours
 
 
 class ToolGraph:
@@ -26,6 +39,11 @@ class ToolGraph:
     def __init__(self, graph: nx.MultiDiGraph | None = None, name: str | None = None) -> None:
         self.g: nx.MultiDiGraph = graph if graph is not None else nx.MultiDiGraph()
         self.name = name
+
+    @cached_property
+    def index(self) -> GraphIndex:
+        """Lookups derived from this graph (built on first use, freed with it)."""
+        return GraphIndex()
 
     # -- queries -------------------------------------------------------------
     def __len__(self) -> int:
@@ -52,7 +70,7 @@ class ToolGraph:
 
         Results are memoised: a ToolGraph is not changed after it is built.
         """
-        memo = self.__dict__.setdefault("_edge_memo", {})
+        memo = self.index.edges
         hit = memo.get((kind, source, target))
         if hit is not None:
             return hit
@@ -69,7 +87,7 @@ class ToolGraph:
 
     def inputs(self, tool: str) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
         """``(required id params as (param, entity), sorted; data suppliers as (source tool, param))`` (memoised)."""
-        memo = self.__dict__.setdefault("_inputs_memo", {})
+        memo = self.index.inputs
         hit = memo.get(tool)
         if hit is None:
             requires = tuple(sorted(self.node(tool).get("requires", {}).items()))
@@ -81,14 +99,14 @@ class ToolGraph:
         """Per tool: its required id parameters, sorted, as ``(param, entity, suppliers)``, where
         ``suppliers`` are the other tools with a ``data`` edge to it for that parameter (memoised).
         """
-        memo = self.__dict__.get("_requirements_memo")
-        if memo is None:
-            memo = {}
-            for tool in self.g.nodes:
-                requires, suppliers = self.inputs(tool)
-                memo[tool] = tuple((p, e, frozenset(u for u, q in suppliers if q == p and u != tool)) for p, e in requires)
-            self.__dict__["_requirements_memo"] = memo
-        return memo
+        return self.index.of(ToolGraph._find_requirements, self)
+
+    def _find_requirements(self) -> dict[str, tuple[tuple[str, str, frozenset[str]], ...]]:
+        out = {}
+        for tool in self.g.nodes:
+            requires, suppliers = self.inputs(tool)
+            out[tool] = tuple((p, e, frozenset(u for u, q in suppliers if q == p and u != tool)) for p, e in requires)
+        return out
 
     def has_edge(self, source: str, target: str, kind: str | None = None, **attrs: Any) -> bool:
         """Whether an edge ``source -> target`` of ``kind`` with all of ``attrs`` exists."""
@@ -109,7 +127,7 @@ class ToolGraph:
 
     def neighbours(self, node: str, kind: str | None = None) -> list[str]:
         """Successors and predecessors (both directions), sorted (memoised)."""
-        memo = self.__dict__.setdefault("_neighbour_memo", {})
+        memo = self.index.neighbours
         hit = memo.get((node, kind))
         if hit is None:
             hit = memo[(node, kind)] = sorted(set(self.successors(node, kind)) | set(self.predecessors(node, kind)))
@@ -117,10 +135,10 @@ class ToolGraph:
 
     def adjacency(self) -> dict[str, frozenset[str]]:
         """Per tool: its :meth:`neighbours` over any edge kind, as a set (memoised)."""
-        memo = self.__dict__.get("_adjacency_memo")
-        if memo is None:
-            memo = self.__dict__["_adjacency_memo"] = {tool: frozenset(self.neighbours(tool)) for tool in self.g.nodes}
-        return memo
+        return self.index.of(ToolGraph._find_adjacency, self)
+
+    def _find_adjacency(self) -> dict[str, frozenset[str]]:
+        return {tool: frozenset(self.neighbours(tool)) for tool in self.g.nodes}
 
     def projection(self, kinds: Iterable[str] | None = None) -> nx.DiGraph:
         """Simple DiGraph with an edge ``u -> v`` when some edge of ``kinds`` joins them."""

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import time
+import traceback
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +16,7 @@ from envsynth.agents.base import Policy
 from envsynth.corpus.load import Corpus, load_corpus
 from envsynth.rollout.episode import run_episode
 from envsynth.rollout.trajectory import RUN_CONFIG, TRAJECTORIES, Trajectory, TrajectoryWriter, read_trajectories, repair_tail
+from envsynth.runtime.episode import short_repr
 from envsynth.tasks.model import Task
 
 if TYPE_CHECKING:
@@ -48,6 +52,75 @@ class BatchResult:
     written: int
     skipped: int
     errors: int
+
+
+def crashed_trajectory(task: Task, attempt: int, seed: int, exc: BaseException, seconds: float) -> Trajectory:
+    """The record of an episode that raised (a factory, a malformed policy reply, a bug): score 0, ``error`` says what.
+
+    ``stop_reason`` is ``episode_error``; ``error`` has ``kind`` ``crash``, ``source``
+    ``episode`` and the last frames of the traceback in ``trace``.
+    """
+    trace = "".join(traceback.format_exception(exc)[-4:])[-4000:]
+    return Trajectory(
+        task_id=task.id,
+        task_hash=task.hash,
+        app=task.app,
+        kind=task.kind,
+        attempt=attempt,
+        seed=seed,
+        agent="",
+        model="",
+        messages=[],
+        answer=None,
+        stop_reason="episode_error",
+        turns=0,
+        tool_calls=[],
+        reward={"score": 0.0, "passed": False, "breakdown": []},
+        usage={},
+        timings={"total": round(seconds, 6)},
+        error={
+            "type": type(exc).__name__,
+            "kind": "crash",
+            "status": None,
+            "message": _short_text(exc),
+            "source": "episode",
+            "trace": trace,
+        },
+    )
+
+
+def _short_text(exc: BaseException) -> str:
+    """An exception's message, at most 2,000 characters (its type when it has none)."""
+    return (str(exc) or type(exc).__name__)[:2000]
+
+
+def write_trajectory(writer: TrajectoryWriter, traj: Trajectory) -> None:
+    """Append ``traj``; what JSON in UTF-8 cannot carry is written in a form it can.
+
+    A lone surrogate a model sent becomes U+FFFD and a value nested deeper than
+    :data:`MAX_DEPTH` (an answer of nested lists) its shortened ``repr``.
+    """
+    try:
+        writer.write(traj)
+    except (UnicodeEncodeError, RecursionError):  # nothing was written: the line is made before the write
+        writer.write(replace(traj, **{f.name: _scrub(getattr(traj, f.name), 0) for f in fields(traj)}))
+
+
+MAX_DEPTH = 100
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _scrub(value: Any, depth: int) -> Any:
+    """``value`` with lone surrogates replaced in every string and anything deeper than :data:`MAX_DEPTH` as its short repr."""
+    if isinstance(value, str):
+        return _SURROGATES.sub("\ufffd", value)
+    if depth >= MAX_DEPTH and isinstance(value, dict | list | tuple):
+        return short_repr(value)
+    if isinstance(value, dict):
+        return {_scrub(k, depth + 1): _scrub(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(v, depth + 1) for v in value]
+    return value
 
 
 def _pending(path: Path, tasks: list[Task], attempts: int, rerun_errors: bool) -> tuple[list[tuple[Task, int]], int]:
@@ -104,13 +177,20 @@ async def arun_batch(
     queue = iter(todo)
     counts = {"done": 0, "errors": 0}
 
+    async def one(task: Task, attempt: int) -> Trajectory:
+        t0 = time.perf_counter()
+        try:
+            user = user_factory(task, attempt) if user_factory is not None else None
+            policy = policy_factory(task, attempt)
+            return await run_episode(c, task, policy, seed=seed + attempt, attempt=attempt, sandbox=sandbox, user=user)
+        except Exception as exc:  # this episode only: recorded on its trajectory, the batch goes on
+            return crashed_trajectory(task, attempt, seed + attempt, exc, time.perf_counter() - t0)
+
     async def worker() -> None:
         for task, attempt in queue:
             await asyncio.sleep(0)  # a point to be cancelled at, even for policies that never wait
-            user = user_factory(task, attempt) if user_factory is not None else None
-            policy = policy_factory(task, attempt)
-            traj = await run_episode(c, task, policy, seed=seed + attempt, attempt=attempt, sandbox=sandbox, user=user)
-            writer.write(traj)
+            traj = await one(task, attempt)
+            write_trajectory(writer, traj)
             counts["done"] += 1
             counts["errors"] += traj.error is not None
             if progress is not None:
@@ -150,7 +230,8 @@ def run_batch(
     Resumable: (task, attempt) pairs already in the file are skipped and a torn last line
     (an interrupted write) is cut first, so rerunning after a crash or Ctrl-C finishes the
     run with no duplicates. A model failure is recorded on its trajectory and the batch
-    goes on. Attempt ``a`` uses episode seed ``seed + a``.
+    goes on; so is any exception of one episode (stop reason ``episode_error``, see
+    :func:`crashed_trajectory`). Attempt ``a`` uses episode seed ``seed + a``.
 
     Args:
         corpus: a loaded corpus or its folder.

@@ -6,15 +6,17 @@ import json
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
 from envsynth.blueprint.models import Blueprint, Entity
 from envsynth.blueprint.order import creation_order
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
+from envsynth.memo import Index
 from envsynth.runtime.episode import Episode
 from envsynth.runtime.toolkit import BoolColumns
 
@@ -25,27 +27,80 @@ class AppLoadError(RuntimeError):
 
 _PY = {"string": str, "integer": int, "number": float, "boolean": bool}
 
+MAX_STRING = 10_000
+"""Characters of a string argument at most (also each item of an array): SQLite refuses LIKE
+patterns over 50,000 bytes, and no tool needs more."""
+MAX_ITEMS = 1_000
+"""Items of an array argument at most (each becomes an SQL parameter; SQLite allows 32,766)."""
+MAX_INT = 2**53 - 1
+"""Integer arguments lie within +-MAX_INT unless the tool declares tighter bounds: the integers a
+JSON number carries exactly, far from SQLite's 64-bit limit also when a tool adds a few of them."""
+
 
 def _annotation(p: ParamSpec) -> Any:
+    """The type of a parameter, with its declared constraints and the runtime's own bounds.
+
+    The bounds make bad input a validation error instead of a failure deeper down: strings
+    and arrays are capped (:data:`MAX_STRING`, :data:`MAX_ITEMS`), a string must be valid
+    Unicode (a lone surrogate cannot be stored), integers stay within :data:`MAX_INT`,
+    numbers are finite and a ``date`` or ``datetime`` string exists on the calendar.
+    """
+    bounds: dict[str, Any] = {}
     if p.type == "array":
-        base: Any = list[Literal[tuple(p.items_enum)]] if p.items_enum else list[str]  # type: ignore[misc]
+        item: Any = Literal[tuple(p.items_enum)] if p.items_enum else Annotated[str, Field(max_length=MAX_STRING)]  # type: ignore[misc]
+        base: Any = list[item]
+        bounds["max_length"] = MAX_ITEMS
     elif p.enum:
         base = Literal[tuple(p.enum)]  # type: ignore[misc]
     else:
         base = _PY[p.type]
-    constraints = Field(
-        ge=p.minimum,
-        le=p.maximum,
-        gt=p.exclusive_minimum,
-        pattern=p.pattern,
-        description=p.description,
-    )
-    ann: Any = Annotated[base, constraints]
+        bounds = _scalar_bounds(p)
+    declared = {"ge": p.minimum, "le": p.maximum, "gt": p.exclusive_minimum, "pattern": p.pattern, "description": p.description}
+    ann: Any = Annotated[base, Field(**(declared | bounds))]
+    if p.type == "string" and not p.enum and p.semantic in _CALENDAR:
+        ann = Annotated[ann, AfterValidator(_CALENDAR[p.semantic])]
     return ann if p.required else ann | None
 
 
+def _real_date(value: str) -> str:
+    """``value`` if it names a day of the calendar (the pattern only checks the digits)."""
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a date of the calendar (YYYY-MM-DD)") from None
+    return value
+
+
+def _real_datetime(value: str) -> str:
+    """``value`` if it names a moment of the calendar (month 1-12, hour 0-23...)."""
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a date and time of the calendar (YYYY-MM-DDTHH:MM[:SS])") from None
+    return value
+
+
+_CALENDAR = {"date": _real_date, "datetime": _real_datetime}
+
+
+def _scalar_bounds(p: ParamSpec) -> dict[str, Any]:
+    """The runtime's bounds of a string, integer or number parameter (declared ones kept)."""
+    if p.type == "string":
+        return {"max_length": MAX_STRING}  # checking the length also makes pydantic refuse invalid Unicode
+    if p.type == "number":
+        return {"allow_inf_nan": False}
+    if p.type == "integer":
+        bounds: dict[str, Any] = {}
+        if p.minimum is None or p.minimum < -MAX_INT:
+            bounds["ge"] = -MAX_INT
+        if p.maximum is None or p.maximum > MAX_INT:
+            bounds["le"] = MAX_INT
+        return bounds
+    return {}
+
+
 def argument_model(spec: ToolSpec) -> type[BaseModel]:
-    """A strict pydantic model of a tool's arguments (unknown keys rejected)."""
+    """A strict pydantic model of a tool's arguments (unknown keys rejected, see :func:`_annotation` for the bounds)."""
     fields: dict[str, Any] = {p.name: (_annotation(p), ... if p.required else None) for p in spec.params}
     return create_model(f"{spec.name}_arguments", __config__=ConfigDict(extra="forbid", strict=True), **fields)
 
@@ -93,6 +148,11 @@ class App:
     @property
     def name(self) -> str:
         return self.blueprint.name
+
+    @cached_property
+    def index(self) -> Index:
+        """Lookups derived from this app (task synthesis memoises on it), built on first use and freed with it."""
+        return Index()
 
     @cached_property
     def spec_by_name(self) -> dict[str, ToolSpec]:

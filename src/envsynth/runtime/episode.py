@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import reprlib
 import sqlite3
 import traceback
 from dataclasses import dataclass, field
@@ -15,6 +16,9 @@ from envsynth.runtime.toolkit import Context, ToolError
 
 if TYPE_CHECKING:
     from envsynth.runtime.app import App
+
+MAX_ARGUMENTS = 1000
+"""Keys of a call's arguments object at most (checked first: validating a million unknown keys takes seconds)."""
 
 Outcome = Literal["success", "anticipated_rejection", "unexpected_failure"]
 SUCCESS: Outcome = "success"
@@ -61,13 +65,15 @@ class Episode:
     """One run over its own in-memory copy of a state.
 
     Create with :meth:`App.episode`. Tool calls never raise: every call returns a
-    :class:`CallResult` and is appended to :attr:`log`.
+    :class:`CallResult` and is appended to :attr:`log`. After :meth:`close` every call is
+    rejected (code ``episode_finished``) without touching the database.
     """
 
     app: App
     db: sqlite3.Connection
     ctx: Context
     log: list[CallRecord] = field(default_factory=list)
+    closed: bool = False
 
     @classmethod
     def start(cls, app: App, state: bytes, seed: int = 0) -> Episode:
@@ -87,7 +93,7 @@ class Episode:
         ``content`` is left empty (``data`` only) and a rejected call's partial writes are
         not rolled back.
         """
-        result = self._call(name, arguments, replay)
+        result = self._call(name, arguments, replay) if not self.closed else (_finished(), None)
         if result[0].outcome != SUCCESS or self.app.keep_log:
             res, trace = result
             self.log.append(CallRecord(name, arguments, res.outcome, res.content, res.code, trace))
@@ -95,18 +101,26 @@ class Episode:
 
     def _call(self, name: str, arguments: dict[str, Any] | str | None, replay: bool = False) -> tuple[CallResult, str | None]:
         app = self.app
-        fn = app.functions.get(name)
+        try:
+            fn = app.functions.get(name)
+        except TypeError:  # an unhashable "name" (a list from a client)
+            fn = None
         if fn is None:
-            return CallResult(REJECTION, f"Unknown tool {name!r}.", code="unknown_tool"), None
+            return CallResult(REJECTION, f"Unknown tool {short_repr(name)}.", code="unknown_tool"), None
         if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError as exc:
-                return CallResult(REJECTION, f"Arguments of {name} are not valid JSON: {exc.msg}.", code="invalid_arguments"), None
+            arguments, problem = parse_arguments(arguments)
+            if problem is not None:
+                return CallResult(REJECTION, f"Arguments of {name} are {problem}.", code="invalid_arguments"), None
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
             return CallResult(REJECTION, f"Arguments of {name} must be a JSON object.", code="invalid_arguments"), None
+        if len(arguments) > MAX_ARGUMENTS:  # refused before validation, which would list every unknown key
+            return CallResult(
+                REJECTION,
+                f"Arguments of {name} have {len(arguments)} keys; no tool takes more than {MAX_ARGUMENTS}.",
+                code="invalid_arguments",
+            ), None
         try:
             args = app.validate[name](arguments).__dict__
         except ValidationError as exc:
@@ -133,18 +147,76 @@ class Episode:
             self.db.execute("ROLLBACK TO tool_call")
             self.db.execute("RELEASE tool_call")
 
+    def detach(self) -> None:
+        """End the episode without closing its connection (its owner takes it back); later calls are rejected."""
+        self.closed = True
+
     def close(self) -> None:
+        """End the episode and close its connection (again: no effect); later calls are rejected."""
+        self.closed = True
         self.db.close()
+
+
+def _finished() -> CallResult:
+    return CallResult(REJECTION, "The episode is finished; no more tool calls can be made in it.", code="episode_finished")
+
+
+def parse_arguments(text: str) -> tuple[Any, str | None]:
+    """Tool-call arguments given as JSON text -> ``(value, None)``, or ``(None, problem)``.
+
+    Blank text is ``{}``. Never raises: text nested too deeply for the parser (``"[" * 5000``)
+    or holding a number too long to convert is a problem like any invalid JSON. The value
+    may be any JSON value; the caller checks that it is an object.
+    """
+    if not text.strip():
+        return {}, None
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON ({exc.msg} at position {exc.pos})"
+    except RecursionError:
+        return None, "nested too deeply"
+    except ValueError:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        return None, "not valid JSON (a number has too many digits)"
+
+
+class _ShortRepr(reprlib.Repr):
+    """``repr`` bounded in depth, length and cost, for values an agent sent (any size, any nesting)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 3
+        self.maxstring = self.maxother = self.maxlong = 80
+        self.maxlist = self.maxtuple = self.maxdict = self.maxset = self.maxfrozenset = self.maxdeque = self.maxarray = 6
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 256:  # repr of a huge int is slow, and past 4300 digits raises
+            return f"<{'-' if x < 0 else ''}integer of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+
+_short = _ShortRepr()
+
+
+def short_repr(value: Any) -> str:
+    """``repr(value)`` shortened: at most 3 levels deep, long strings and containers cut (never raises)."""
+    if type(value) is str and len(value) <= 80:  # the common case (a tool name, a short value), at builtin speed
+        return repr(value)
+    try:
+        return _short.repr(value)
+    except Exception:  # a custom object whose __repr__ fails: its type is enough to act on
+        return f"<{type(value).__name__}>"
 
 
 def _validation_message(name: str, exc: ValidationError) -> str:
     parts = []
-    for err in exc.errors()[:3]:
-        loc = ".".join(str(x) for x in err["loc"]) or "arguments"
+    for err in exc.errors(include_url=False)[:3]:
+        loc = ".".join(str(x) for x in err["loc"]) or "arguments"  # a key the agent sent may be of any size
         if err["type"] == "extra_forbidden":
-            parts.append(f"unexpected argument {loc!r}")
+            parts.append(f"unexpected argument {short_repr(loc)}")
         elif err["type"] == "missing":
-            parts.append(f"missing required argument {loc!r}")
+            parts.append(f"missing required argument {short_repr(loc)}")
         else:
-            parts.append(f"{loc}: {err['msg']} (got {err.get('input')!r})")
+            where = loc if len(loc) <= 80 and loc.isprintable() else short_repr(loc)
+            parts.append(f"{where}: {err['msg']} (got {short_repr(err.get('input'))})")
     return f"Invalid arguments for {name}: " + "; ".join(parts) + "."

@@ -15,13 +15,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import re
 import sqlite3
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from envsynth.blueprint.models import Blueprint, FieldDef
-from envsynth.memo import per_object
+from envsynth.runtime.episode import short_repr
 from envsynth.runtime.state import Rows, diff_rows, open_state, read_rows
 
 TOLERANCE = 0.005
@@ -115,22 +116,19 @@ class Effects:
         return cls({t: TableEffects(**{k: conv.get(k, dict)(v) for k, v in d.items()}) for t, d in data.items()})
 
 
-_NORMALISED: dict[int, tuple[Any, Any]] = {}
-
-
 def _normalised_fields(bp: Blueprint) -> tuple[dict[str, dict[str, FieldDef | None]], dict[str, tuple[str, ...]]]:
     """Per table: each field name to its definition when its values are normalised (a ref or a
     datetime) else None, and the names of the fields a new row's content holds (all but the id).
 
-    Memoised per blueprint object (it is frozen).
+    Kept on the blueprint's index (it is frozen).
     """
-    return per_object(
-        _NORMALISED,
-        bp,
-        lambda b: (
-            {e.name: {f.name: f if f.type in ("ref", "datetime") else None for f in e.fields} for e in b.entities},
-            {e.name: tuple(f.name for f in e.fields[1:]) for e in b.entities},
-        ),
+    return bp.index.of(_build_normalised_fields, bp)
+
+
+def _build_normalised_fields(bp: Blueprint) -> tuple[dict[str, dict[str, FieldDef | None]], dict[str, tuple[str, ...]]]:
+    return (
+        {e.name: {f.name: f if f.type in ("ref", "datetime") else None for f in e.fields} for e in bp.entities},
+        {e.name: tuple(f.name for f in e.fields[1:]) for e in bp.entities},
     )
 
 
@@ -269,7 +267,10 @@ _EDGE = "\"'`.,;:!?()[]{}<> \t\n"
 def _scalar(v: Any) -> Any:
     """A normalised scalar: a float for numbers, else a lower-cased trimmed string."""
     if _num(v):
-        return float(v)
+        try:
+            return float(v)
+        except OverflowError:  # an integer beyond any float
+            return math.inf if v > 0 else -math.inf
     s = " ".join(str(v).split()).strip(_EDGE).lower()  # runs of white space made one space first
     if _CURRENCY.match(s) and re.search(r"\d", s):
         n = re.sub(r"[$€£¥,%\s]|usd|eur|gbp", "", s)
@@ -279,10 +280,31 @@ def _scalar(v: Any) -> Any:
 
 
 def _parsed(v: Any) -> Any:
+    """A string holding a JSON list or object as that value; anything else (JSON too deep or too long for Python too) as it is."""
     if isinstance(v, str) and v.strip()[:1] in ("[", "{"):
-        with contextlib.suppress(json.JSONDecodeError):
+        with contextlib.suppress(ValueError, RecursionError):  # ValueError: not JSON, or a number of over 4300 digits
             return json.loads(v)
     return v
+
+
+def _cut(text: str, size: int = 500) -> str:
+    """``text`` or, when longer than ``size``, its start and end around an ellipsis."""
+    return text if len(text) <= size else f"{text[: size // 2]}...{text[-size // 2 :]}"
+
+
+def _answer_text(answer: Any) -> tuple[Any, str]:
+    """The agent's answer as the breakdown keeps it and as its message shows it.
+
+    An answer JSON cannot encode (nested too deeply, an integer too long to print) is kept
+    as its shortened ``repr``: scoring never fails on what an agent answered.
+    """
+    if isinstance(answer, str):
+        return answer, answer
+    try:
+        return answer, _canon(answer)
+    except (ValueError, RecursionError):
+        text = short_repr(answer)
+        return text, text
 
 
 def answers_match(expected: Any, answer: Any) -> bool:
@@ -332,6 +354,7 @@ def compare(expected: Effects, actual: Effects, *, expected_answer: Any = None, 
         if answer is None or (isinstance(answer, str) and not answer.strip(_EDGE)):
             out.append(Mismatch("missing_answer", f"no answer given, expected '{want}'", expected=expected_answer))
         elif not answers_match(expected_answer, answer):
-            msg = f"answer '{answer if isinstance(answer, str) else _canon(answer)}' does not match expected '{want}'"
-            out.append(Mismatch("wrong_answer", msg, expected=expected_answer, actual=answer))
+            kept, text = _answer_text(answer)
+            msg = f"answer '{_cut(text)}' does not match expected '{want}'"
+            out.append(Mismatch("wrong_answer", msg, expected=expected_answer, actual=kept))
     return Reward(0.0 if out else 1.0, tuple(out))

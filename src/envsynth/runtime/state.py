@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -17,7 +18,6 @@ from typing import Any, NamedTuple
 
 from envsynth.blueprint.models import Blueprint, Entity, FieldDef
 from envsynth.blueprint.values import ValueMaker
-from envsynth.memo import per_object
 
 Rows = dict[str, list[dict[str, Any]]]
 STATEMENT_CACHE = 1024  # prepared statements kept per connection (tools, deltas, reads: well over the default 128)
@@ -30,6 +30,7 @@ def empty_db(schema: str) -> sqlite3.Connection:
 
 
 _SCRATCH = threading.local()
+SCRATCH_CONNECTIONS = 32  # (schema, purpose) connections kept per thread, the least recently used let go first
 
 
 def scratch_connection(schema: str, purpose: str = "bytes") -> sqlite3.Connection:
@@ -39,24 +40,29 @@ def scratch_connection(schema: str, purpose: str = "bytes") -> sqlite3.Connectio
     Callers must leave it empty (delete or roll back what they add); it is never reset
     with ``deserialize``, which is not safe under cached prepared statements. Different
     purposes get different connections so that their transactions never interleave.
+    A thread keeps the :data:`SCRATCH_CONNECTIONS` most recently used ones (a process that
+    builds many apps does not keep a connection per app forever); one let go closes when
+    its last user drops it.
     """
-    cache = getattr(_SCRATCH, "conns", None)
+    cache: OrderedDict[tuple[str, str], sqlite3.Connection] | None = getattr(_SCRATCH, "conns", None)
     if cache is None:
-        cache = _SCRATCH.conns = {}
-    conn = cache.get((schema, purpose))
+        cache = _SCRATCH.conns = OrderedDict()
+    key = (schema, purpose)
+    conn = cache.get(key)
     if conn is None:
-        conn = cache[(schema, purpose)] = empty_db(schema)
+        conn = cache[key] = empty_db(schema)
         conn.execute("PRAGMA foreign_keys = ON")
+        if len(cache) > SCRATCH_CONNECTIONS:
+            cache.popitem(last=False)
+    else:
+        cache.move_to_end(key)
     return conn
-
-
-_INSERTS: dict[int, tuple[Any, Any]] = {}
 
 
 def _insert_sql(ent: Entity) -> tuple[str, tuple[str, ...], itemgetter[Any]]:
     """The INSERT statement of an entity, its columns and a getter of a row's values as a tuple
-    in column order (memoised per entity object)."""
-    return per_object(_INSERTS, ent, _build_insert)
+    in column order (kept on the entity's index)."""
+    return ent.index.of(_build_insert, ent)
 
 
 def _build_insert(ent: Entity) -> tuple[str, tuple[str, ...], itemgetter[Any]]:
@@ -204,24 +210,18 @@ def read_keyed_rows(conn: sqlite3.Connection, bp: Blueprint, keys: dict[str, set
     return out
 
 
-_SELECTS: dict[int, tuple[Any, Any]] = {}
-
-
 def _select_sql(ent: Entity) -> tuple[str, tuple[str, ...]]:
-    """The SELECT of all rows of an entity by primary key, and its bool columns (memoised per entity object)."""
-    return per_object(_SELECTS, ent, _build_select)
+    """The SELECT of all rows of an entity by primary key, and its bool columns (kept on the entity's index)."""
+    return ent.index.of(_build_select, ent)
 
 
 def _build_select(ent: Entity) -> tuple[str, tuple[str, ...]]:
     return f'SELECT * FROM "{ent.name}" ORDER BY "{ent.id_field}"', tuple(f.name for f in ent.fields if f.type == "bool")
 
 
-_READS: dict[int, tuple[Any, Any]] = {}
-
-
 def _reads(bp: Blueprint) -> list[tuple[str, str, str, tuple[str, ...]]]:
-    """Per entity: (table, :func:`_select_sql`'s SELECT, id field, bool columns) (memoised per blueprint object)."""
-    return per_object(_READS, bp, _build_reads)
+    """Per entity: (table, :func:`_select_sql`'s SELECT, id field, bool columns) (kept on the blueprint's index)."""
+    return bp.index.of(_build_reads, bp)
 
 
 def _build_reads(bp: Blueprint) -> list[tuple[str, str, str, tuple[str, ...]]]:
@@ -232,24 +232,18 @@ def _build_reads(bp: Blueprint) -> list[tuple[str, str, str, tuple[str, ...]]]:
     return reads
 
 
-_ID_FIELDS: dict[int, tuple[Any, Any]] = {}
-
-
 def id_fields(bp: Blueprint) -> dict[str, str]:
-    """Table -> its id field, in blueprint order (memoised per blueprint object; do not change it)."""
-    return per_object(_ID_FIELDS, bp, _build_id_fields)
+    """Table -> its id field, in blueprint order (kept on the blueprint's index; do not change it)."""
+    return bp.index.of(_build_id_fields, bp)
 
 
 def _build_id_fields(bp: Blueprint) -> dict[str, str]:
     return {e.name: e.id_field for e in bp.entities}
 
 
-_REF_FIELDS: dict[int, tuple[Any, Any]] = {}
-
-
 def ref_fields(ent: Entity) -> list[tuple[str, str]]:
-    """(field, referenced table) of an entity's ref fields (memoised per entity object; do not change it)."""
-    return per_object(_REF_FIELDS, ent, _build_ref_fields)
+    """(field, referenced table) of an entity's ref fields (kept on the entity's index; do not change it)."""
+    return ent.index.of(_build_ref_fields, ent)
 
 
 def _build_ref_fields(ent: Entity) -> list[tuple[str, str]]:
@@ -306,6 +300,31 @@ class TakenIds(dict[str, set[str]]):
         return taken
 
 
+def distinct_values(rows: list[dict[str, Any]], name: str) -> tuple[list[Any], dict[Any, int]]:
+    """The distinct non-null values of field ``name`` in ``rows`` in a fixed order, and each one's position."""
+    values = sorted({v for r in rows if (v := r.get(name)) is not None}, key=repr)
+    return values, {v: i for i, v in enumerate(values)}
+
+
+class ValuePool(dict[str, list[dict[str, Any]]]):
+    """Pre-drawn rows per table whose plain values seed other states (see :meth:`StateBuilder.use_pool`).
+
+    It also keeps, per (table, field), the field's :func:`distinct_values` once asked for.
+    """
+
+    def __init__(self, rows: Rows) -> None:
+        super().__init__(rows)
+        self._distinct: dict[tuple[str, str], tuple[list[Any], dict[Any, int]]] = {}
+
+    def distinct(self, table: str, name: str) -> tuple[list[Any], dict[Any, int]]:
+        """:func:`distinct_values` of field ``name`` in this pool's ``table`` rows (worked out once)."""
+        key = (table, name)
+        hit = self._distinct.get(key)
+        if hit is None:
+            hit = self._distinct[key] = distinct_values(self.get(table, []), name)
+        return hit
+
+
 class StateBuilder:
     """Draws rows for a blueprint's entities from one seed, respecting references.
 
@@ -319,6 +338,7 @@ class StateBuilder:
         self.rng = self.values.rng
         self.order = order
         tables, self._invariants = _builder_facts(bp)
+        self._plans = _plans(bp)
         self.taken_ids: dict[str, set[str]]
         if rows is None:
             self.rows: Rows = {t: [] for t in tables}
@@ -351,8 +371,9 @@ class StateBuilder:
 
     def add(self, ent: Entity, fixed: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """Draw one row of ``ent`` (fields in ``fixed`` are taken as given); None if a ref has no target."""
-        hit = _PLANS.get(id(ent))
-        plan = hit[1] if hit is not None and hit[0] is ent else _plan(self.bp, ent)
+        plan = self._plans.get(ent.name)
+        if plan is None or plan.entity is not ent:  # an entity object of another blueprint (not kept)
+            plan = _build_plan(ent, self.bp)
         table = plan.table
         fixed = fixed or _NOTHING
         rng = self.rng
@@ -431,6 +452,7 @@ _NOTHING: dict[str, Any] = {}
 class _Plan(NamedTuple):
     """How :meth:`StateBuilder.add` draws a row of one entity, as plain values."""
 
+    entity: Entity
     table: str
     id_name: str
     prefix: str
@@ -438,32 +460,35 @@ class _Plan(NamedTuple):
     steps: tuple[tuple[str, float | None, bool, FieldDef, str, str], ...]
 
 
-_PLANS: dict[int, tuple[Any, Any]] = {}  # StateBuilder.add reads it directly (the per_object layout)
+def _plans(bp: Blueprint) -> dict[str, _Plan]:
+    """Table -> how :meth:`StateBuilder.add` draws its rows (kept on the blueprint's index)."""
+    return bp.index.of(_build_plans, bp)
 
 
-def _plan(bp: Blueprint, ent: Entity) -> _Plan:
-    """How rows of ``ent`` are drawn (memoised per entity object)."""
-
-    def build(e: Entity) -> _Plan:
-        steps = []
-        for f in e.fields[1:]:
-            null_rate = f.null_rate if f.nullable else None
-            if f.type == "ref":  # a ref field names its table (FieldDef checks it)
-                steps.append((f.name, null_rate, f.unique, f, f.ref or "", bp.entity(f.ref or "").id_field))
-            else:
-                steps.append((f.name, null_rate, f.unique, f, "", ""))
-        return _Plan(e.name, e.id_field, e.prefix, tuple(steps))
-
-    return per_object(_PLANS, ent, build)
+def _build_plans(bp: Blueprint) -> dict[str, _Plan]:
+    return {e.name: _build_plan(e, bp) for e in reversed(bp.entities)}
 
 
-_BUILDER_FACTS: dict[int, tuple[Any, Any]] = {}
+def _build_plan(e: Entity, bp: Blueprint) -> _Plan:
+    """How rows of ``e`` are drawn, its refs read in ``bp``."""
+    steps = []
+    for f in e.fields[1:]:
+        null_rate = f.null_rate if f.nullable else None
+        if f.type == "ref":  # a ref field names its table (FieldDef checks it)
+            steps.append((f.name, null_rate, f.unique, f, f.ref or "", bp.entity(f.ref or "").id_field))
+        else:
+            steps.append((f.name, null_rate, f.unique, f, "", ""))
+    return _Plan(e, e.name, e.id_field, e.prefix, tuple(steps))
 
 
 def _builder_facts(bp: Blueprint) -> tuple[tuple[str, ...], dict[str, list[tuple[str, str]]]]:
     """The tables of a blueprint, and per table the ``used <= capacity`` pairs implied by booking
-    actions, kept true in drawn rows (memoised per blueprint object)."""
-    return per_object(_BUILDER_FACTS, bp, lambda b: (tuple(e.name for e in b.entities), _find_capacity_invariants(b)))
+    actions, kept true in drawn rows (kept on the blueprint's index)."""
+    return bp.index.of(_build_builder_facts, bp)
+
+
+def _build_builder_facts(bp: Blueprint) -> tuple[tuple[str, ...], dict[str, list[tuple[str, str]]]]:
+    return tuple(e.name for e in bp.entities), _find_capacity_invariants(bp)
 
 
 def _find_capacity_invariants(bp: Blueprint) -> dict[str, list[tuple[str, str]]]:

@@ -57,18 +57,16 @@ def _created(spec: ToolSpec, entity: str) -> bool:
 Continuation = tuple[ToolSpec, str, str, int, str]  # (tool, "ref" or "pin", param, step, result field or alias)
 
 
-_NEXT: dict[tuple[int, int, str], tuple[App, ToolGraph, list[tuple[ToolSpec, str, str, str]]]] = {}
-
-
 def _next_of(app: App, graph: ToolGraph, source: ToolSpec) -> list[tuple[ToolSpec, str, str, str]]:
     """The steps that can follow a ``source`` step, as (tool, "ref" or "pin", param, result field or alias).
 
-    Depends only on the app and the graph: memoised per (app, graph, tool) objects.
+    Depends only on the app and the graph: kept on the graph's index, per app and tool.
     """
-    key = (id(app), id(graph), source.name)
-    hit = _NEXT.get(key)
-    if hit is not None and hit[0] is app and hit[1] is graph:
-        return hit[2]
+    return graph.index.paired(_find_next, graph, app, source.name)
+
+
+def _find_next(graph: ToolGraph, app: App, name: str) -> list[tuple[ToolSpec, str, str, str]]:
+    source = app.spec_by_name[name]
     out: list[tuple[ToolSpec, str, str, str]] = []
     for _, tgt, _, a in graph.edges("data", source=source.name):
         spec = app.spec_by_name[tgt]
@@ -93,7 +91,6 @@ def _next_of(app: App, graph: ToolGraph, source: ToolSpec) -> list[tuple[ToolSpe
             alias = _alias_of(source, ent)
             if alias is not None:
                 out.append((spec, "pin", param, alias))
-    _NEXT[key] = (app, graph, out)
     return out
 
 
@@ -172,14 +169,12 @@ class _Tools:
     reads: list[ToolSpec]  # possible reads of a chain without earlier steps
 
 
-_TOOLS: dict[int, tuple[App, _Tools]] = {}
-
-
 def _tools(app: App) -> _Tools:
-    """Depends only on the app: memoised per app object."""
-    hit = _TOOLS.get(id(app))
-    if hit is not None and hit[0] is app:
-        return hit[1]
+    """Depends only on the app: kept on the app's index."""
+    return app.index.of(_find_tools, app)
+
+
+def _find_tools(app: App) -> _Tools:
     bp = app.blueprint
 
     def by_id(s: ToolSpec) -> bool:  # a get by another unique field would name its own answer
@@ -192,23 +187,19 @@ def _tools(app: App) -> _Tools:
         for s in app.specs
         if (s.kind == "get" and by_id(s)) or s.kind == "search" or (s.kind == "aggregate" and s.query and not s.query.group_by)
     ]
-    tools = _Tools(writes, gets, reads)
-    _TOOLS[id(app)] = (app, tools)
-    return tools
-
-
-_READS: dict[tuple[int, str], tuple[App, list[tuple[ToolSpec, str, str, str]]]] = {}
+    return _Tools(writes, gets, reads)
 
 
 def _reads_of(app: App, source: ToolSpec) -> list[tuple[ToolSpec, str, str, str]]:
     """The gets by id that can read a row a ``source`` step touched, as (tool, "ref" or "pin", param, result field or alias).
 
-    Depends only on the app and the tool: memoised per (app, tool) objects.
+    Depends only on the app and the tool: kept on the app's index, per tool.
     """
-    key = (id(app), source.name)
-    hit = _READS.get(key)
-    if hit is not None and hit[0] is app:
-        return hit[1]
+    return app.index.of(_find_reads, app, source.name)
+
+
+def _find_reads(app: App, name: str) -> list[tuple[ToolSpec, str, str, str]]:
+    source = app.spec_by_name[name]
     out: list[tuple[ToolSpec, str, str, str]] = []
     for g, entity, param, id_field in _tools(app).gets:
         if _created(source, entity):
@@ -217,7 +208,6 @@ def _reads_of(app: App, source: ToolSpec) -> list[tuple[ToolSpec, str, str, str]
             alias = _alias_of(source, entity)
             if alias is not None:
                 out.append((g, "pin", param, alias))
-    _READS[key] = (app, out)
     return out
 
 

@@ -151,25 +151,23 @@ class _Fields:
     refs: tuple[tuple[str, str], ...]  # (ref field, referenced entity)
 
 
-_FIELDS: dict[int, _Fields] = {}
-
-
 def _fields(ent: Entity) -> _Fields:
-    """The fields a description may use, and the refs to describe parents by (memoised per entity object)."""
-    hit = _FIELDS.get(id(ent))
-    if hit is None or hit.entity is not ent:
-        never = set(ent.never_describe)
-        fields = [f for f in ent.fields if f.type in _ORDER and f.name not in never]
-        fields.sort(key=lambda f: (f.name != ent.label, _ORDER.index(f.type)))
-        telling = ("date", "datetime", "money", "name", "company", "string")
-        known = {name: -len(ent.known_by) + i for i, name in enumerate(ent.known_by)}  # best first, before any other field
-        hit = _FIELDS[id(ent)] = _Fields(
-            entity=ent,
-            named=tuple((0, f.name) for f in fields if f.name == ent.label),
-            others=tuple((known.get(f.name, 0 if f.type in telling else 1), f.name) for f in fields if f.name != ent.label),
-            refs=tuple((f.name, f.ref or "") for f in ent.fields if f.type == "ref"),
-        )
-    return hit
+    """The fields a description may use, and the refs to describe parents by (kept on the entity's index)."""
+    return ent.index.of(_find_fields, ent)
+
+
+def _find_fields(ent: Entity) -> _Fields:
+    never = set(ent.never_describe)
+    fields = [f for f in ent.fields if f.type in _ORDER and f.name not in never]
+    fields.sort(key=lambda f: (f.name != ent.label, _ORDER.index(f.type)))
+    telling = ("date", "datetime", "money", "name", "company", "string")
+    known = {name: -len(ent.known_by) + i for i, name in enumerate(ent.known_by)}  # best first, before any other field
+    return _Fields(
+        entity=ent,
+        named=tuple((0, f.name) for f in fields if f.name == ent.label),
+        others=tuple((known.get(f.name, 0 if f.type in telling else 1), f.name) for f in fields if f.name != ent.label),
+        refs=tuple((f.name, f.ref or "") for f in ent.fields if f.type == "ref"),
+    )
 
 
 def describe(

@@ -18,8 +18,7 @@ import random
 from typing import Any, NamedTuple
 
 from envsynth.blueprint.models import Blueprint
-from envsynth.memo import per_object
-from envsynth.runtime.state import Rows, StateBuilder, id_fields, ref_fields
+from envsynth.runtime.state import Rows, StateBuilder, ValuePool, distinct_values, id_fields, ref_fields
 
 PER_LEVEL = 2
 
@@ -154,7 +153,7 @@ def _other_value(b: StateBuilder, rng: random.Random, ent: Any, name: str, value
         return None
     pool = (b.pool or {}).get(ent.name)
     if pool:
-        values, position = _pool_values(pool, name)
+        values, position = b.pool.distinct(ent.name, name) if isinstance(b.pool, ValuePool) else distinct_values(pool, name)
         at = position.get(value)
         n = len(values) - (at is not None)
         if n > 0:
@@ -164,36 +163,18 @@ def _other_value(b: StateBuilder, rng: random.Random, ent: Any, name: str, value
     return rng.choice(options) if options else None
 
 
-_POOL_VALUES: dict[tuple[int, str], tuple[list[dict[str, Any]], tuple[list[Any], dict[Any, int]]]] = {}
-
-
-def _pool_values(pool: list[dict[str, Any]], name: str) -> tuple[list[Any], dict[Any, int]]:
-    """The distinct non-null values of field ``name`` in ``pool`` rows in a fixed order, and each one's
-    position (memoised per pool list)."""
-    key = (id(pool), name)
-    hit = _POOL_VALUES.get(key)
-    if hit is None or hit[0] is not pool:
-        values = sorted({v for r in pool if (v := r.get(name)) is not None}, key=repr)
-        hit = _POOL_VALUES[key] = (pool, (values, {v: i for i, v in enumerate(values)}))
-    return hit[1]
-
-
 def _fixed(ent: Any, target: dict[str, Any], keep: set[str]) -> dict[str, Any]:
     """Field values a distractor copies from its target (unique fields are never copied)."""
     return {name: target[name] for name in _fields(ent).copyable if name in keep and target.get(name) is not None}
 
 
-_CHILDREN: dict[tuple[int, str, frozenset[str]], tuple[Blueprint, list[tuple[Any, Any]]]] = {}
-
-
 def _children(bp: Blueprint, table: str, guarded: frozenset[str]) -> list[tuple[Any, Any]]:
-    """(entity, ref field) pairs that refer to ``table``, outside ``guarded`` tables (memoised)."""
-    key = (id(bp), table, guarded)
-    hit = _CHILDREN.get(key)
-    if hit is None or hit[0] is not bp:
-        found = [(o, f) for o in bp.entities if o.name not in guarded for f in o.fields if f.type == "ref" and f.ref == table]
-        hit = _CHILDREN[key] = (bp, found)
-    return hit[1]
+    """(entity, ref field) pairs that refer to ``table``, outside ``guarded`` tables (kept on the blueprint's index)."""
+    return bp.index.of(_find_children, bp, table, guarded)
+
+
+def _find_children(bp: Blueprint, table: str, guarded: frozenset[str]) -> list[tuple[Any, Any]]:
+    return [(o, f) for o in bp.entities if o.name not in guarded for f in o.fields if f.type == "ref" and f.ref == table]
 
 
 class _Fields(NamedTuple):
@@ -205,12 +186,9 @@ class _Fields(NamedTuple):
     refs: set[str]  # ref fields
 
 
-_FIELDS: dict[int, tuple[Any, Any]] = {}
-
-
 def _fields(ent: Any) -> _Fields:
-    """:class:`_Fields` of ``ent`` (memoised per entity object)."""
-    return per_object(_FIELDS, ent, _build_fields)
+    """:class:`_Fields` of ``ent`` (kept on the entity's index)."""
+    return ent.index.of(_build_fields, ent)  # type: ignore[no-any-return]
 
 
 def _build_fields(ent: Any) -> _Fields:

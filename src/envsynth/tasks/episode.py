@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from envsynth.runtime.app import App
-from envsynth.runtime.episode import REJECTION, CallResult, Episode
+from envsynth.runtime.episode import REJECTION, CallResult, Episode, short_repr
 from envsynth.runtime.reward import Effects, Reward, compare, effects_of
 from envsynth.runtime.state import Rows, changed_keys, open_state, read_keyed_rows, read_rows, track_changes
 from envsynth.runtime.toolkit import Context
@@ -45,10 +45,12 @@ class TaskEpisode:
 
     __slots__ = (
         "_app",
+        "_effects",
         "_episode",
         "_expected",
         "_expected_answer",
         "_release",
+        "_reward",
         "_s0",
         "_task",
         "_tracked",
@@ -93,19 +95,34 @@ class TaskEpisode:
         self.instruction = task.instruction
         self.finished = False
         self.answer: Any = None
+        self._reward: Reward | None = None
+        self._effects: Effects | None = None
 
     @property
     def task_id(self) -> str:
         return self._task.id
 
     def call(self, name: str, arguments: dict[str, Any] | str | None = None) -> CallResult:
-        """Call a visible tool; tools outside the task's set are unknown to the agent."""
-        if name not in self._visible:
-            return CallResult(REJECTION, f"Unknown tool {name!r}.", code="unknown_tool")
+        """Call a visible tool; tools outside the task's set are unknown to the agent.
+
+        After :meth:`finish` every call is an Anticipated Rejection (code
+        ``episode_finished``) that touches no state.
+        """
+        if self.finished:
+            return CallResult(REJECTION, "The episode is finished; no more tool calls can be made in it.", code="episode_finished")
+        if not isinstance(name, str) or name not in self._visible:
+            return CallResult(REJECTION, f"Unknown tool {short_repr(name)}.", code="unknown_tool")
         return self._episode.call(name, arguments)
 
     def effects(self) -> Effects:
-        """What the agent changed so far."""
+        """What the agent changed so far (after :meth:`finish`: what it had changed when it finished)."""
+        if self._effects is not None:
+            return self._effects
+        if self.finished:  # its state is given back: never read it again
+            raise RuntimeError(f"episode of task {self._task.id} failed while finishing; its effects are unknown")
+        return self._current_effects()
+
+    def _current_effects(self) -> Effects:
         if isinstance(self._s0, dict) and self._tracked:  # only the rows the episode wrote may differ from s0
             keys = changed_keys(self._episode.db)
             if not keys:
@@ -124,16 +141,35 @@ class TaskEpisode:
         return effects_of(self._app.blueprint, self._s0, self._episode.db, now=self._app.now)
 
     def finish(self, answer: Any = None) -> Reward:
-        """End the episode and score it against the task's ground truth."""
-        self.finished = True
-        self.answer = answer
-        reward = compare(self._expected, self.effects(), expected_answer=self._expected_answer, answer=answer)
-        if self._release is not None:
-            self._release(self._episode.db)
-            self._release = None
+        """End the episode and score it against the task's ground truth.
+
+        The state is released (a pooled connection goes back to its pool) exactly once, also
+        when scoring fails. Finishing again returns the first reward (``answer`` is ignored).
+
+        Raises:
+            RuntimeError: finishing again after the first :meth:`finish` raised.
+        """
+        if self.finished:
+            if self._reward is None:
+                raise RuntimeError(f"episode of task {self._task.id} failed while finishing; it has no reward")
+            return self._reward
+        try:
+            effects = self._current_effects()
+            reward = compare(self._expected, effects, expected_answer=self._expected_answer, answer=answer)
+        finally:
+            self.finished, self.answer = True, answer
+            self._end()
+        self._effects, self._reward = effects, reward
+        return reward
+
+    def _end(self) -> None:
+        """Give the state back: to the pool (the episode is detached from it) or by closing it."""
+        release, self._release = self._release, None
+        if release is not None:
+            self._episode.detach()
+            release(self._episode.db)
         else:
             self._episode.close()
-        return reward
 
     @property
     def tainted(self) -> bool:

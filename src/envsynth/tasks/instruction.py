@@ -56,21 +56,18 @@ def _verb(spec: ToolSpec) -> str:
     return " ".join(kept)
 
 
-_PARAMS: dict[tuple[int, int, str], tuple[ToolSpec, Blueprint, ParamSpec, FieldDef | None]] = {}
-
-
 def _param_field(spec: ToolSpec, bp: Blueprint, name: str) -> tuple[ParamSpec, FieldDef | None]:
-    """A parameter and the blueprint field it sets, if any (memoised per spec and blueprint object)."""
-    key = (id(spec), id(bp), name)
-    hit = _PARAMS.get(key)
-    if hit is None or hit[0] is not spec or hit[1] is not bp:
-        p = spec.param(name)
-        f = None
-        if p.field:
-            ent, fname = p.field.split(".")
-            f = bp.entity(ent).field(fname)
-        hit = _PARAMS[key] = (spec, bp, p, f)
-    return hit[2], hit[3]
+    """A parameter and the blueprint field it sets, if any (kept on the spec's index, per blueprint)."""
+    return spec.index.paired(_find_param_field, spec, bp, name)
+
+
+def _find_param_field(spec: ToolSpec, bp: Blueprint, name: str) -> tuple[ParamSpec, FieldDef | None]:
+    p = spec.param(name)
+    f = None
+    if p.field:
+        ent, fname = p.field.split(".")
+        f = bp.entity(ent).field(fname)
+    return p, f
 
 
 def _param_value(spec: ToolSpec, bp: Blueprint, name: str, value: Any) -> str:

@@ -62,13 +62,12 @@ def _keys(values: Any) -> Keys:
     return frozenset(value_key(v) for v in values)
 
 
-_CACHE: dict[int, tuple[ToolSpec, _Facts]] = {}
-
-
 def _facts(app: App, spec: ToolSpec) -> _Facts:
-    hit = _CACHE.get(id(spec))
-    if hit is not None and hit[0] is spec:
-        return hit[1]
+    """What :class:`RowFacts` reads of a tool (kept on the app's index, per tool spec)."""
+    return app.index.paired(_find_facts, app, spec, spec.name)
+
+
+def _find_facts(app: App, spec: ToolSpec, name: str) -> _Facts:
     bp = app.blueprint
     id_of = {b.alias: bp.entity(b.entity).id_field for b in spec.bindings}
     ent_of = {b.alias: b.entity for b in spec.bindings}
@@ -111,7 +110,7 @@ def _facts(app: App, spec: ToolSpec) -> _Facts:
                     links.append((f, "via", node.value.id, node.attr))
             ref_fields = tuple(fld.name for fld in ent.fields if fld.type == "ref")
             inserts.append((ef.alias, ef.entity, tuple(consts), tuple(links), ref_fields))
-    facts = _Facts(
+    return _Facts(
         tuple(binds),
         states,
         children,
@@ -127,8 +126,6 @@ def _facts(app: App, spec: ToolSpec) -> _Facts:
         spec.returns,
         bool(states or children or no_children),
     )
-    _CACHE[id(spec)] = (spec, facts)
-    return facts
 
 
 def _forbidden_children(spec: ToolSpec) -> list[tuple[str, str, str, str]]:

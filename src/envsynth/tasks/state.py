@@ -46,14 +46,13 @@ def key_index(app: App, rows: Rows) -> dict[tuple[str, Any], dict[str, Any]]:
 
 
 def writable_tables(app: App, tools: Iterable[str]) -> frozenset[str]:
-    """Tables that ``tools`` can change (written, inserted into or deleted from); memoised per app."""
-    key = tuple(tools)
-    memo = app.__dict__.setdefault("_writable_memo", {})
-    hit = memo.get(key)
-    if hit is None:
-        out: set[str] = set()
-        for name in key:
-            spec = app.spec_by_name[name]
-            out |= set(spec.writes) | set(spec.creates) | set(spec.deletes)
-        hit = memo[key] = frozenset(out)
-    return hit
+    """Tables that ``tools`` can change (written, inserted into or deleted from); kept on the app's index."""
+    return app.index.of(_find_writable_tables, app, tuple(tools))
+
+
+def _find_writable_tables(app: App, names: tuple[str, ...]) -> frozenset[str]:
+    out: set[str] = set()
+    for name in names:
+        spec = app.spec_by_name[name]
+        out |= set(spec.writes) | set(spec.creates) | set(spec.deletes)
+    return frozenset(out)

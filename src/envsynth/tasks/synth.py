@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import random
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from envsynth.blueprint.expr import parse
@@ -17,10 +18,9 @@ from envsynth.blueprint.models import Blueprint
 from envsynth.blueprint.values import ValueMaker
 from envsynth.graph import expand_subgraph, missing_inputs
 from envsynth.graph.model import ToolGraph
-from envsynth.memo import per_object
 from envsynth.runtime.app import App
 from envsynth.runtime.reward import Effects, compare, effects_of
-from envsynth.runtime.state import Rows, StateBuilder, id_fields, ref_fields
+from envsynth.runtime.state import Rows, StateBuilder, ValuePool, id_fields, ref_fields
 from envsynth.tasks.chain import Step, plan_chain
 from envsynth.tasks.describe import Description, describe, noun, render
 from envsynth.tasks.distractors import add_distractors
@@ -49,29 +49,23 @@ _T = TypeVar("_T")
 ANSWER_TYPES = ("money", "quantity", "int", "float", "enum", "state", "date", "string", "name", "email", "company")
 
 
-_POOLS: dict[str, Rows] = {}
+def value_pool(app: App) -> ValuePool:
+    """Pre-drawn rows whose plain values seed task worlds (drawn once per app object, kept on its index)."""
+    return app.index.of(_draw_value_pool, app)
 
 
-def value_pool(app: App) -> Rows:
-    """Pre-drawn rows whose plain values seed task worlds (drawn once per app and process)."""
-    key = app.manifest.get("provenance", {}).get("content_hash") or app.name
-    pool = _POOLS.get(key)
-    if pool is None:
-        pool = _POOLS[key] = StateBuilder(app.blueprint, 7919, app.order).fill({e.name: 24 for e in app.blueprint.entities})
-    return pool
-
-
-_STAFF: dict[str, list[str]] = {}
+def _draw_value_pool(app: App) -> ValuePool:
+    return ValuePool(StateBuilder(app.blueprint, 7919, app.order).fill({e.name: 24 for e in app.blueprint.entities}))
 
 
 def staff_names(app: App) -> list[str]:
-    """Pre-drawn person names for staff users (drawn once per app and process; Faker is slow per call)."""
-    key = app.manifest.get("provenance", {}).get("content_hash") or app.name
-    names = _STAFF.get(key)
-    if names is None:
-        values = ValueMaker(app.blueprint, 104729)
-        names = _STAFF[key] = [values.fake("name") for _ in range(STAFF_NAMES)]
-    return names
+    """Pre-drawn person names for staff users (drawn once per app object, kept on its index; Faker is slow per call)."""
+    return app.index.of(_draw_staff_names, app)
+
+
+def _draw_staff_names(app: App) -> list[str]:
+    values = ValueMaker(app.blueprint, 104729)
+    return [values.fake("name") for _ in range(STAFF_NAMES)]
 
 
 def task_seed(seed: int, app_index: int, task_index: int) -> int:
@@ -370,14 +364,19 @@ def _only(app: App, d: Description, full: Rows, table: str, key: Any) -> bool:
 
 
 def _per_chain(app: App, steps: list[Step], memo_name: str, make: Callable[[], _T]) -> _T:
-    """``make()``, memoised per app and per chain of tool specs (by identity: specs are not changed)."""
+    """``make()``, kept on the app's index per ``memo_name`` and chain of tool specs (specs are not changed)."""
     specs = tuple(st.spec for st in steps)
-    memo: dict[tuple[int, ...], tuple[tuple[Any, ...], _T]] = app.__dict__.setdefault(memo_name, {})
-    key = tuple(map(id, specs))
+    memo: dict[tuple[str, ...], tuple[tuple[Any, ...], _T]] = app.index.of(_chain_memo, app, memo_name)
+    key = tuple(s.name for s in specs)
     hit = memo.get(key)
-    if hit is None or any(a is not b for a, b in zip(hit[0], specs)):
-        hit = memo[key] = (specs, make())  # the specs are kept, so their ids stay theirs
+    if hit is None or any(a is not b for a, b in zip(hit[0], specs, strict=True)):
+        hit = memo[key] = (specs, make())  # specs of another app under the same names are not taken for these
     return hit[1]
+
+
+def _chain_memo(app: App, memo_name: str) -> dict[tuple[str, ...], tuple[tuple[Any, ...], Any]]:
+    """A new, empty memo of :func:`_per_chain` (one per app and ``memo_name``)."""
+    return {}
 
 
 def _world_tables(app: App, steps: list[Step]) -> list[str]:
@@ -403,12 +402,9 @@ def _find_world_tables(app: App, steps: list[Step]) -> list[str]:
     return [e.name for e in bp.entities if e.name in out]
 
 
-_REACHABLE: dict[int, tuple[Any, Any]] = {}
-
-
 def _reachable(bp: Blueprint) -> dict[str, frozenset[str]]:
-    """Table -> itself and the tables its rows refer to, directly or through others (memoised per blueprint object)."""
-    return per_object(_REACHABLE, bp, _build_reachable)
+    """Table -> itself and the tables its rows refer to, directly or through others (kept on the blueprint's index)."""
+    return bp.index.of(_build_reachable, bp)
 
 
 def _build_reachable(bp: Blueprint) -> dict[str, frozenset[str]]:
@@ -423,12 +419,13 @@ def _build_reachable(bp: Blueprint) -> dict[str, frozenset[str]]:
     return out
 
 
-_REFS: dict[int, tuple[Any, Any]] = {}
-
-
 def _refs(bp: Blueprint) -> dict[str, list[tuple[str, str]]]:
-    """Table -> (field, referenced table) of its ref fields (memoised per blueprint object)."""
-    return per_object(_REFS, bp, lambda b: {e.name: ref_fields(e) for e in b.entities})
+    """Table -> (field, referenced table) of its ref fields (kept on the blueprint's index)."""
+    return bp.index.of(_build_refs, bp)
+
+
+def _build_refs(bp: Blueprint) -> dict[str, list[tuple[str, str]]]:
+    return {e.name: ref_fields(e) for e in bp.entities}
 
 
 def _guarded(steps: list[Step]) -> frozenset[str]:
@@ -440,23 +437,18 @@ def _guarded(steps: list[Step]) -> frozenset[str]:
     return frozenset(out)
 
 
-_COUNTED: dict[str, frozenset[str]] = {}
-
-
+@lru_cache(maxsize=4096)
 def _counted_tables(condition: str) -> frozenset[str]:
-    """Tables a condition looks for rows in (memoised per condition text)."""
-    hit = _COUNTED.get(condition)
-    if hit is None:
-        hit = _COUNTED[condition] = frozenset(
-            node.args[0].id
-            for node in ast.walk(parse(condition).tree)
-            if isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in ("exists", "count")
-            and node.args
-            and isinstance(node.args[0], ast.Name)
-        )
-    return hit
+    """Tables a condition looks for rows in (a bounded memo per condition text: a pure function of it)."""
+    return frozenset(
+        node.args[0].id
+        for node in ast.walk(parse(condition).tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("exists", "count")
+        and node.args
+        and isinstance(node.args[0], ast.Name)
+    )
 
 
 def _drawn_ids_in_arguments(app: App, calls: list[Call], before: Rows, after: Rows, tables: list[str]) -> list[Any]:
@@ -713,14 +705,14 @@ def _visible(graph: ToolGraph, chain: list[str], rng: random.Random) -> list[str
 
 
 def _supplier(graph: ToolGraph, tool: str, param: str) -> str | None:
-    """The tool that supplies ``param`` of ``tool`` (the first by name, a read preferred; memoised per graph)."""
-    memo: dict[tuple[str, str], str | None] = graph.__dict__.setdefault("_supplier_memo", {})
-    key = (tool, param)
-    if key not in memo:
-        suppliers = sorted({u for u, _, _, a in graph.edges("data", target=tool) if a.get("param") == param})
-        reads = [u for u in suppliers if graph.node(u).get("mode") == "read"] or suppliers
-        memo[key] = reads[0] if reads else None
-    return memo[key]
+    """The tool that supplies ``param`` of ``tool`` (the first by name, a read preferred; kept on the graph's index)."""
+    return graph.index.of(_find_supplier, graph, tool, param)
+
+
+def _find_supplier(graph: ToolGraph, tool: str, param: str) -> str | None:
+    suppliers = sorted({u for u, _, _, a in graph.edges("data", target=tool) if a.get("param") == param})
+    reads = [u for u in suppliers if graph.node(u).get("mode") == "read"] or suppliers
+    return reads[0] if reads else None
 
 
 def _remap_ids(app: App, core: Rows, rng: random.Random) -> tuple[Rows, dict[tuple[str, Any], Any]]:

@@ -16,12 +16,12 @@ import copy
 import datetime as dt
 import random
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from envsynth.blueprint import expr as X
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import Check, ParamSpec, ToolSpec
-from envsynth.memo import per_object
 from envsynth.runtime.state import Rows, StateBuilder
 
 _NEGATE = {
@@ -39,24 +39,16 @@ _NEGATE = {
 _MIRROR = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
 
 
-_CODE: dict[int, tuple[Any, Any]] = {}
-
-
+@lru_cache(maxsize=8192)
 def _code(node: ast.expr) -> Any:
-    """Compiled code of a (sub-)expression; parse() caches trees, so ids are stable."""
-    return per_object(_CODE, node, _compile)
-
-
-def _compile(node: ast.expr) -> Any:
+    """Compiled code of a (sub-)expression (a bounded memo per node object: parse() caches trees, and a
+    key keeps its node alive, so it is never another node's)."""
     return compile(X.render(node, X.plain), "<condition>", "eval")
 
 
-_TREE: dict[int, tuple[Any, Any]] = {}
-
-
 def _tree(check: Check) -> ast.expr:
-    """The parsed condition of a check (memoised per check object)."""
-    return per_object(_TREE, check, _parse)
+    """The parsed condition of a check (kept on the check's index)."""
+    return check.index.of(_parse, check)
 
 
 def _parse(check: Check) -> ast.expr:
@@ -65,7 +57,7 @@ def _parse(check: Check) -> ast.expr:
 
 @dataclass
 class _Tool:
-    """What the solver looks up in a tool's spec, indexed once per (blueprint, spec) objects."""
+    """What the solver looks up in a tool's spec, worked out once per (spec, blueprint) objects (see :func:`_tool`)."""
 
     params: tuple[tuple[ParamSpec, str, bool], ...]  # (param, name, required)
     optional: list[str]  # optional parameters other than limit and offset
@@ -77,13 +69,12 @@ class _Tool:
     fields: dict[str, tuple[ParamSpec, FieldDef | None]] = field(default_factory=dict)  # see Solver._field_of
 
 
-_TOOLS: dict[tuple[int, int], tuple[Blueprint, ToolSpec, _Tool]] = {}
-
-
 def _tool(bp: Blueprint, spec: ToolSpec) -> _Tool:
-    hit = _TOOLS.get((id(bp), id(spec)))
-    if hit is not None and hit[0] is bp and hit[1] is spec:
-        return hit[2]
+    """What the solver looks up in ``spec`` (kept on the spec's index, per blueprint)."""
+    return spec.index.paired(_find_tool, spec, bp)
+
+
+def _find_tool(spec: ToolSpec, bp: Blueprint) -> _Tool:
     by_param: dict[str, tuple[str, str]] = {}
     binds = []
     for b in spec.bindings:
@@ -96,7 +87,7 @@ def _tool(bp: Blueprint, spec: ToolSpec) -> _Tool:
     filters: dict[str, Any] = {}
     for flt in spec.query.filters if spec.query is not None else ():
         filters.setdefault(flt.param, flt)
-    tool = _Tool(
+    return _Tool(
         params=tuple((p, p.name, p.required) for p in spec.params),
         optional=[p.name for p in spec.params if not p.required and p.name not in ("limit", "offset")],
         by_param=by_param,
@@ -105,8 +96,6 @@ def _tool(bp: Blueprint, spec: ToolSpec) -> _Tool:
         names=frozenset(p.name for p in spec.params),
         filters=filters,
     )
-    _TOOLS[(id(bp), id(spec))] = (bp, spec, tool)
-    return tool
 
 
 class Unsolvable(Exception):
