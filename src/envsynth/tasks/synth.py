@@ -31,13 +31,13 @@ from envsynth.tasks.instruction import (
     compose,
     greeting,
     identity_fields,
-    in_first_person,
     leaks_id,
     profile,
     refers_to,
 )
 from envsynth.tasks.model import Call, Coordinates, Rejection, Scenario, Task, TaskKind, TaskState
 from envsynth.tasks.oracle import oracle_program
+from envsynth.tasks.solvable import lookups
 from envsynth.tasks.state import copy_rows, count_rows, merged
 
 KINDS: tuple[tuple[TaskKind, float], ...] = (("action", 0.55), ("info", 0.2), ("mixed", 0.25))
@@ -256,6 +256,10 @@ def _synthesize(
             instruction = compose(clauses, question, srng, opening.strip())
             if leaks_id(instruction):
                 return reject("id_in_instruction", instruction)
+            found = lookups(app, full, descs, requester)
+            if found.lost:
+                return reject("not_solvable", f"nothing the request states finds {found.lost[0]}")
+            visible = [*visible, *(t for t in found.tools if t not in visible)]  # the tools that find them are visible
             scenario = _scenario(app, requester, reason, descs, mine, instruction, kind, srng)
             user = user.model_copy(update={"knows": [instruction, *user.knows]})
         assert user is not None
@@ -567,22 +571,23 @@ STYLES = ("brief", "polite", "chatty", "in a hurry", "unsure of the details")
 
 
 def _reason(app: App, calls: list[Call], requester: Requester, rng: random.Random) -> str | None:
-    """Why the requester asks: a reason of the first action of the request that has some, in the requester's voice.
+    """Why a person asks: a reason of the first action of the request that has reasons they could give.
 
-    An action whose ``say`` is in the first person ("cancel my order") is one a person asks
-    for: its reasons are theirs. Other actions are staff work ("mark {order} as delivered"):
-    their reasons are a staff member's ("the customer says the parcel has arrived"). A
-    reason is given only when the voices match; staff ask without one otherwise.
+    Staff give none. A reason that speaks of a third party in a user role's words ("the
+    customer says the parcel has arrived", "members have asked") is a staff member's and
+    is not given by the person asking.
     """
+    if requester.staff:
+        return None
+    others = {w for u in app.blueprint.users if u.entity for w in ((u.called or u.role).lower(), u.role.lower())}
+    others |= {w + "s" for w in others} | {"they", "their", "them"}
     actions = {a.name: a for a in app.blueprint.actions}
     for c in calls:
         action = actions.get(c.tool)
-        if action is None or not action.reasons or action.say is None:
+        if action is None or not action.reasons:
             continue
-        personal = in_first_person(action.say)
-        if personal != requester.staff:
-            return rng.choice(action.reasons)
-        return None
+        own = [r for r in action.reasons if not others & set(r.lower().replace(",", " ").replace(".", " ").split())]
+        return rng.choice(own) if own else None
     return None
 
 

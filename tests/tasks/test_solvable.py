@@ -1,0 +1,75 @@
+"""Solvable by construction: the tools that find each named row from what the request states."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from envsynth import catalog
+from envsynth.compiler.compile import compile_app
+from envsynth.runtime.app import App
+from envsynth.tasks.describe import Description
+from envsynth.tasks.instruction import Requester
+from envsynth.tasks.model import UserProfile
+from envsynth.tasks.solvable import lookups
+
+DANA = {
+    "customer_id": "cus_100001",
+    "full_name": "Dana Whitfield",
+    "email": "dana@example.net",
+    "phone": "+1-555-0100",
+    "loyalty_tier": "gold",
+    "store_credit": 0.0,
+    "status": "active",
+    "joined_on": "2024-05-02",
+}
+ORDER = {"order_id": "ord_100001", "customer_id": "cus_100001", "address_id": "adr_1", "status": "pending", "placed_at": "2026-03-03T10:00:00"}
+ROWS = {"customer": [DANA], "customer_order": [ORDER]}
+DANA_ASKS = Requester(UserProfile(name="Dana Whitfield", role="customer"), "customer", "cus_100001", ("dana@example.net",))
+STAFF_ASKS = Requester(UserProfile(name="Sam Staff", role="store associate"))
+
+
+@pytest.fixture(scope="module")
+def harbor() -> App:
+    return compile_app(catalog.load("harbor_market"), 0)
+
+
+def test_a_described_row_is_found_by_a_search_and_the_requester_by_email(harbor: App) -> None:
+    descs = {("customer_order", "ord_100001"): Description("customer_order", {"placed_at": "2026-03-03T10:00:00"})}
+    found = lookups(harbor, ROWS, descs, DANA_ASKS)
+    assert found.lost == ()
+    assert "search_orders" in found.tools and "find_customer_by_email" in found.tools
+
+
+def test_a_row_nothing_states_cannot_be_found(harbor: App) -> None:
+    descs = {("customer_order", "ord_100001"): Description("customer_order", {})}
+    found = lookups(harbor, ROWS, descs, STAFF_ASKS)
+    assert found.lost and "order" in found.lost[0]
+
+
+def test_without_a_tool_that_lists_or_looks_up_the_table_the_row_is_lost(harbor: App) -> None:
+    no_search = SimpleNamespace(blueprint=harbor.blueprint, specs=[s for s in harbor.specs if s.name != "search_orders"])
+    descs = {("customer_order", "ord_100001"): Description("customer_order", {"placed_at": "2026-03-03T10:00:00"})}
+    found = lookups(no_search, ROWS, descs, STAFF_ASKS)  # type: ignore[arg-type]
+    assert found.tools == () and len(found.lost) == 1
+    no_email = SimpleNamespace(blueprint=harbor.blueprint, specs=[s for s in harbor.specs if s.name != "find_customer_by_email"])
+    mine = lookups(no_email, ROWS, {}, DANA_ASKS)  # type: ignore[arg-type]
+    assert mine.tools == () and mine.lost == ("the requester's customer",)  # harbor_market has no search over customers
+
+
+def test_admitted_catalogue_tasks_show_the_tools_that_find_their_rows(harbor: App) -> None:
+    from envsynth.graph import build_graph
+    from envsynth.tasks import synthesize
+
+    graph = build_graph(harbor)
+    checked = 0
+    for i in range(12):
+        made = synthesize(harbor, graph, app_index=0, task_index=i, states=1, depth=1, seed=0)
+        if not isinstance(made, list):
+            continue
+        task = made[0]
+        if task.user.email and any(task.user.email == r.get("email") for r in task.state.core.get("customer", [])):
+            assert "find_customer_by_email" in task.visible_tools, task.id
+            checked += 1
+    assert checked > 0
