@@ -77,7 +77,7 @@ def wide_corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     from envsynth.corpus import build_corpus, load_corpus
 
     out = tmp_path_factory.mktemp("wide") / "corpus"
-    build_corpus(out, blueprints=[catalog.load("harbor_market")], tasks_per_app=12, states=1, distractors=0, seed=0)
+    build_corpus(out, blueprints=[catalog.load("tempo_music")], tasks_per_app=16, states=1, distractors=0, seed=0)
     return load_corpus(out)
 
 
