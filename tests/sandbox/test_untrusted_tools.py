@@ -14,6 +14,7 @@ import pytest
 import yaml
 from sandbox_helpers import FORCE_FALLBACK
 
+from envsynth.blueprint.codecheck import check_tool_code
 from envsynth.blueprint.errors import BlueprintError
 from envsynth.blueprint.load import from_dict
 from envsynth.compiler.compile import compile_app
@@ -21,7 +22,6 @@ from envsynth.runtime.app import App
 from envsynth.runtime.episode import FAILURE, REJECTION, SUCCESS, Episode
 from envsynth.runtime.state import read_rows
 from envsynth.sandbox import Limits, detect, fallback_mode
-from envsynth.sandbox.checks import check_tool_code
 from envsynth.sandbox.untrusted import SandboxedToolFailure, ToolWorkerPool, run_sandboxed, set_tool_pool
 from envsynth.testing.procedural import test_app
 
@@ -159,7 +159,8 @@ def test_blueprint_with_refused_untrusted_code_does_not_load() -> None:
 def test_generated_module_keeps_the_body_as_text(apps: tuple[App, App]) -> None:
     _, app_u = apps
     assert "UNTRUSTED_CODE_issue_gift_card = " in app_u.module_source
-    assert "return ctx.sandboxed('issue_gift_card', UNTRUSTED_CODE_issue_gift_card, {'customer_id': customer_id" in app_u.module_source
+    assert "from envsynth.sandbox.untrusted import run_sandboxed" in app_u.module_source
+    assert "return run_sandboxed(ctx, 'issue_gift_card', UNTRUSTED_CODE_issue_gift_card, {'customer_id': customer_id" in app_u.module_source
     assert "\n    gift_card_id = ctx.new_id(" not in app_u.module_source  # not inlined
     assert app_u.spec_by_name["issue_gift_card"].untrusted
     assert "untrusted" not in apps[0].manifest["tools"][-1]  # trusted manifests unchanged

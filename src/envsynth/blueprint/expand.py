@@ -793,7 +793,7 @@ def _custom(x: _Expander, a: CustomAction) -> ToolSpec:
     x.explicit_params()
     x.extra_bindings()
     if a.untrusted:  # parsed by the checker, never compiled or run in this process
-        from envsynth.sandbox.checks import check_tool_code
+        from envsynth.blueprint.codecheck import check_tool_code
 
         problems = check_tool_code(a.code)
         if problems:

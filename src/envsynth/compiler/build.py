@@ -20,7 +20,7 @@ from pathlib import Path
 from envsynth import __version__
 from envsynth.blueprint.models import Blueprint
 from envsynth.compiler.compile import app_files, canonical_json, compile_app, sha256, write_files
-from envsynth.corpus.layout import clean_temps, is_temp_of
+from envsynth.files import clean_temps, is_temp_of
 from envsynth.runtime.app import App
 from envsynth.testing.procedural import TestReport, test_app
 

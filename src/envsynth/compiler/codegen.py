@@ -115,11 +115,11 @@ class ToolWriter:
         return "\n".join([*head, self.signature(spec), doc, "    db = ctx.db", *("    " + line if line else "" for line in body)]) + "\n"
 
     def _sandboxed(self, spec: ToolSpec) -> list[str]:
-        """Untrusted code: the body stays a string constant, run by ``ctx.sandboxed`` in a worker."""
+        """Untrusted code: the body stays a string constant, run in a sandboxed worker by ``run_sandboxed``."""
         names = [p.name for p in spec.params] + [b.alias for b in spec.bindings]
         values = "{" + ", ".join(f"{n!r}: {n}" for n in names) + "}"
         scope = f"writes={spec.writes!r}, creates={spec.creates!r}, deletes={spec.deletes!r}"
-        return [f"return ctx.sandboxed({spec.name!r}, {untrusted_constant(spec.name)}, {values}, {scope})"]
+        return [f"return run_sandboxed(ctx, {spec.name!r}, {untrusted_constant(spec.name)}, {values}, {scope})"]
 
     # -- parts ---------------------------------------------------------------
     def _fetch(self, b: Binding, key_expr: str) -> str:
@@ -318,6 +318,7 @@ def write_tools_module(bp: Blueprint, specs: list[ToolSpec], version: str) -> st
         "from typing import Any",
         "",
         "from envsynth.runtime.toolkit import Context, ToolError, like_pattern",
+        *(["from envsynth.sandbox.untrusted import run_sandboxed"] if any(s.untrusted for s in specs) else []),
         "",
         f"BOOL_COLUMNS: dict[str, tuple[str, ...]] = {bools!r}",
         f"TOOLS = {[s.name for s in specs]!r}",

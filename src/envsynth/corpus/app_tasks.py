@@ -17,8 +17,9 @@ from typing import Any, Literal
 from envsynth import __version__
 from envsynth.blueprint.models import Blueprint
 from envsynth.corpus.errors import CorpusError
-from envsynth.corpus.layout import APPS_DIR, SHARD_SIZE, STATE_FILE, TASKS_DIR, attempt_budget, clean_temps, write_atomic
+from envsynth.corpus.layout import APPS_DIR, SHARD_SIZE, STATE_FILE, TASKS_DIR, attempt_budget
 from envsynth.corpus.tasklog import Attempt, TaskLog
+from envsynth.files import clean_temps, write_atomic
 from envsynth.runtime.app import App
 from envsynth.tasks.model import Coordinates, Rejection
 

@@ -13,9 +13,10 @@ from typing import Any
 from envsynth.blueprint.models import Blueprint
 from envsynth.corpus.app_tasks import AppJob, ProgressFn
 from envsynth.corpus.errors import CorpusError
-from envsynth.corpus.layout import MANIFEST, SHARD_SIZE, clean_temps, write_atomic
+from envsynth.corpus.layout import MANIFEST, SHARD_SIZE
 from envsynth.corpus.manifest import Composition, CorpusManifest, corpus_manifest
 from envsynth.corpus.pool import run_jobs
+from envsynth.files import clean_temps, write_atomic
 
 MAX_DEPTH = 4
 

@@ -314,7 +314,7 @@ class LLMBuilder:
         Args:
             status: how the run ended (default: ``stopped: <why>`` when the client stopped, else ``done``).
         """
-        from envsynth.corpus.layout import write_atomic
+        from envsynth.files import write_atomic
 
         client = self.client.metrics()
         if status is None:
@@ -442,7 +442,7 @@ def _recorded_metrics(app_dir: Path, bp: Blueprint) -> dict[str, Any] | None:
 def _record_provenance(app_dir: Path, metrics: dict[str, Any]) -> None:
     """Add the LLM builder's metrics to ``app.json``'s provenance (atomically, canonical JSON)."""
     from envsynth.compiler.compile import canonical_json
-    from envsynth.corpus.layout import write_atomic
+    from envsynth.files import write_atomic
 
     path = app_dir / "app.json"
     data = json.loads(path.read_text(encoding="utf-8"))

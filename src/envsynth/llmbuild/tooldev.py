@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from envsynth.blueprint.codecheck import check_tool_code
 from envsynth.blueprint.errors import BlueprintError
 from envsynth.compiler.compile import compile_app
 from envsynth.llm.types import Message
@@ -34,7 +35,6 @@ from envsynth.llmbuild.design import DomainDesign
 from envsynth.llmbuild.prompts import prompt
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, StateBuilder, read_rows, rows_to_bytes
-from envsynth.sandbox.checks import check_tool_code
 from envsynth.testing.procedural import ToolTester
 
 DEFAULT_ROUNDS = 3

@@ -97,18 +97,6 @@ class Context:
             if execute(sql, (candidate,)).fetchone() is None:
                 return candidate
 
-    def sandboxed(self, tool: str, code: str, values: dict[str, Any], **scope: Any) -> Any:
-        """Run an untrusted custom tool's body in a sandboxed worker; its changes applied here.
-
-        ``values`` are the parameters and bound rows; ``scope`` the declared ``writes`` /
-        ``creates`` / ``deletes``. Raises ToolError when the code rejects the call and
-        RuntimeError when it fails, times out or answers something invalid (see
-        :func:`envsynth.sandbox.untrusted.run_sandboxed`).
-        """
-        from envsynth.sandbox.untrusted import run_sandboxed  # lazy: the worker never gets here
-
-        return run_sandboxed(self, tool, code, values, **scope)
-
     # -- row helpers used by generated code ---------------------------------
     def one(self, sql: str, args: tuple[Any, ...] | list[Any], table: str) -> dict[str, Any] | None:
         """First row of a query as a dict (bool columns as bools), or None."""

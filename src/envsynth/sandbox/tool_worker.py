@@ -2,7 +2,7 @@
 
 Executed *inside* the sandbox as a script (``python -I -S tool_worker.py MEMORY CPU_TOTAL
 OUTPUT TOOLKIT CHECKS WORKER``); never imported by the parent. ``TOOLKIT`` and ``CHECKS`` are
-the paths of ``envsynth/runtime/toolkit.py`` and ``envsynth/sandbox/checks.py`` (both
+the paths of ``envsynth/runtime/toolkit.py`` and ``envsynth/blueprint/codecheck.py`` (both
 dependency-free), loaded by path so the code gets the very same ``Context`` and
 ``ToolError`` as trusted tools, and is checked again here. ``WORKER`` is
 ``envsynth/sandbox/worker.py``, whose process limits and pipe setup this worker shares. One JSON object per line:

@@ -1,8 +1,8 @@
 """Untrusted custom tools: their code runs in a warm sandboxed worker, never in this process.
 
 A generated tool whose spec is ``untrusted`` does its argument handling, bindings and
-pre-condition checks here, then calls ``ctx.sandboxed(name, code, values, ...)``, which
-lands in :func:`run_sandboxed`:
+pre-condition checks here, then calls :func:`run_sandboxed` (``run_sandboxed(ctx, name,
+code, values, ...)``, imported by the generated module):
 
 1. the episode's tables are read (schema and every row with its rowid: SQL reads see the
    episode's uncommitted changes, ``serialize()`` would not) and sent, with the code, the
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from envsynth.runtime.toolkit import Context
 
 TOOL_WORKER = Path(__file__).with_name("tool_worker.py")
-_MODULES = (Path(__file__).parents[1] / "runtime" / "toolkit.py", Path(__file__).with_name("checks.py"), WORKER_SOURCE)
+_MODULES = (Path(__file__).parents[1] / "runtime" / "toolkit.py", Path(__file__).parents[1] / "blueprint" / "codecheck.py", WORKER_SOURCE)
 TOOL_LIMITS = Limits(wall=5.0, cpu=2.0, memory=512 << 20, output=1 << 20, cpu_total=600, tmp=0)
 """Per call: 5 s wall, 2 s CPU, results up to 1 M characters; per worker 512 MB address space, /tmp read-only."""
 MAX_DRAWS = 1_000_000

@@ -1,4 +1,4 @@
-"""Round trips of warm sandboxed workers: ``python -m envsynth.sandbox.bench [CORPUS] [-n N]``.
+"""Round trips of warm sandboxed workers: ``.venv/bin/python benchmarks/bench_sandbox.py [CORPUS] [-n N]``.
 
 Without CORPUS a one-app corpus (harbor_market, T=2) is built in a temporary folder.
 Prints the mode, the cost of a fresh worker, and the median/p90 wall time of a trivial
