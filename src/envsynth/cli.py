@@ -539,12 +539,7 @@ def run(
     if as_json:
         print(json.dumps(summary, indent=2))
     else:
-        t = Table(title=f"run {out}")
-        t.add_column("")
-        t.add_column("value")
-        for label, value in summary_rows(summary):
-            t.add_row(label, value)
-        console.print(t)
+        console.print(_value_table(f"run {out}", summary_rows(summary)))
     _report_failed_episodes(summary)
 
 
@@ -655,12 +650,7 @@ def _build_llm(out: Path, domains: list[str], *, as_json: bool, **options: Any) 
     if as_json:
         print(json.dumps({"llm_build": metrics, "corpus": summary_data(summary) if summary is not None else None}, indent=2, default=str))
     else:
-        t = Table(title=f"LLM build into {out}")
-        t.add_column("")
-        t.add_column("value")
-        for label, value in metrics_rows(metrics):
-            t.add_row(label, value)
-        console.print(t)
+        console.print(_value_table(f"LLM build into {out}", metrics_rows(metrics)))
         if summary is not None:
             for table in summary_tables(summary):
                 console.print(table)
@@ -893,12 +883,17 @@ def inspect(
     if llm_build is not None:
         from envsynth.llmbuild.command import metrics_rows
 
-        t = Table(title="LLM builder (llm_build.json)")
-        t.add_column("")
-        t.add_column("value")
-        for label, value in metrics_rows(llm_build):
-            t.add_row(label, value)
-        console.print(t)
+        console.print(_value_table("LLM builder (llm_build.json)", metrics_rows(llm_build)))
+
+
+def _value_table(title: str, rows: Any) -> Table:
+    """A two-column table of (label, value) rows."""
+    t = Table(title=title)
+    t.add_column("")
+    t.add_column("value")
+    for label, value in rows:
+        t.add_row(label, value)
+    return t
 
 
 def _inspect_app(d: Path) -> dict[str, Any]:

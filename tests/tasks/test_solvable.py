@@ -24,7 +24,13 @@ DANA = {
     "status": "active",
     "joined_on": "2024-05-02",
 }
-ORDER = {"order_id": "ord_100001", "customer_id": "cus_100001", "address_id": "adr_1", "status": "pending", "placed_at": "2026-03-03T10:00:00"}
+ORDER = {
+    "order_id": "ord_100001",
+    "customer_id": "cus_100001",
+    "address_id": "adr_1",
+    "status": "pending",
+    "placed_at": "2026-03-03T10:00:00",
+}
 ROWS = {"customer": [DANA], "customer_order": [ORDER]}
 DANA_ASKS = Requester(UserProfile(name="Dana Whitfield", role="customer"), "customer", "cus_100001", ("dana@example.net",))
 STAFF_ASKS = Requester(UserProfile(name="Sam Staff", role="store associate"))

@@ -62,25 +62,23 @@ def _annotation(p: ParamSpec) -> Any:
     return ann if p.required else ann | None
 
 
-def _real_date(value: str) -> str:
-    """``value`` if it names a day of the calendar (the pattern only checks the digits)."""
-    try:
-        date.fromisoformat(value)
-    except ValueError:
-        raise ValueError(f"{value!r} is not a date of the calendar (YYYY-MM-DD)") from None
-    return value
+def _on_the_calendar(parse: Callable[[str], Any], what: str) -> Callable[[str], str]:
+    """A validator keeping a value that ``parse`` accepts (the pattern only checks the digits: 2024-02-30 passes it)."""
+
+    def check(value: str) -> str:
+        try:
+            parse(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not {what}") from None
+        return value
+
+    return check
 
 
-def _real_datetime(value: str) -> str:
-    """``value`` if it names a moment of the calendar (month 1-12, hour 0-23...)."""
-    try:
-        datetime.fromisoformat(value)
-    except ValueError:
-        raise ValueError(f"{value!r} is not a date and time of the calendar (YYYY-MM-DDTHH:MM[:SS])") from None
-    return value
-
-
-_CALENDAR = {"date": _real_date, "datetime": _real_datetime}
+_CALENDAR = {
+    "date": _on_the_calendar(date.fromisoformat, "a date of the calendar (YYYY-MM-DD)"),
+    "datetime": _on_the_calendar(datetime.fromisoformat, "a date and time of the calendar (YYYY-MM-DDTHH:MM[:SS])"),
+}
 
 
 def _scalar_bounds(p: ParamSpec) -> dict[str, Any]:
