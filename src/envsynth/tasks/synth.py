@@ -22,21 +22,20 @@ from envsynth.runtime.app import App
 from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import Rows, StateBuilder, ValuePool, id_fields, ref_fields
 from envsynth.tasks.chain import Step, plan_chain
-from envsynth.tasks.describe import Description, describe, noun, render
+from envsynth.tasks.describe import Description, describe
 from envsynth.tasks.distractors import add_distractors
 from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, _instantiate, execute
 from envsynth.tasks.instruction import (
     Phraser,
-    Requester,
     compose,
     greeting,
     identity_fields,
     leaks_id,
     profile,
-    refers_to,
 )
-from envsynth.tasks.model import Call, Coordinates, Rejection, Scenario, Task, TaskKind, TaskState
+from envsynth.tasks.model import Call, Coordinates, Rejection, Task, TaskKind, TaskState
 from envsynth.tasks.oracle import oracle_program
+from envsynth.tasks.scenario import owned, owners, people_in_filters, reason_for, scenario_of
 from envsynth.tasks.solvable import lookups
 from envsynth.tasks.state import copy_rows, count_rows, merged
 
@@ -240,18 +239,18 @@ def _synthesize(
                 if app.spec_by_name[c.tool].kind == "create"
             ]
             # "my orders": a search or count over a person's rows, then the owners of the rows the request names
-            people = targets + _people_in_filters(app, calls) + _owners(app, full, targets)
+            people = targets + people_in_filters(app, calls) + owners(app, full, targets)
             requester = profile(app.blueprint, full, people, srng, lambda: random.Random(base).choice(staff_names(app)), made)
             user = requester.user
             me = descs.get((requester.table, requester.key)) if not requester.staff else None
-            mine = frozenset(k for t, k in targets if requester.key is not None and _owned(app, full, t, k, requester))
+            mine = frozenset(k for t, k in targets if requester.key is not None and owned(app, full, t, k, requester))
             phraser = Phraser(app.blueprint, app.spec_by_name, srng, me, requester.key, requester.made_at, mine)
             n_writes = len(calls) - (1 if answer_step is not None else 0)
             clauses = [phraser.clause(i, calls, param_descs[i]) for i in range(n_writes)]
             question = (
                 phraser.question(calls[answer_step], answer_field, param_descs[answer_step], calls) if answer_step is not None else None
             )
-            reason = _reason(app, calls, requester, srng)
+            reason = reason_for(app, calls, requester, srng)
             opening = greeting(requester, srng) + (f" {reason[0].upper()}{reason[1:]}." if reason else "")
             instruction = compose(clauses, question, srng, opening.strip())
             if leaks_id(instruction):
@@ -260,7 +259,7 @@ def _synthesize(
             if found.lost:
                 return reject("not_solvable", f"nothing the request states finds {found.lost[0]}")
             visible = [*visible, *(t for t in found.tools if t not in visible)]  # the tools that find them are visible
-            scenario = _scenario(app, requester, reason, descs, mine, instruction, kind, srng)
+            scenario = scenario_of(app, requester, reason, descs, mine, instruction, kind, srng)
             user = user.model_copy(update={"knows": [instruction, *user.knows]})
         assert user is not None
         task = Task(
@@ -565,98 +564,6 @@ def _answer_spec(app: App, steps: list[Step], calls: list[Call], rng: random.Ran
     if last.query.op == "aggregate":
         return i, "value"
     return i, "total"
-
-
-STYLES = ("brief", "polite", "chatty", "in a hurry", "unsure of the details")
-
-
-def _reason(app: App, calls: list[Call], requester: Requester, rng: random.Random) -> str | None:
-    """Why a person asks: a reason of the first action of the request that has reasons they could give.
-
-    Staff give none. A reason that speaks of a third party in a user role's words ("the
-    customer says the parcel has arrived", "members have asked") is a staff member's and
-    is not given by the person asking.
-    """
-    if requester.staff:
-        return None
-    others = {w for u in app.blueprint.users if u.entity for w in ((u.called or u.role).lower(), u.role.lower())}
-    others |= {w + "s" for w in others} | {"they", "their", "them"}
-    actions = {a.name: a for a in app.blueprint.actions}
-    for c in calls:
-        action = actions.get(c.tool)
-        if action is None or not action.reasons:
-            continue
-        own = [r for r in action.reasons if not others & set(r.lower().replace(",", " ").replace(".", " ").split())]
-        return rng.choice(own) if own else None
-    return None
-
-
-def _scenario(
-    app: App,
-    requester: Requester,
-    reason: str | None,
-    descs: dict[tuple[str, Any], Description],
-    mine: frozenset[Any],
-    instruction: str,
-    kind: str,
-    rng: random.Random,
-) -> Scenario:
-    """The task as the requester brings it: who they are, why, what they can tell and what they cannot."""
-    bp = app.blueprint
-    user = requester.user
-    persona = f"{user.name}, {'a ' if not requester.staff else ''}{user.role} {'of' if not requester.staff else 'at'} {bp.title}"
-    rows = [
-        render(bp, d, possessive="my" if k in mine else "the")
-        for (_t, k), d in descs.items()
-        if (_t, k) != (requester.table, requester.key)
-    ]
-    nouns = sorted({noun(bp.entity(t)) for t, _k in descs})
-    unknowns = [f"the internal id of any {n} (they know it only as described)" for n in nouns]
-    if kind != "action":
-        unknowns.append("the answer to their question: that is what they want to find out")
-    return Scenario(
-        persona=persona,
-        identity=list(requester.identity),
-        style=rng.choice(STYLES),
-        reason=reason,
-        knows=[*user.knows, *(f"they mean {r}" for r in rows)],
-        unknowns=unknowns,
-        request=instruction,
-    )
-
-
-def _people_in_filters(app: App, calls: list[Call]) -> list[tuple[str, Any]]:
-    """(table, id) of the people of a declared role whose id a call passes as a plain value (a search's customer filter)."""
-    roles = {u.entity for u in app.blueprint.users if u.entity}
-    out = []
-    for c in calls:
-        spec = app.spec_by_name[c.tool]
-        bound = {b.param for b in spec.bindings}
-        for p in spec.params:
-            entity = refers_to(app.blueprint, p)
-            if entity in roles and p.name not in bound and isinstance(c.args.get(p.name), str):
-                out.append((entity, c.args[p.name]))
-    return out
-
-
-def _owners(app: App, rows: Rows, targets: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    """(table, id) of the people of a declared role whom the named rows refer to (the customer of an order)."""
-    roles = {u.entity for u in app.blueprint.users if u.entity}
-    ids = id_fields(app.blueprint)
-    out: list[tuple[str, Any]] = []
-    for t, k in targets:
-        row = next((r for r in rows.get(t, ()) if r[ids[t]] == k), None)
-        for f, target in ref_fields(app.blueprint.entity(t)) if row is not None else ():
-            if target in roles and row.get(f) is not None and (target, row[f]) not in out:  # type: ignore[union-attr]
-                out.append((target, row[f]))  # type: ignore[index]
-    return out
-
-
-def _owned(app: App, rows: Rows, table: str, key: Any, requester: Requester) -> bool:
-    """Whether row ``key`` of ``table`` refers to the requester (their order, their account)."""
-    ids = id_fields(app.blueprint)
-    row = next((r for r in rows.get(table, ()) if r[ids[table]] == key), None)
-    return row is not None and any(t == requester.table and row.get(f) == requester.key for f, t in ref_fields(app.blueprint.entity(table)))
 
 
 def _answered_rows(app: App, calls: list[Call], step: int | None, field: str | None) -> dict[tuple[str, Any], tuple[str, ...]]:
