@@ -203,7 +203,7 @@ def test_capacity_is_bounded(start_server: Any, corpus: Corpus) -> None:
 
 
 def test_idle_episodes_are_reaped(start_server: Any, corpus: Corpus) -> None:
-    s = start_server(idle_timeout=0.4, max_episodes=1)
+    s = start_server(idle_timeout=1.5, max_episodes=1)  # 15x the gap between the busy episode's calls: a loaded machine stays inside it
     task = corpus.tasks[0]
     reader = next(n for n in task.visible_tools if n.startswith(("search_", "get_")))
     with s.client() as c:
@@ -216,7 +216,7 @@ def test_idle_episodes_are_reaped(start_server: Any, corpus: Corpus) -> None:
         _error(c.post(f"/episodes/{idle}/call", json={"name": reader}), 404, "episode_expired")
         # an episode in use is kept alive by its calls
         busy = c.post("/episodes", json={"task_id": task.id}).json()["episode_id"]
-        for _ in range(12):
+        for _ in range(25):  # 2.5 s of calls: longer than the idle timeout
             time.sleep(0.1)
             assert c.post(f"/episodes/{busy}/call", json={"name": reader, "arguments": {}}).status_code == 200
         assert c.post(f"/episodes/{busy}/finish", json={}).status_code == 200
