@@ -79,3 +79,17 @@ def test_admitted_catalogue_tasks_show_the_tools_that_find_their_rows(harbor: Ap
             assert "find_customer_by_email" in task.visible_tools, task.id
             checked += 1
     assert checked > 0
+
+
+def test_a_person_of_no_declared_role_is_found_by_the_email_they_give(bookshop_blueprint_path) -> None:  # type: ignore[no-untyped-def]
+    from envsynth.blueprint import load_blueprint
+
+    shop = compile_app(load_blueprint(bookshop_blueprint_path), 0)  # declares no users: a unique email identifies a customer
+    rows = {
+        "customer": [
+            {"customer_id": "cus_1", "full_name": "Alice Moreau", "email": "alice@example.net", "tier": "member", "status": "active"}
+        ]
+    }
+    alice = Requester(UserProfile(name="Alice Moreau", role="customer"), "customer", "cus_1", ("alice@example.net",))
+    found = lookups(shop, rows, {}, alice)
+    assert found.lost == () and found.tools == ("get_customer_by_email",)

@@ -465,11 +465,17 @@ class BlueprintIndex(Index):
     def __init__(self, bp: Blueprint) -> None:
         super().__init__()
         self._entities = bp.entities
+        self._actions = bp.actions
 
     @cached_property
     def entities(self) -> dict[str, Entity]:
         """Entity by name (the first of a name wins, as in ``entities``)."""
         return {e.name: e for e in reversed(self._entities)}
+
+    @cached_property
+    def actions(self) -> dict[str, Any]:
+        """Action by name (names are unique in a loaded blueprint)."""
+        return {a.name: a for a in self._actions}
 
 
 class UserRole(_Model):

@@ -102,7 +102,7 @@ class Phraser:
         self.me_step = me_step  # the step that signs the user up, when the request does
         self.mine = mine  # ids of the rows that are the user's own (their orders, their accounts): "my order ..."
         self.mentioned: set[Any] = set()  # ids of the rows named in full so far
-        self.says = {a.name: a.say for a in bp.actions if a.say}
+        self.actions = bp.index.actions
 
     def row_text(self, spec: ToolSpec, call: Call, param: str, descs: dict[str, Description], calls: list[Call], role: str = "main") -> str:
         if self._is_me(call, param, descs):
@@ -135,7 +135,7 @@ class Phraser:
         own row is implied when not slotted, other rows and values the phrase leaves out are
         added after it.
         """
-        phrase = self.says.get(spec.name)
+        phrase = self._say(spec.name)
         if phrase is None:
             return None
         if in_first_person(phrase) and not self._involves_me(spec, call, descs):
@@ -175,6 +175,10 @@ class Phraser:
                 parts.append(f"the {new}{words} {_is(words)} {_param_value(spec, self.bp, k, call.args[k])}")
             text += "; " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
         return text + ("?" if question else "")
+
+    def _say(self, tool: str) -> str | None:
+        action = self.actions.get(tool)
+        return action.say if action is not None else None
 
     def _involves_me(self, spec: ToolSpec, call: Call, descs: dict[str, Description]) -> bool:
         """Whether the call acts on the requester or on a row of theirs."""
@@ -268,7 +272,7 @@ class Phraser:
             target = self.row_text(spec, call, spec.bindings[0].param or "", descs, calls)
             words = _field_of(self.bp, entity, field or "")
             return self.rng.choice((f"What is the {words} of {target}?", f"Tell me the {words} of {target}."))
-        phrase = self.says.get(spec.name)
+        phrase = self._say(spec.name)
         counts = q is not None and (q.op == "search" or q.agg == "count")  # the answer is a number: the question must ask how many
         fits = phrase is not None and phrase.endswith("?") and (not counts or phrase.lower().startswith("how many"))
         said = self.said(spec, call, calls, descs) if fits else None
@@ -424,10 +428,11 @@ def profile(
 def identity_fields(bp: Blueprint, ent: Entity) -> set[str]:
     """The fields a person of ``ent`` gives to say who they are: their name and what the app finds them by."""
     name = _name_field(bp, ent)
-    return ({name} if name else set()) | set(_identify_by(bp, ent))
+    return ({name} if name else set()) | set(identify_by(bp, ent))
 
 
-def _identify_by(bp: Blueprint, ent: Entity) -> list[str]:
+def identify_by(bp: Blueprint, ent: Entity) -> list[str]:
+    """The fields a person of ``ent`` is found by besides their name: their role's ``identify_by``, else a unique email or phone."""
     role = _role(bp, ent.name)
     return role.identify_by if role else [f.name for f in ent.fields if f.unique and f.type in ("email", "phone")]
 
@@ -443,7 +448,7 @@ def _person(bp: Blueprint, table: str, row: dict[str, Any], key: Any, made_at: i
     """The requester who is ``row`` of ``table`` (an existing row with id ``key``, or one step ``made_at`` creates)."""
     ent = bp.entity(table)
     role = _role(bp, table)
-    ident = _identify_by(bp, ent)
+    ident = identify_by(bp, ent)
     user = UserProfile(
         name=row[_name_field(bp, ent) or ""],
         role=(role.called or human(role.role)) if role else human(table),

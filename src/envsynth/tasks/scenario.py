@@ -31,7 +31,7 @@ def reason_for(app: App, calls: list[Call], requester: Requester, rng: random.Ra
         return None
     others = {w for u in app.blueprint.users if u.entity for w in ((u.called or u.role).lower(), u.role.lower())}
     others |= {w + "s" for w in others} | {"they", "their", "them"}
-    actions = {a.name: a for a in app.blueprint.actions}
+    actions = app.blueprint.index.actions
     for c in calls:
         action = actions.get(c.tool)
         if action is None or not action.reasons:

@@ -23,7 +23,7 @@ from envsynth.blueprint.spec import ToolSpec
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows
 from envsynth.tasks.describe import Description, noun, render
-from envsynth.tasks.instruction import Requester, refers_to
+from envsynth.tasks.instruction import Requester, identify_by, refers_to
 
 MAX_DEPTH = 2  # a row found through its parent, found through its parent
 
@@ -62,8 +62,7 @@ class _Finder:
         self.descs = descs
         self.requester = requester
         self.me = (requester.table, requester.key) if requester.key is not None else None
-        role = next((u for u in self.bp.users if u.entity == requester.table), None)
-        self.identify_by = set(role.identify_by) if role else set()
+        self.identify_by = set(identify_by(self.bp, self.bp.entity(requester.table))) if requester.table else set()
         self.parents: dict[tuple[str, Any], Description] = {}  # rows described as the parent of a named row
         for (table, key), d in descs.items():
             row = self._row(table, key)

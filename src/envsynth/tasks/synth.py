@@ -232,9 +232,9 @@ def _synthesize(
             return reject("no_effect")
         if s == 0:
             param_descs = _param_descriptions(app, calls, descs)
-            says = {a.name: a.say for a in app.blueprint.actions}
+            actions = app.blueprint.index.actions
             made = [
-                (i, app.spec_by_name[c.tool].entity, c.args, says.get(c.tool))
+                (i, app.spec_by_name[c.tool].entity, c.args, actions[c.tool].say if c.tool in actions else None)
                 for i, c in enumerate(calls)
                 if app.spec_by_name[c.tool].kind == "create"
             ]
