@@ -35,6 +35,7 @@ from envsynth.blueprint.models import (
     TransitionAction,
     UpdateAction,
 )
+from envsynth.blueprint.policy import apply as apply_policy
 from envsynth.blueprint.spec import Binding, Check, Effect, FilterSpec, ParamSpec, Query, ToolSpec
 
 _STRING_TYPES = {"id", "ref", "string", "text", "name", "email", "phone", "url", "address", "company", "enum", "state", "date", "datetime"}
@@ -832,6 +833,7 @@ def expand(bp: Blueprint) -> list[ToolSpec]:
         names.add(action.name)
         x = _Expander(bp, i, action)
         specs.append(_BY_KIND[action.kind](x, action))  # type: ignore[operator]
+    specs = apply_policy(bp, specs)  # policy rules and authorization (blueprint/policy.py)
     check_language(bp, specs)
     return specs
 

@@ -499,6 +499,51 @@ class UserRole(_Model):
         return self
 
 
+class PolicyRule(_Model):
+    """One machine-readable rule of an app's policy (docs/blueprints.md, 11.8).
+
+    Exactly one of ``check`` and ``forbid``: a ``check`` rule is enforced by the tools (a
+    pre-condition of every action it names, check id ``policy:<rule>``); a ``forbid`` rule is
+    left to the agent: the tools allow the call, and the policy forbids it when the condition holds.
+    """
+
+    rule: Ident
+    text: str = Field("", description="the rule in a sentence, as the policy states it")
+    actions: list[Ident] = Field(min_length=1)
+    check: str | None = None
+    forbid: str | None = None
+    message: str | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> PolicyRule:
+        if (self.check is None) == (self.forbid is None):
+            raise ValueError("a rule sets exactly one of 'check' (enforced by the tools) and 'forbid' (left to the agent)")
+        if self.forbid is not None and self.message is not None:
+            raise ValueError("'message' is the rejection of an enforced rule; a 'forbid' rule is obeyed by the agent and has none")
+        return self
+
+
+class Policy(_Model):
+    """What an agent working in the app must read and follow: markdown text plus rules."""
+
+    text: str = Field(min_length=1, description="the policy as the agent reads it (markdown)")
+    rules: list[PolicyRule] = Field(default_factory=list)
+
+
+class Authorization(_Model):
+    """Who acts, declared once per app (docs/blueprints.md, 11.9).
+
+    ``role`` is a ``users`` role with an entity: the acting user is a row of it. ``owns`` maps
+    each entity the user owns to the ref path from its row to the user (``user_id``, or
+    ``reservation_id.user_id`` through one more row). ``param`` names the acting-user parameter
+    (default: the id field of the role's entity).
+    """
+
+    role: Ident
+    param: Ident | None = None
+    owns: dict[Ident, Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)?$")]] = Field(min_length=1)
+
+
 class Blueprint(_Model):
     """A whole domain: what the compiler turns into an app."""
 
@@ -511,6 +556,8 @@ class Blueprint(_Model):
     entities: list[Entity] = Field(min_length=1)
     actions: list[Action] = Field(min_length=1)
     users: list[UserRole] = Field(default_factory=list, description="the roles of the people who ask (customer, staff...)")
+    policy: Policy | None = Field(None, description="what the agent must read and follow (11.8)")
+    authorization: Authorization | None = Field(None, description="who acts and which rows they own (11.9)")
 
     @cached_property
     def index(self) -> BlueprintIndex:
