@@ -71,7 +71,8 @@ def test_task_detail_is_public_only(server: Any, corpus: Corpus) -> None:
             r = c.get(f"/tasks/{task.id}")
             assert r.status_code == 200
             d = r.json()
-            assert set(d) == {"id", "app", "kind", "instruction", "tools"}  # no user profile: it can hold the answer
+            assert set(d) == {"id", "app", "kind", "instruction", "tools", "policy"}  # no user profile: it can hold the answer
+            assert d["policy"] == ""  # the catalogue app has no policy
             assert d["instruction"] == task.instruction
             names = [t["function"]["name"] for t in d["tools"]]
             assert names[-1] == "complete_task" and set(names[:-1]) == set(task.visible_tools)

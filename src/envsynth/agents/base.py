@@ -16,6 +16,16 @@ SYSTEM_PROMPT = (
 DEFAULT_MAX_TURNS = 30
 
 
+def with_app_policy(system: str, app_policy: str) -> str:
+    """The system message: the agent's prompt, then the app's policy under its own heading.
+
+    Returns ``system`` unchanged when the app has no policy.
+    """
+    if not app_policy:
+        return system
+    return f"{system}\n\n## Policy\n\n{app_policy}" if system else f"## Policy\n\n{app_policy}"
+
+
 @runtime_checkable
 class Policy(Protocol):
     """Anything that picks the next assistant message of a function-calling conversation.

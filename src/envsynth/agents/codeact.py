@@ -25,7 +25,7 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from envsynth.agents.base import DEFAULT_MAX_TURNS, Policy, policy_usage
+from envsynth.agents.base import DEFAULT_MAX_TURNS, Policy, policy_usage, with_app_policy
 from envsynth.agents.loop import COMPLETE, Conversation, _usage_since, ask, hand_to_user, open_conversation
 from envsynth.llm.types import Message, message_text
 
@@ -114,7 +114,7 @@ class _Recording:
 async def converse_code(episode: CodeActEpisode, policy: Policy, user: UserSimulator | None = None) -> Conversation:
     """Run ``policy`` on a code-acting episode until it completes, stops writing code or hits a limit.
 
-    The policy's ``system_prompt`` (``{tools}`` filled in) and the instruction (or the
+    The policy's ``system_prompt`` (``{tools}`` filled in; the app's policy after it, if any) and the instruction (or the
     ``user`` simulator's opening) open the conversation; a message without code goes to
     the user simulator, if any (see :func:`~envsynth.agents.loop.hand_to_user`); ``next_message`` is called with no tools. ``Conversation.tool_calls``
     logs every tool call the code made (outcome and rejection code, the turn of its
@@ -123,7 +123,7 @@ async def converse_code(episode: CodeActEpisode, policy: Policy, user: UserSimul
     the user simulator's ``user_stop``, ``user_turns``, ``user_error``. A failed model call is recorded, never raised. The episode is not finished here.
     """
     task_episode = episode.episode
-    system = getattr(policy, "system_prompt", "") or ""
+    system = with_app_policy(getattr(policy, "system_prompt", "") or "", getattr(task_episode, "app_policy", ""))
     max_turns = getattr(policy, "max_turns", None) or DEFAULT_MAX_TURNS
     max_tokens = getattr(policy, "max_tokens", None)
     messages: list[Message] = [{"role": "system", "content": system.replace("{tools}", tool_lines(task_episode.tools))}] if system else []

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from envsynth.agents.base import DEFAULT_MAX_TURNS, Policy, policy_usage
+from envsynth.agents.base import DEFAULT_MAX_TURNS, Policy, policy_usage, with_app_policy
 from envsynth.llm.types import LLMError, Message, Usage, message_text
 from envsynth.runtime.episode import parse_arguments, short_repr
 from envsynth.tasks.episode import TaskEpisode
@@ -210,7 +210,8 @@ async def ask(policy: Policy, messages: list[Message], tools: list[Any], conv: C
 async def converse(episode: TaskEpisode, policy: Policy, user: UserSimulator | None = None) -> Conversation:
     """Run ``policy`` on ``episode`` until it completes, stops talking or hits a limit.
 
-    The policy's ``system_prompt`` (if any) and the instruction open the conversation;
+    The policy's ``system_prompt`` (if any), followed by the app's policy (``episode.app_policy``,
+    under "## Policy") when the app has one, and the instruction open the conversation;
     with a ``user`` simulator, the user's own opening replaces the instruction and each
     assistant message without tool calls goes to the user, whose reply comes back as the
     next user message (see :func:`hand_to_user`).
@@ -222,7 +223,7 @@ async def converse(episode: TaskEpisode, policy: Policy, user: UserSimulator | N
     model call ends the conversation with ``error`` set; it is never raised. The episode
     is not finished here (see :func:`envsynth.rollout.run_episode`).
     """
-    system = getattr(policy, "system_prompt", "") or ""
+    system = with_app_policy(getattr(policy, "system_prompt", "") or "", getattr(episode, "app_policy", ""))
     max_turns = getattr(policy, "max_turns", None) or DEFAULT_MAX_TURNS
     max_tokens = getattr(policy, "max_tokens", None)
     messages: list[Message] = [{"role": "system", "content": system}] if system else []

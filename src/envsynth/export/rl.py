@@ -14,12 +14,17 @@ if TYPE_CHECKING:
 
 def rl_rows(corpus: Corpus | str | Path, *, system_prompt: str | None = None) -> list[dict[str, Any]]:
     """The RL rows of a corpus; see :func:`export_rl`."""
-    from envsynth.agents.base import SYSTEM_PROMPT
+    from envsynth.agents.base import SYSTEM_PROMPT, with_app_policy
+    from envsynth.blueprint.policy import policy_text
 
     c = open_corpus(corpus)
-    system = SYSTEM_PROMPT if system_prompt is None else system_prompt
+    base = SYSTEM_PROMPT if system_prompt is None else system_prompt
     rows = []
+    policies: dict[str, str] = {}
     for t in c.tasks:
+        if t.app not in policies:
+            policies[t.app] = policy_text(c.apps[t.app].blueprint)
+        system = with_app_policy(base, policies[t.app])
         prompt = [{"role": "system", "content": system}] if system else []
         prompt.append({"role": "user", "content": t.instruction})
         rows.append({"prompt": prompt, "tools": task_tools(c, t), "task_id": t.id, "task_hash": t.hash, "app": t.app, "kind": t.kind})
@@ -31,7 +36,8 @@ def export_rl(
 ) -> ExportSummary:
     """Write one RL prompt row per task of a corpus (TRL prompt-only, conversational, with tools).
 
-    Each row: ``prompt`` (the system prompt, then the instruction as the user message),
+    Each row: ``prompt`` (the system prompt, followed by the app's policy under "## Policy" when
+    the app has one, then the instruction as the user message),
     ``tools`` (OpenAI schemas of the task's visible tools plus ``complete_task``, as
     ``corpus.start(task).tools``), ``task_id`` and ``task_hash`` (for a reward function or
     the HTTP server to start the episode), ``app`` and ``kind``. Never the oracle, the

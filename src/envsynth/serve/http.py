@@ -44,6 +44,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from pydantic import BaseModel, ValidationError
 
 from envsynth import __version__
+from envsynth.blueprint.policy import policy_text
 from envsynth.corpus.load import Corpus, load_corpus
 from envsynth.serve.models import (
     Deleted,
@@ -223,7 +224,8 @@ def _add_task_routes(app: FastAPI, c: Corpus, registry: EpisodeRegistry, run: Ru
         t = _task(task_id)
         with registry._corpus_lock:  # apps load lazily, once
             schemas = c.apps[t.app].tool_schemas(t.visible_tools)
-        return TaskDetail(id=t.id, app=t.app, kind=t.kind, instruction=t.instruction, tools=[*schemas, COMPLETE_TASK])
+            policy = policy_text(c.apps[t.app].blueprint)
+        return TaskDetail(id=t.id, app=t.app, kind=t.kind, instruction=t.instruction, tools=[*schemas, COMPLETE_TASK], policy=policy)
 
     @app.get("/tasks/{task_id}", response_model=TaskDetail)
     async def get_task(task_id: str) -> TaskDetail:
@@ -246,7 +248,7 @@ def _add_episode_routes(app: FastAPI, registry: EpisodeRegistry, run: Runner, re
     def _start(body: StartEpisode) -> JSONResponse:
         live = registry.open(body.task_id, body.seed)
         ep = live.episode
-        started = EpisodeStarted(episode_id=live.id, task_id=live.task_id, instruction=ep.instruction, tools=ep.tools)
+        started = EpisodeStarted(episode_id=live.id, task_id=live.task_id, instruction=ep.instruction, tools=ep.tools, policy=ep.app_policy)
         return JSONResponse(started.model_dump(mode="json"), status_code=201)
 
     def _call(episode_id: str, body: ToolCall) -> Response:

@@ -11,7 +11,9 @@
 - ``complete_task`` ends the episode. The agent is told only ``"Task completed."``; the
   reward (score, passed, breakdown) goes to stderr and, with ``reward_file``, to a JSON
   file: the agent never sees the verifier.
-- The task's instruction is the server's ``instructions`` and its ``task`` prompt.
+- The task's instruction is the server's ``instructions`` and its ``task`` prompt. When the
+  app has a policy, it is also the resource ``envsynth://policy`` (markdown) and comes first in
+  the ``instructions``, under "## Policy", before "## Request" and the instruction.
 
 The oracle, the expected effects and the app's other tools are never exposed. A server is
 one episode: every client that connects (HTTP allows several) shares it, and after
@@ -44,6 +46,12 @@ from envsynth.tasks.episode import TaskEpisode
 __all__ = ["COMPLETED", "EpisodeTools", "build_server", "run"]
 
 COMPLETED = "Task completed."
+POLICY_RESOURCE = types.Resource(
+    uri="envsynth://policy",
+    name="policy",
+    description="The app's policy: what the agent must and must not do (markdown).",
+    mime_type="text/markdown",
+)
 Transport = Literal["stdio", "http"]
 
 
@@ -164,7 +172,9 @@ def build_server(
     episode = corpus.start(task_id, seed=seed)
     tools = EpisodeTools(episode, seed=seed, reward_file=reward_file, on_reward=on_reward, reveal_expected=reveal_expected)
     instruction = tools.episode.instruction
+    app_policy = tools.episode.app_policy
     prompt = types.Prompt(name="task", description="The user's request for this episode.")
+    resources = [POLICY_RESOURCE] if app_policy else []
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools.tools)
@@ -181,10 +191,21 @@ def build_server(
         message = types.PromptMessage(role="user", content=types.TextContent(text=instruction))
         return types.GetPromptResult(description=prompt.description, messages=[message])
 
+    async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=resources)
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        if not resources or str(params.uri) != POLICY_RESOURCE.uri:
+            raise ValueError(f"Unknown resource {str(params.uri)!r}.")
+        text = types.TextResourceContents(uri=POLICY_RESOURCE.uri, mime_type="text/markdown", text=app_policy)
+        return types.ReadResourceResult(contents=[text])
+
     server: Server[Any] = Server(
         f"envsynth-{task_id}",
         version=__version__,
-        instructions=instruction,
+        instructions=f"## Policy\n\n{app_policy}\n\n## Request\n\n{instruction}" if app_policy else instruction,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
         get_tool_input_schema=tools.input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,

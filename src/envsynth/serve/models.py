@@ -64,6 +64,7 @@ class TaskDetail(_Body):
     kind: TaskKind
     instruction: str
     tools: list[dict[str, Any]] = Field(description="OpenAI function schemas of the visible tools, plus complete_task")
+    policy: str = Field("", description="the app's policy the agent must follow (markdown), '' when it has none")
 
 
 class StartEpisode(_Body):
@@ -76,6 +77,7 @@ class EpisodeStarted(_Body):
     task_id: str
     instruction: str
     tools: list[dict[str, Any]]
+    policy: str = Field("", description="the app's policy the agent must follow (markdown), '' when it has none")
 
 
 class EpisodeInfo(_Body):

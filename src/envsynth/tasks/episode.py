@@ -12,6 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from envsynth.blueprint.policy import policy_text
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import REJECTION, CallResult, Episode, short_repr
 from envsynth.runtime.reward import Effects, Reward, compare, effects_of
@@ -41,6 +42,7 @@ class TaskEpisode:
     Attributes:
         tools: OpenAI function schemas of the task's visible tools, plus ``complete_task``.
         instruction: the user's request.
+        app_policy: the app's policy (markdown) the agent must follow, '' when it has none.
     """
 
     __slots__ = (
@@ -56,6 +58,7 @@ class TaskEpisode:
         "_tracked",
         "_visible",
         "answer",
+        "app_policy",
         "finished",
         "instruction",
         "tools",
@@ -93,6 +96,7 @@ class TaskEpisode:
         self._visible = set(task.visible_tools)
         self.tools = [*app.tool_schemas(task.visible_tools), COMPLETE_TASK]
         self.instruction = task.instruction
+        self.app_policy = policy_text(app.blueprint)  # the app's policy for the agent ('' for none)
         self.finished = False
         self.answer: Any = None
         self._reward: Reward | None = None

@@ -84,6 +84,22 @@ class TaskState(_Frozen):
     distractor_depth: dict[str, int] = Field(default_factory=dict, description="table -> rows added per depth level, as 'd1', 'd2'...")
 
 
+class TaskPolicy(_Frozen):
+    """How a task involves a rule of the app's policy that the agent must obey (docs/tasks.md, policy tasks).
+
+    Attributes:
+        rule: the rule (``policy.rules[].rule``).
+        refusal: the user also asks for something the rule forbids; the correct outcome refuses it.
+        forbidden: the calls the rule forbids (not in the oracle): an agent that makes them scores 0.
+        request: the forbidden request in the user's words, as the instruction states it.
+    """
+
+    rule: str
+    refusal: bool = False
+    forbidden: list[Call] = Field(default_factory=list)
+    request: str | None = None
+
+
 class Task(_Frozen):
     """One verified task (admitted: the oracle scores 1, doing nothing scores 0)."""
 
@@ -104,6 +120,7 @@ class Task(_Frozen):
     coordinates: Coordinates
     seed: int
     stats: dict[str, Any] = Field(default_factory=dict)
+    policy: TaskPolicy | None = Field(None, exclude_if=lambda v: v is None, description="the policy rule the task involves, if any")
     hash: str = ""
 
     def content_hash(self) -> str:

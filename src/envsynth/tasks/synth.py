@@ -35,6 +35,7 @@ from envsynth.tasks.instruction import (
 )
 from envsynth.tasks.model import Call, Coordinates, Rejection, Task, TaskKind, TaskState
 from envsynth.tasks.oracle import oracle_program
+from envsynth.tasks.policy import shape as shape_policy  # POLICY HOOK (import)
 from envsynth.tasks.scenario import owned, owners, people_in_filters, reason_for, scenario_of
 from envsynth.tasks.solvable import lookups
 from envsynth.tasks.state import copy_rows, count_rows, merged
@@ -100,10 +101,11 @@ def synthesize(
     # the instantiation workspace stays open: state 0's task state is s0 minus the pruned rows plus
     # the distractors, made there by deletes and inserts instead of loading every row again
     try:
-        return _synthesize(app, graph, ws0, steps, kind, rng, coords, base, task_index, states, depth, reject)
+        made = _synthesize(app, graph, ws0, steps, kind, rng, coords, base, task_index, states, depth, reject)
     finally:
         if ws0.conn is not None:
             ws0.close()
+    return shape_policy(app, made, base)  # POLICY HOOK: policy tasks (tasks/policy.py); a no-op without agent-obeyed rules
 
 
 def _synthesize(

@@ -1,0 +1,152 @@
+"""Policy tasks on the example airline (tests/data/examples/policy.yaml): the share of tasks that
+involve a rule, refusals scored on the real runtime, and the policy on every agent surface."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envsynth import load_blueprint
+from envsynth.agents import OracleAgent
+from envsynth.agents.loop import converse
+from envsynth.blueprint.policy import policy_text
+from envsynth.corpus import Corpus, build_corpus, load_corpus
+from envsynth.export import export_rl
+from envsynth.tasks import policy as policy_tasks
+from envsynth.tasks.model import Call, Task
+from envsynth.tasks.policy import oracle_plus_forbidden, requester_key, resolved
+from envsynth.tasks.state import merged
+
+EXAMPLE = Path(__file__).parent.parent / "data" / "examples" / "policy.yaml"
+N_TASKS = 30
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    out = tmp_path_factory.mktemp("policy_tasks") / "corpus"
+    build_corpus(out, blueprints=[load_blueprint(EXAMPLE)], tasks_per_app=N_TASKS, seed=0)
+    return load_corpus(out)
+
+
+def _play(corpus: Corpus, task: Task, calls: list[Call]) -> float:
+    """Make ``calls`` (refs resolved) in a fresh episode of ``task`` on the real runtime, then finish; the score."""
+    ep = corpus.start(task.id)
+    results: list[Any] = []
+    for c in calls:
+        res = ep.call(c.tool, resolved(c, results))
+        assert res.outcome == "success", (task.id, c, res.content)
+        results.append(json.loads(res.content))
+    answer = None
+    if task.answer_step is not None and task.answer_step < len(results):
+        got = results[task.answer_step]
+        answer = got.get(task.answer_field) if task.answer_field else got
+    return ep.finish(answer).score
+
+
+def test_share_of_policy_tasks_and_refusals(corpus: Corpus) -> None:
+    tasks = corpus.tasks
+    involved = [t for t in tasks if t.policy is not None]
+    refusals = [t for t in involved if t.policy and t.policy.refusal]
+    assert len(tasks) == N_TASKS
+    assert len(involved) >= 0.10 * len(tasks), len(involved)
+    assert len(refusals) >= 0.5 * len(involved), (len(refusals), len(involved))
+
+
+def test_refusal_scores_oracle_one_nothing_zero_and_forbidden_zero(corpus: Corpus) -> None:
+    refusals = [t for t in corpus.tasks if t.policy and t.policy.refusal]
+    assert refusals
+    for task in refusals:
+        assert task.policy is not None and task.policy.forbidden and task.policy.rule == "basic_economy_final"
+        assert task.policy.request and task.policy.request in task.instruction  # both requests, in the user's words
+        assert task.scenario is not None and task.scenario.request == task.instruction
+        assert task.policy.forbidden[0].tool in task.visible_tools
+        assert _play(corpus, task, task.oracle) == 1.0
+        assert _play(corpus, task, []) == 0.0
+        assert _play(corpus, task, oracle_plus_forbidden(task)) == 0.0  # the tools allow it; the verifier does not
+
+
+def test_the_acting_user_is_the_requester(corpus: Corpus) -> None:
+    app = corpus.apps["skylark_air"]
+    for task in corpus.tasks:
+        me = requester_key(app, task, merged(task.state.core, task.state.distractors))
+        for c in [*task.oracle, *(task.policy.forbidden if task.policy else [])]:
+            if "customer_id" in c.args:
+                assert c.args["customer_id"] == me, (task.id, c)
+
+
+def test_an_allowed_call_of_a_rule_is_marked_without_refusal(corpus: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
+    from envsynth.graph import read_graph
+    from envsynth.tasks.synth import synthesize
+
+    monkeypatch.setattr(policy_tasks, "REFUSAL_SHARE", 0.0)
+    app = corpus.apps["skylark_air"]
+    graph = read_graph(corpus.path / "apps" / "skylark_air")
+    marked = []
+    for i in range(40):
+        made = synthesize(app, graph, app_index=0, task_index=i)
+        if isinstance(made, list) and made[0].policy is not None:
+            marked.append(made[0])
+    assert marked and all(not t.policy.refusal and any(c.tool == "cancel_reservation" for c in t.oracle) for t in marked if t.policy)
+
+
+def test_oracle_calls_the_policy_forbids_are_rejected(corpus: Corpus) -> None:
+    attempts = (corpus.path / "tasks" / "skylark_air" / "attempts.jsonl").read_text().splitlines()
+    assert any("policy_forbids_oracle" in line for line in attempts)  # proposed, and refused
+    app = corpus.apps["skylark_air"]
+    rules = [r for r in (app.blueprint.policy.rules if app.blueprint.policy else []) if r.forbid]
+    for task in corpus.tasks:  # no admitted oracle breaks the policy
+        assert not any(forbidden for _, _, forbidden in policy_tasks._oracle_rules(app, task, rules)), task.id
+
+
+def test_policy_reaches_the_system_prompt_and_the_rl_export(corpus: Corpus, tmp_path: Path) -> None:
+    task = next(t for t in corpus.tasks if t.policy and t.policy.refusal)
+    text = policy_text(corpus.apps[task.app].blueprint)
+    assert "Basic economy reservations booked more than 24 hours ago cannot be cancelled." in text
+    assert "pass their id as `customer_id`" in text
+    ep = corpus.start(task.id)
+    conv = asyncio.run(converse(ep, OracleAgent(task)))
+    assert conv.messages[0] == {"role": "system", "content": f"## Policy\n\n{text}"}
+    out = tmp_path / "rl.jsonl"
+    export_rl(corpus, out)
+    row = json.loads(out.read_text().splitlines()[0])
+    assert row["prompt"][0]["role"] == "system" and row["prompt"][0]["content"].endswith(f"## Policy\n\n{text}")
+
+
+def test_policy_over_http(corpus: Corpus) -> None:
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from envsynth.serve.http import create_app
+
+    task = corpus.tasks[0]
+    text = policy_text(corpus.apps[task.app].blueprint)
+    with TestClient(create_app(corpus)) as c:
+        assert c.get(f"/tasks/{task.id}").json()["policy"] == text
+        started = c.post("/episodes", json={"task_id": task.id}).json()
+        assert started["policy"] == text and started["instruction"] == task.instruction
+
+
+def test_policy_over_mcp(corpus: Corpus) -> None:
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp import Client
+
+    from envsynth.serve.mcp import build_server
+
+    task = corpus.tasks[0]
+    text = policy_text(corpus.apps[task.app].blueprint)
+    server = build_server(corpus, task.id)
+
+    async def main() -> None:
+        async with Client(server) as client:
+            assert client.instructions == f"## Policy\n\n{text}\n\n## Request\n\n{task.instruction}"
+            listed = (await client.list_resources()).resources
+            assert [str(r.uri) for r in listed] == ["envsynth://policy"]
+            got = await client.read_resource("envsynth://policy")
+            assert got.contents[0].text == text
+
+    anyio.run(main)
