@@ -150,3 +150,14 @@ def test_policy_over_mcp(corpus: Corpus) -> None:
             assert got.contents[0].text == text
 
     anyio.run(main)
+
+
+def test_the_user_simulator_insists_on_the_forbidden_part(corpus: Corpus) -> None:
+    from envsynth.agents.user import request_text
+
+    task = next(t for t in corpus.tasks if t.policy and t.policy.refusal)
+    assert task.policy is not None and task.policy.request
+    text = request_text(task)
+    assert f"You really want this part done too: {task.policy.request}." in text and "insist once" in text
+    plain = next(t for t in corpus.tasks if t.policy is None)
+    assert "insist" not in request_text(plain)
