@@ -102,3 +102,25 @@ def test_policy_and_authorization_load_errors(edit: Any, message: str) -> None:
     with pytest.raises(BlueprintError) as err:
         tool_specs(from_dict(data, "policy.yaml"))
     assert message in str(err.value)
+
+
+def test_a_transfer_checks_the_source_only() -> None:
+    data = _data()
+    data["entities"].append(
+        {
+            "name": "wallet",
+            "rows": 6,
+            "fields": [
+                {"name": "wallet_id", "type": "id"},
+                {"name": "customer_id", "type": "ref", "ref": "customer"},
+                {"name": "miles", "type": "quantity"},
+            ],
+        }
+    )
+    data["authorization"]["owns"]["wallet"] = "customer_id"
+    data["actions"].append(
+        {"name": "give_miles", "kind": "transfer", "entity": "wallet", "field": "miles", "description": "Give miles to another wallet."}
+    )
+    spec = next(s for s in tool_specs(from_dict(data, "policy.yaml")) if s.name == "give_miles")
+    assert [c.id for c in spec.pre if c.id.startswith("auth:")] == ["auth:source"]
+    assert "customer_id" in [p.name for p in spec.params]

@@ -15,7 +15,7 @@ from typing import Any
 
 from envsynth.blueprint import expr as X
 from envsynth.blueprint.errors import BlueprintError
-from envsynth.blueprint.models import Authorization, Blueprint, Entity, PolicyRule
+from envsynth.blueprint.models import Authorization, Blueprint, Entity, PolicyRule, TransferAction
 from envsynth.blueprint.spec import Binding, Check, ParamSpec, ToolSpec
 
 ACTING_ALIAS = "acting_user"
@@ -103,8 +103,15 @@ def _authorize(bp: Blueprint, spec: ToolSpec, user: Entity, param: str, paths: d
     """Give a tool that loads owned rows the acting-user parameter and one ownership check per row."""
     if spec.query is not None and spec.query.op != "get":
         return spec
-    # rows loaded from a parameter: owned rows, and user rows by id (a look-up by email finds who asks)
-    rows = [b for b in spec.bindings if b.param and (b.entity in paths or (b.entity == user.name and b.key == user.id_field))]
+    # rows loaded from a parameter: owned rows, and user rows by id (a look-up by email finds who asks);
+    # not the target of a transfer: a user may send to someone else's row
+    action = bp.index.actions.get(spec.name)
+    recipient = action.target if isinstance(action, TransferAction) else None
+    rows = [
+        b
+        for b in spec.bindings
+        if b.param and b.alias != recipient and (b.entity in paths or (b.entity == user.name and b.key == user.id_field))
+    ]
     if not rows:
         return spec
     params, bindings, pre = list(spec.params), list(spec.bindings), list(spec.pre)
