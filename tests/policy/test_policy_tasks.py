@@ -161,3 +161,19 @@ def test_the_user_simulator_insists_on_the_forbidden_part(corpus: Corpus) -> Non
     assert f"You really want this part done too: {task.policy.request}." in text and "insist once" in text
     plain = next(t for t in corpus.tasks if t.policy is None)
     assert "insist" not in request_text(plain)
+
+
+def test_policy_reaches_the_code_mode_system_prompt(corpus: Corpus) -> None:
+    from envsynth.agents import CODE_SYSTEM_PROMPT, ChatAgent
+    from envsynth.llm import ScriptedProvider
+    from envsynth.rollout import run_episode
+    from envsynth.sandbox import CodeSandbox, Limits
+
+    task = next(t for t in corpus.tasks if t.policy and t.policy.refusal)
+    text = policy_text(corpus.apps[task.app].blueprint)
+    agent = ChatAgent(ScriptedProvider(["I cannot do the second part: the policy forbids it."]), system_prompt=CODE_SYSTEM_PROMPT)
+    with CodeSandbox(workers=1, limits=Limits(wall=3.0, cpu=1.0, memory=256 << 20, output=4000)) as sb:
+        traj = asyncio.run(run_episode(corpus, task, agent, seed=0, sandbox=sb))
+    system = traj.messages[0]["content"]
+    assert system.startswith(CODE_SYSTEM_PROMPT.split("{tools}")[0]) and system.endswith(f"## Policy\n\n{text}")
+    assert traj.score == 0.0  # refusing everything leaves the allowed part undone
