@@ -20,15 +20,16 @@ changes the state) and the rule forbids it both before and after the allowed par
 
 from __future__ import annotations
 
+import functools
 import random
 import sqlite3
 from typing import Any
 
-from envsynth.blueprint import expr as X
 from envsynth.blueprint.models import Blueprint, PolicyRule
 from envsynth.blueprint.policy import acting_param, agent_rules, user_entity
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.blueprint.values import ValueMaker
+from envsynth.compiler.codegen import py
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import SUCCESS, Episode
 from envsynth.runtime.reward import Effects, compare, effects_of
@@ -84,7 +85,7 @@ def _oracle_rules(app: App, task: Task, rules: list[PolicyRule]) -> list[tuple[s
             args = resolved(call, results)
             for rule in rules:
                 if call.tool in rule.actions:
-                    out.append((rule.rule, i, forbids(app, rule, call.tool, args, ep.db)))
+                    out.append((rule.rule, i, forbids(app, rule, call.tool, args, ep)))
             res = ep.call(call.tool, args)
             results.append(res.data if res.outcome == SUCCESS else None)
     finally:
@@ -101,14 +102,17 @@ def resolved(call: Call, results: list[Any]) -> dict[str, Any]:
     return args
 
 
-def forbids(app: App, rule: PolicyRule, tool: str, args: dict[str, Any], db: sqlite3.Connection) -> bool:
-    """Whether ``rule`` forbids calling ``tool`` with ``args`` on the state in ``db``.
+def forbids(app: App, rule: PolicyRule, tool: str, args: dict[str, Any], ep: Episode) -> bool:
+    """Whether ``rule`` forbids calling ``tool`` with ``args`` on the episode's current state.
 
-    The condition sees what the tool's pre-conditions see: its parameters and the rows it
-    loads. A row that is missing (the call would be rejected anyway) makes the rule not apply.
+    The condition is compiled as the tools' pre-conditions are (``compiler.codegen.py``) and
+    sees what they see: the tool's parameters, the rows it loads, the episode's context. A row
+    that is missing (the call would be rejected anyway) makes the rule not apply.
     """
     spec = app.spec_by_name[tool]
-    ns: dict[str, Any] = {p.name: args.get(p.name) for p in spec.params}
+    ns: dict[str, Any] = dict(vars(app.module))
+    ns.update({p.name: args.get(p.name) for p in spec.params})
+    ns["ctx"] = ep.ctx
     for b in [b for b in spec.bindings if b.param] + [b for b in spec.bindings if b.via]:
         if b.param:
             key = args.get(b.param)
@@ -116,29 +120,17 @@ def forbids(app: App, rule: PolicyRule, tool: str, args: dict[str, Any], db: sql
             src_alias, fname = (b.via or "").split(".", 1)
             src = ns.get(src_alias)
             key = src.get(fname) if isinstance(src, dict) else None
-        ns[b.alias] = _row(db, b.entity, b.key, key) if key is not None else None
-    now = app.now
-    ns.update(
-        _now=lambda: now,
-        _today=lambda: now[:10],
-        _exists=lambda t, w: _count(db, t, w) > 0,
-        _count=lambda t, w: _count(db, t, w),
-    )
+        sql = f'SELECT * FROM "{b.entity}" WHERE "{b.key}" = ?'
+        ns[b.alias] = ep.ctx.one(sql, (key,), b.entity) if key is not None else None
     try:
-        return bool(X.evaluate(X.compile_eval(X.parse(rule.forbid or "")), ns))
+        return bool(eval(_compiled(rule.forbid or ""), ns))  # a checked condition, compiled as tools.py compiles it
     except (TypeError, KeyError):  # a row the condition reads is missing: the call is rejected anyway
         return False
 
 
-def _row(db: sqlite3.Connection, table: str, key: str, value: Any) -> dict[str, Any] | None:
-    cur = db.execute(f'SELECT * FROM "{table}" WHERE "{key}" = ?', (value,))
-    row = cur.fetchone()
-    return dict(zip([d[0] for d in cur.description], row, strict=True)) if row is not None else None
-
-
-def _count(db: sqlite3.Connection, table: str, where: dict[str, Any]) -> int:
-    clause = " AND ".join(f'"{k}" = ?' for k in where) or "1"
-    return int(db.execute(f'SELECT COUNT(*) FROM "{table}" WHERE {clause}', tuple(where.values())).fetchone()[0])
+@functools.lru_cache(maxsize=256)
+def _compiled(source: str) -> Any:
+    return compile(py(source), f"<forbid {source}>", "eval")
 
 
 class _Ctx:
@@ -300,11 +292,11 @@ def _tempts(cx: _Ctx, rule: PolicyRule, spec: ToolSpec, param: str, rows: Rows, 
     except sqlite3.Error:
         return False
     try:
-        if not forbids(app, rule, spec.name, call.args, ep.db):
+        if not forbids(app, rule, spec.name, call.args, ep):
             return False
         if not _replay(ep, cx.task.oracle):
             return False
-        if not forbids(app, rule, spec.name, call.args, ep.db):
+        if not forbids(app, rule, spec.name, call.args, ep):
             return False
         return ep.call(spec.name, call.args).outcome == SUCCESS
     finally:
