@@ -85,6 +85,10 @@ def test_manifest_carries_the_policy(built: Any) -> None:
             "policy.rules[0].check: before_departure: unknown name(s) ['flightt']",
         ),
         (lambda d: d["policy"]["rules"][1].update(check="1 == 1"), "exactly one of 'check'"),
+        (
+            lambda d: d["policy"]["rules"][1].update(forbid="reservation.cabbin == 'basic_economy'"),
+            "policy.rules[1].forbid: basic_economy_final: 'reservation' (reservation) has no field 'cabbin'",
+        ),
         (lambda d: d["policy"]["rules"][1].update(message="no"), "a 'forbid' rule is obeyed by the agent"),
         (lambda d: d["policy"]["rules"].append(dict(d["policy"]["rules"][0])), "policy.rules[3].rule: duplicate rule 'before_departure'"),
         (lambda d: d["authorization"].update(role="staff"), "authorization.role: 'staff' is not a role of 'users'"),

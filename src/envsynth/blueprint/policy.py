@@ -44,7 +44,7 @@ def apply(bp: Blueprint, specs: list[ToolSpec]) -> list[ToolSpec]:
             if name not in by_name:
                 raise BlueprintError(where, f"{rule.rule}: unknown action {name!r}")
             k = by_name[name]
-            _condition_ok(out[k], rule, f"policy.rules[{i}]")
+            _condition_ok(bp, out[k], rule, f"policy.rules[{i}]")
             if rule.check is not None:
                 out[k] = _with_rule(out[k], rule)
     _unique_rules(bp)
@@ -200,7 +200,7 @@ def _with_rule(spec: ToolSpec, rule: PolicyRule) -> ToolSpec:
     return spec.model_copy(update={"pre": [*spec.pre, check]})
 
 
-def _condition_ok(spec: ToolSpec, rule: PolicyRule, where: str) -> None:
+def _condition_ok(bp: Blueprint, spec: ToolSpec, rule: PolicyRule, where: str) -> None:
     """The rule's condition parses and names only what ``spec`` has (parameters, rows, entities)."""
     key = "check" if rule.check is not None else "forbid"
     source = rule.check if rule.check is not None else rule.forbid or ""
@@ -216,6 +216,10 @@ def _condition_ok(spec: ToolSpec, rule: PolicyRule, where: str) -> None:
         raise BlueprintError(
             f"{where}.{key}", f"{rule.rule}: unknown name(s) {sorted(unknown)} in {source!r} for {spec.name}; known: {sorted(known)}"
         )
+    entities = {b.alias: b.entity for b in spec.bindings}
+    for alias, fname in sorted(e.fields()):
+        if alias in entities and not bp.entity(entities[alias]).has(fname):
+            raise BlueprintError(f"{where}.{key}", f"{rule.rule}: {alias!r} ({entities[alias]}) has no field {fname!r} in {source!r}")
     for placeholder in re.findall(r"\{([^{}]+)\}", rule.message or ""):
         try:
             names = X.parse(placeholder).names()
