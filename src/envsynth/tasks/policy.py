@@ -34,7 +34,7 @@ from envsynth.runtime.app import App
 from envsynth.runtime.episode import SUCCESS, Episode
 from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import Rows, read_rows
-from envsynth.tasks.describe import Description, describe, render
+from envsynth.tasks.describe import Description, describe, noun, render
 from envsynth.tasks.instruction import Phraser, leaks_id
 from envsynth.tasks.model import Call, Rejection, Task, TaskPolicy
 from envsynth.tasks.state import merged, rows_bytes
@@ -354,8 +354,10 @@ def _with_refusal(cx: _Ctx, rule: PolicyRule, spec: ToolSpec, param: str, rows: 
     visible = [*task.visible_tools, *_tools_for(cx.app, spec, task.visible_tools)]
     scenario = task.scenario
     if scenario is not None:
-        mention = f"they also want {render(bp, d, possessive='my')} handled: {request}"
-        scenario = scenario.model_copy(update={"request": instruction, "knows": [*scenario.knows, mention]})
+        knows = [*scenario.knows, f"they mean {render(bp, d, possessive='my')}"]
+        unknown = f"the internal id of any {noun(ent)} (they know it only as described)"
+        unknowns = scenario.unknowns if unknown in scenario.unknowns else [*scenario.unknowns, unknown]
+        scenario = scenario.model_copy(update={"request": instruction, "knows": knows, "unknowns": unknowns})
     user = task.user.model_copy(update={"knows": [instruction, *task.user.knows[1:]]})
     note = TaskPolicy(rule=rule.rule, refusal=True, forbidden=[call], request=request)
     stats = {**task.stats, "core_rows": task.stats.get("core_rows", 0) + (rows is not cx.rows), "visible_tools": len(visible)}
