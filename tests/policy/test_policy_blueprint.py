@@ -92,6 +92,8 @@ def test_manifest_carries_the_policy(built: Any) -> None:
         (lambda d: d["policy"]["rules"][1].update(message="no"), "a 'forbid' rule is obeyed by the agent"),
         (lambda d: d["policy"]["rules"].append(dict(d["policy"]["rules"][0])), "policy.rules[3].rule: duplicate rule 'before_departure'"),
         (lambda d: d["authorization"].update(role="staff"), "authorization.role: 'staff' is not a role of 'users'"),
+        (lambda d: d["users"][0].update(entity="client"), "authorization.role: the role 'customer' names the unknown entity 'client'"),
+        (lambda d: d["users"][0].update(entity=None, identify_by=[]), "the role 'customer' has no entity"),
         (lambda d: d["authorization"]["owns"].update(payment="amount"), "authorization.owns.payment: payment.amount is not a ref field"),
         (
             lambda d: d["authorization"]["owns"].update(payment="reservation_id.flight_id"),

@@ -58,6 +58,8 @@ def user_entity(bp: Blueprint, auth: Authorization) -> Entity:
         raise BlueprintError("authorization.role", f"{auth.role!r} is not a role of 'users' (roles: {[u.role for u in bp.users]})")
     if role.entity is None:
         raise BlueprintError("authorization.role", f"the role {auth.role!r} has no entity, so no row is the acting user")
+    if not bp.has_entity(role.entity):
+        raise BlueprintError("authorization.role", f"the role {auth.role!r} names the unknown entity {role.entity!r}")
     return bp.entity(role.entity)
 
 
