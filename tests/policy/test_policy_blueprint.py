@@ -130,3 +130,11 @@ def test_a_transfer_checks_the_source_only() -> None:
     spec = next(s for s in tool_specs(from_dict(data, "policy.yaml")) if s.name == "give_miles")
     assert [c.id for c in spec.pre if c.id.startswith("auth:")] == ["auth:source"]
     assert "customer_id" in [p.name for p in spec.params]
+
+
+def test_an_enforced_rule_is_a_logic_edge_of_the_graph(built: Any) -> None:
+    import json
+
+    edges = json.loads((built.path / "graph.json").read_text())["edges"]
+    logic = {(e["source"], e["target"], e["check"]) for e in edges if e["kind"] == "logic"}
+    assert ("cancel_reservation", "refund_payment", "reservation.status == 'cancelled'") in logic  # policy:refund_after_cancel
