@@ -38,6 +38,10 @@ def _rows(ep: Any, sql: str, *args: Any) -> list[tuple[Any, ...]]:
     return ep.db.execute(sql, args).fetchall()
 
 
+def _pay(ep: Any, amount: float = 10.0) -> list[dict[str, Any]]:
+    return [{"payment_method_id": _rows(ep, "SELECT payment_method_id FROM payment_method ORDER BY 1")[0][0], "amount": amount}]
+
+
 def _dump(ep: Any) -> dict[str, list[tuple[Any, ...]]]:
     tables = [r[0] for r in _rows(ep, "SELECT name FROM sqlite_master WHERE type = 'table'")]
     return {t: sorted(_rows(ep, f'SELECT * FROM "{t}"'), key=repr) for t in tables}
@@ -53,6 +57,9 @@ def test_example_passes_with_list_cases_and_no_unconstructed(app: App) -> None:
     cases = {(v.tool, v.case) for v in report.verdicts}
     for case in (
         "violate:exists:flights",
+        "violate:exists:payments_payment_method_id_rows",
+        "invalid:payments:item_type:amount",
+        "invalid:payments:missing_field:payment_method_id",
         "invalid:flight_ids:unique_items",
         "invalid:flight_ids:min_items",
         "invalid:flight_ids:max_items",
@@ -100,7 +107,10 @@ def test_book_inserts_one_row_per_item_and_updates_each_listed_row(app: App) -> 
         {"first_name": "Alan", "last_name": "Turing", "dob": "1992-06-23"},
         {"first_name": "Grace", "last_name": "Hopper", "dob": "2015-12-09"},
     ]
-    res = ep.call("book_reservation", {"customer_id": customer, "amount_due": 420.5, "flight_ids": [f1, f2], "passengers": people})
+    res = ep.call(
+        "book_reservation",
+        {"customer_id": customer, "amount_due": 420.5, "flight_ids": [f1, f2], "passengers": people, "payments": _pay(ep)},
+    )
     assert res.outcome == SUCCESS, res.content
     rid = res.data["reservation_id"]
     assert res.data["passenger_count"] == 3
@@ -112,6 +122,8 @@ def test_book_inserts_one_row_per_item_and_updates_each_listed_row(app: App) -> 
     after = dict(_rows(ep, "SELECT flight_id, seats_booked FROM flight"))
     assert after == {k: v + 3 if k in (f1, f2) else v for k, v in seats.items()}
     assert _rows(ep, "SELECT total_spent FROM customer WHERE customer_id = ?", customer)[0][0] == pytest.approx(spent + 420.5)
+    method = _pay(ep)[0]["payment_method_id"]
+    assert _rows(ep, "SELECT payment_method_id, amount, status FROM payment WHERE reservation_id = ?", rid) == [(method, 10.0, "paid")]
 
 
 def test_an_unknown_id_in_a_list_is_a_rejection_naming_it_and_changes_nothing(app: App) -> None:
@@ -119,9 +131,23 @@ def test_an_unknown_id_in_a_list_is_a_rejection_naming_it_and_changes_nothing(ap
     before = _dump(ep)
     f1 = _ids(ep, "flight")[0]
     args = {"customer_id": _ids(ep, "customer")[0], "amount_due": 10, "flight_ids": [f1, "flt_999999"]}
-    res = ep.call("book_reservation", args | {"passengers": [{"first_name": "A", "last_name": "B", "dob": "2000-01-01"}]})
+    res = ep.call(
+        "book_reservation", args | {"passengers": [{"first_name": "A", "last_name": "B", "dob": "2000-01-01"}], "payments": _pay(ep)}
+    )
     assert (res.outcome, res.code) == (REJECTION, "exists:flights")
     assert res.content == "No flight with flight id 'flt_999999'."
+    assert _dump(ep) == before
+
+
+def test_an_unknown_id_in_a_list_item_is_a_rejection_naming_it(app: App) -> None:
+    ep = app.episode()
+    before = _dump(ep)
+    people = [{"first_name": "A", "last_name": "B", "dob": "2000-01-01"}]
+    payments = [*_pay(ep), {"payment_method_id": "pmt_999999", "amount": 3.5}]
+    args = {"customer_id": _ids(ep, "customer")[0], "amount_due": 10, "flight_ids": _ids(ep, "flight")[:1], "passengers": people}
+    res = ep.call("book_reservation", args | {"payments": payments})
+    assert (res.outcome, res.code) == (REJECTION, "exists:payments_payment_method_id_rows")
+    assert res.content == "No payment method with payment method id 'pmt_999999'."
     assert _dump(ep) == before
 
 
@@ -140,7 +166,8 @@ def test_bad_list_arguments_are_invalid_arguments(app: App, flights: str, passen
     f1 = _ids(ep, "flight")[0]
     ids = [f1, f1] if flights == "twice" else [f1]
     res = ep.call(
-        "book_reservation", {"customer_id": _ids(ep, "customer")[0], "amount_due": 10, "flight_ids": ids, "passengers": passengers}
+        "book_reservation",
+        {"customer_id": _ids(ep, "customer")[0], "amount_due": 10, "flight_ids": ids, "passengers": passengers, "payments": _pay(ep)},
     )
     assert (res.outcome, res.code) == (REJECTION, "invalid_arguments")
     assert words in res.content
@@ -178,7 +205,11 @@ def test_cancel_refunds_every_payment_sets_null_and_decrements(app: App) -> None
     ep = app.episode()
     rid = _ids(ep, "reservation")[0]
     ep.db.execute("UPDATE reservation SET status = 'booked', promo_code = 'PROMO-12' WHERE reservation_id = ?", (rid,))
-    ep.db.execute("INSERT INTO payment VALUES ('pay_000001', ?, 10, 'paid', NULL), ('pay_000002', ?, 5, 'refunded', NULL)", (rid, rid))
+    method = _pay(ep)[0]["payment_method_id"]
+    ep.db.execute(
+        "INSERT INTO payment VALUES ('pay_000001', ?, ?, 10, 'paid', NULL), ('pay_000002', ?, ?, 5, 'refunded', NULL)",
+        (rid, method, rid, method),
+    )
     cid, due = _rows(ep, "SELECT customer_id, amount_due FROM reservation WHERE reservation_id = ?", rid)[0]
     ep.db.execute("UPDATE customer SET total_spent = ? WHERE customer_id = ?", (due + 100, cid))
     paid = _ids(ep, "payment", "reservation_id = ? AND status = 'paid'", rid)
@@ -196,7 +227,7 @@ def test_cancel_refunds_every_payment_sets_null_and_decrements(app: App) -> None
 def test_also_on_create_and_delete(app: App) -> None:
     ep = app.episode()
     rid, paid = _rows(ep, "SELECT reservation_id, paid_total FROM reservation ORDER BY 1")[0]
-    res = ep.call("add_payment", {"reservation_id": rid, "amount": 12.25})
+    res = ep.call("add_payment", {"reservation_id": rid, "payment_method_id": _pay(ep)[0]["payment_method_id"], "amount": 12.25})
     assert res.outcome == SUCCESS, res.content
     assert _rows(ep, "SELECT paid_total FROM reservation WHERE reservation_id = ?", rid)[0][0] == pytest.approx(paid + 12.25)
     ep.db.execute("UPDATE reservation SET passenger_count = 2 WHERE reservation_id = ?", (rid,))
@@ -235,7 +266,7 @@ def test_specs_declare_for_each_writes_and_graph_has_state_edges(app: App) -> No
     spec = app.spec_by_name["cancel_flight"]
     assert spec.writes == {"flight": ["status"], "reservation": ["status"], "segment": ["status"]}
     book = app.spec_by_name["book_reservation"]
-    assert book.creates == ["passenger", "reservation", "segment"]
+    assert book.creates == ["passenger", "payment", "reservation", "segment"]
     assert book.writes == {"customer": ["total_spent"], "flight": ["seats_booked"]}
     g = build_graph(app)
     assert g.has_edge("cancel_flight", "get_reservation", kind="state")
@@ -272,6 +303,24 @@ def _action(d: dict[str, Any], name: str) -> dict[str, Any]:
         ),
         (lambda d: _action(d, "get_reservation").update(for_each=[]), "'for_each' is only for actions that write"),
         (
+            lambda d: _action(d, "book_reservation")["params"][1]["items"].update(dob="birthday", seat=3),
+            "items.dob: 'birthday' is not an item type; use one of string, text",
+        ),
+        (
+            lambda d: d["actions"].append(
+                {
+                    "name": "note",
+                    "kind": "custom",
+                    "entity": "customer",
+                    "mode": "read",
+                    "code": "return {}",
+                    "description": "A custom tool.",
+                    "also": {},
+                }
+            ),
+            "a custom action is hand-written code (custom code declares its writes in 'writes', 'creates' and 'deletes')",
+        ),
+        (
             lambda d: _action(d, "book_reservation")["params"][0].update(items={"a": "string"}),
             "a list parameter has either 'ref: <entity>' (a list of ids, each loading a row) or 'items",
         ),
@@ -291,7 +340,7 @@ def _action(d: dict[str, Any], name: str) -> dict[str, Any]:
         ),
         (
             lambda d: _action(d, "book_reservation")["for_each"][2].update(param="amount_due"),
-            "'amount_due' is not a list parameter of this action (list parameters: ['flight_ids', 'passengers'])",
+            "'amount_due' is not a list parameter of this action (list parameters: ['flight_ids', 'passengers', 'payments'])",
         ),
         (lambda d: _action(d, "book_reservation")["for_each"][2].pop("insert"), "the items of 'passengers' are not rows"),
         (
@@ -321,7 +370,8 @@ def test_random_valid_lists_insert_one_row_each(app: App, people: list[dict[str,
     ep = app.episode()
     flights = _ids(ep, "flight")[:n_flights]
     res = ep.call(
-        "book_reservation", {"customer_id": _ids(ep, "customer")[0], "amount_due": 5, "flight_ids": flights, "passengers": people}
+        "book_reservation",
+        {"customer_id": _ids(ep, "customer")[0], "amount_due": 5, "flight_ids": flights, "passengers": people, "payments": _pay(ep)},
     )
     assert res.outcome == SUCCESS, res.content
     rid = res.data["reservation_id"]
@@ -346,7 +396,13 @@ def test_random_bad_items_are_refused_and_change_nothing(app: App, data: st.Data
     people[position][field] = data.draw(_BAD[field])
     ep = app.episode()
     before = _dump(ep)
-    args = {"customer_id": _ids(ep, "customer")[0], "amount_due": 5, "flight_ids": _ids(ep, "flight")[:1], "passengers": people}
+    args = {
+        "customer_id": _ids(ep, "customer")[0],
+        "amount_due": 5,
+        "flight_ids": _ids(ep, "flight")[:1],
+        "passengers": people,
+        "payments": _pay(ep),
+    }
     res = ep.call("book_reservation", args)
     assert (res.outcome, res.code) == (REJECTION, "invalid_arguments"), (people, res.content)
     assert f"passengers.{position}" in res.content

@@ -71,10 +71,36 @@ def list_param(x: _Expander, p: Param, where: str) -> None:
     x.add_param(
         ParamSpec(name=p.name, type="array", description=desc, required=p.required, item_fields=fields, semantic="list", **bounds), where
     )
+    for f in fields:
+        if f.ref is not None:
+            _bind_item_rows(x, p, f, where)
+
+
+def _bind_item_rows(x: _Expander, p: Param, f: ParamSpec, where: str) -> None:
+    """An item field copying an id or ref: the rows its values name are loaded (``<param>_<field>_rows``), each must exist."""
+    ent = x.bp.entity(f.ref or "")
+    alias = f"{p.name}_{f.name}_rows"
+    if any(b.alias == alias for b in x.bindings):
+        raise x.err(where, f"two rows would be called {alias!r}")
+    binding = Binding(alias=alias, entity=ent.name, key=ent.id_field, param=p.name, optional=not p.required, many=True, item=f.name)
+    x.bindings.append(binding)
+    x.pre.append(
+        Check(
+            id=f"exists:{alias}",
+            check=f"{alias} is not None",
+            message=f"No {_human(ent.name)} with one of the {_human(f.name)}s given in {p.name}.",
+            origin="implicit",
+        )
+    )
 
 
 def _item_field(x: _Expander, name: str, ftype: str, where: str) -> ParamSpec:
     from envsynth.blueprint.expand import DATE_PATTERN, DATETIME_PATTERN, EMAIL_PATTERN, json_type
+
+    if "." in ftype:  # entity.field: that field's type and limits
+        ent_name, fname = ftype.split(".")
+        ent = x.entity(ent_name, where)
+        return x.param_from_field(name, x.field(ent, fname, where), ent)
 
     semantic = _ITEM_FIELD_TYPES.get(ftype, ftype)
     minimum = 0 if semantic in ("money", "quantity") else None

@@ -97,6 +97,7 @@ class Binding(_Spec):
     via: str | None = None
     optional: bool = False
     many: bool = Field(False, description="param is a list of keys: the alias is the list of their rows")
+    item: str | None = Field(None, description="with many: the keys are this field of each item of the list param")
 
 
 class Check(_Spec):

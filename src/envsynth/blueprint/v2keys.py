@@ -8,9 +8,12 @@ parameter needs. They also read YAML ``null`` in ``set``/``also`` maps as the ex
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal, get_args
 
-ItemType = Literal[
+from pydantic import Field
+
+ItemTypeName = Literal[
     "string",
     "text",
     "name",
@@ -30,7 +33,11 @@ ItemType = Literal[
     "date",
     "datetime",
 ]
-"""The types a field of a list item may have (``items: {dob: date, amount: money}``)."""
+"""The type names a field of a list item may have (``items: {dob: date, amount: money}``)."""
+
+_COPY = r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$"
+ItemType = ItemTypeName | Annotated[str, Field(pattern=_COPY)]
+"""An item field's type: a type name, or ``entity.field`` to copy that field's type and limits (an id or ref: the row must exist)."""
 
 WRITE_KINDS = ("create", "update", "delete", "transition", "transfer", "book")
 """The archetypes that take ``also`` and ``for_each``."""
@@ -91,6 +98,8 @@ def list_param_problems(data: Any) -> Any:
             )
         if has_items and not (isinstance(data["items"], dict) and data["items"]):
             problems.append("'items' maps each field of an item to its type, e.g. {first_name: name, dob: date}")
+        elif has_items:
+            problems += _item_type_problems(data["items"])
         for key in ("field", "values", "min", "max"):
             if data.get(key) is not None:
                 problems.append(f"'{key}' does not apply to a list parameter; bound its length with min_items/max_items")
@@ -100,3 +109,12 @@ def list_param_problems(data: Any) -> Any:
     if problems:
         raise ValueError("; ".join(problems))
     return data
+
+
+def _item_type_problems(items: dict[Any, Any]) -> list[str]:
+    names = get_args(ItemTypeName)
+    out = []
+    for name, ftype in items.items():
+        if not (isinstance(ftype, str) and (ftype in names or re.match(_COPY, ftype))):
+            out.append(f"items.{name}: {ftype!r} is not an item type; use one of {', '.join(names)} or 'entity.field' to copy a field")
+    return out

@@ -26,6 +26,8 @@ def load_many(b: Binding) -> list[str]:
     """Lines binding ``b.alias`` to the rows of the ids in list parameter ``b.param``, refusing the first unknown id."""
     sql = f"SELECT * FROM {_q(b.entity)} WHERE {_q(b.key)} = ?"
     given = f"({b.param} or [])" if b.optional else b.param
+    if b.item is not None:  # the keys are a field of each item
+        given = f"[item[{b.item!r}] for item in {given}]"
     word = b.entity.replace("_", " ")
     key = b.key.replace("_", " ")
     message = f"No {word} with {key} {{!r}}."
@@ -56,7 +58,7 @@ def compute(bp: Blueprint, spec: ToolSpec, render: Render) -> list[str]:
 
 def _items(bp: Blueprint, spec: ToolSpec, ef: EachEffect, render: Render) -> str:
     if ef.param is not None:
-        rows = next((b.alias for b in spec.bindings if b.many and b.param == ef.param), None)
+        rows = next((b.alias for b in spec.bindings if b.many and b.item is None and b.param == ef.param), None)
         return rows if rows is not None else f"({ef.param} or [])"
     ent = bp.entity(ef.source or "")
     where = " AND ".join(f"{_q(f)} = ?" for f in ef.match)

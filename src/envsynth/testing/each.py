@@ -92,7 +92,7 @@ def expect(bp: Blueprint, spec: ToolSpec, ns: dict[str, Any], before: Rows) -> E
 
 def _items(bp: Blueprint, spec: ToolSpec, ef: EachEffect, ns: dict[str, Any], before: Rows) -> list[Any]:
     if ef.param is not None:
-        rows = next((b.alias for b in spec.bindings if b.many and b.param == ef.param), None)
+        rows = next((b.alias for b in spec.bindings if b.many and b.item is None and b.param == ef.param), None)
         return list((ns.get(rows) if rows else ns.get(ef.param)) or [])
     want = {f: _eval(src, ns) for f, src in ef.match.items()}
     idf = bp.entity(ef.source or "").id_field

@@ -68,7 +68,7 @@ class _Tool:
     names: frozenset[str]  # parameter names
     filters: dict[str, Any]  # param -> the first query filter it feeds
     fields: dict[str, tuple[ParamSpec, FieldDef | None]] = field(default_factory=dict)  # see Solver._field_of
-    many: tuple[tuple[str, str, str, str], ...] = ()  # (alias, entity, key, list param) of the rows a list of ids loads
+    many: tuple[tuple[str, str, str, str, str | None], ...] = ()  # (alias, entity, key, list param, item field) of rows a list loads
 
 
 def _tool(bp: Blueprint, spec: ToolSpec) -> _Tool:
@@ -99,7 +99,7 @@ def _find_tool(spec: ToolSpec, bp: Blueprint) -> _Tool:
         aliases=frozenset(b.alias for b in spec.bindings),
         names=frozenset(p.name for p in spec.params),
         filters=filters,
-        many=tuple((b.alias, b.entity, b.key, b.param or "") for b in spec.bindings if b.many),
+        many=tuple((b.alias, b.entity, b.key, b.param or "", b.item) for b in spec.bindings if b.many),
     )
 
 
@@ -302,8 +302,8 @@ class Solver:
                         row = r
                         break
             aliases[alias] = row
-        for alias, entity, key_field, param in self.tool.many:
-            aliases[alias] = L.rows_of(rows[entity], key_field, args.get(param))
+        for alias, entity, key_field, param, item in self.tool.many:
+            aliases[alias] = L.rows_of(rows[entity], key_field, args.get(param), item)
 
     # -- evaluation ------------------------------------------------------------
     def holds(self, fx: Fixture, check: Check | ast.expr) -> bool:

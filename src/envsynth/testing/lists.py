@@ -12,12 +12,14 @@ from envsynth.blueprint.spec import ParamSpec
 from envsynth.runtime.state import StateBuilder
 
 
-def rows_of(table: list[dict[str, Any]], key: str, ids: Any) -> list[dict[str, Any]] | None:
-    """The rows of ``ids`` in order (``[]`` for no list), or None when one id has no row."""
+def rows_of(table: list[dict[str, Any]], key: str, ids: Any, item: str | None = None) -> list[dict[str, Any]] | None:
+    """The rows of ``ids`` in order (``[]`` for no list), or None when one id has no row; ``item``: ids are that field of each item."""
     if ids is None:
         return []
     if not isinstance(ids, list):
         return None
+    if item is not None:
+        ids = [i.get(item) if isinstance(i, dict) else None for i in ids]
     by_key = {r[key]: r for r in table}
     out = [by_key.get(i) for i in ids]
     return None if any(r is None for r in out) else out  # type: ignore[return-value]
@@ -37,11 +39,20 @@ def draw_list(p: ParamSpec, rng: random.Random, builder: StateBuilder, bp: Bluep
         ent = bp.entity(p.ref or "")
         ids = [r[ent.id_field] for r in builder.rows.get(ent.name, [])]
         return rng.sample(ids, k=min(_length(p, rng, len(ids)), len(ids)))
-    return [{f.name: item_value(f, rng, builder) for f in p.item_fields} for _ in range(_length(p, rng))]
+    return [{f.name: item_value(f, rng, builder, bp) for f in p.item_fields} for _ in range(_length(p, rng))]
 
 
-def item_value(f: ParamSpec, rng: random.Random, builder: StateBuilder) -> Any:
-    """A valid value of one field of a list item."""
+def item_value(f: ParamSpec, rng: random.Random, builder: StateBuilder, bp: Blueprint) -> Any:
+    """A valid value of one field of a list item (an id or ref copy: the id of an existing row)."""
+    if f.ref is not None:
+        ent = bp.entity(f.ref)
+        ids = [r[ent.id_field] for r in builder.rows.get(ent.name, [])]
+        return rng.choice(ids) if ids else f"{ent.prefix}_000000"
+    if f.field is not None:
+        ent_name, fname = f.field.split(".")
+        return builder.values.value(bp.entity(ent_name).field(fname))
+    if f.enum:
+        return rng.choice(f.enum)
     if f.type == "integer":
         return rng.randint(int(f.minimum or 0) + 1, int(f.minimum or 0) + 9)
     if f.type == "number":
@@ -77,3 +88,10 @@ def bad_lists(p: ParamSpec) -> list[tuple[str, Breaker]]:
 def _edit(change: Callable[[dict[str, Any]], dict[str, Any]]) -> Breaker:
     """A breaker changing the last item of the list (the others stay valid)."""
     return lambda v: [*v[:-1], change(v[-1])]
+
+
+def with_missing(valid: list[Any], missing: Any, item: str | None) -> list[Any]:
+    """A valid list with one key no row has: appended (a list of ids), or put in the last item's ``item`` field."""
+    if item is None:
+        return [*valid, missing]
+    return [*valid[:-1], {**valid[-1], item: missing}]

@@ -28,8 +28,8 @@ from envsynth.runtime.app import App
 from envsynth.runtime.episode import FAILURE, REJECTION, SUCCESS
 from envsynth.runtime.state import Rows, diff_rows, read_rows, rows_to_bytes_fast
 from envsynth.testing import each as EACH
+from envsynth.testing import lists as L
 from envsynth.testing.fixtures import Fixture, Solver
-from envsynth.testing.lists import bad_lists
 
 MAX_ATTEMPTS = 8
 
@@ -357,7 +357,7 @@ class ToolTester:
                 return
             args = fx.call_args()
             missing = self._missing_key(fx, b.entity, b.key)
-            args[b.param] = [*(args.get(b.param) or []), missing] if b.many else missing
+            args[b.param] = missing if not b.many else L.with_missing(args.get(b.param) or [], missing, b.item)
             self._expect_rejection(case, fx, args, check.id)
             return
         for attempt in range(MAX_ATTEMPTS):
@@ -434,7 +434,7 @@ _MISSING: Any = _Missing()
 
 def _bad_values(p: ParamSpec) -> list[tuple[str, Any]]:
     if p.type == "array" and (p.ref is not None or p.item_fields is not None):
-        return bad_lists(p)  # type: ignore[return-value]
+        return L.bad_lists(p)  # type: ignore[return-value]
     out: list[tuple[str, Any]] = []
     if p.enum:
         out.append(("enum", "not_a_valid_value"))
