@@ -407,3 +407,24 @@ def test_random_bad_items_are_refused_and_change_nothing(app: App, data: st.Data
     assert (res.outcome, res.code) == (REJECTION, "invalid_arguments"), (people, res.content)
     assert f"passengers.{position}" in res.content
     assert _dump(ep) == before
+
+
+# -- the docs quote the example -------------------------------------------------------------------------------
+
+
+def _flat(text: str) -> str:
+    return "\n".join(line.strip() for line in text.strip().splitlines())
+
+
+def test_docs_section_11_quotes_the_built_example() -> None:
+    doc = (ROOT / "docs" / "blueprints.md").read_text(encoding="utf-8")
+    sections = [
+        doc.split(f"### {title}", 1)[1].split("\n### ", 1)[0]
+        for title in ("11.1 List parameters and for_each", "11.2 also on every action")
+    ]
+    example = _flat(EXAMPLE.read_text(encoding="utf-8"))
+    blocks = [b for sec in sections for b in re.findall(r"```yaml\n(.*?)```", sec, flags=re.S)]
+    assert len(blocks) == 5
+    for block in blocks:
+        assert _flat(block) in example, block
+    assert "tests/data/examples/list_effects.yaml" in sections[0]
