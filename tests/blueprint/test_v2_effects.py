@@ -7,6 +7,7 @@ and 11.2) is built once; its calls are checked against the rows of the database.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -428,3 +429,12 @@ def test_docs_section_11_quotes_the_built_example() -> None:
     for block in blocks:
         assert _flat(block) in example, block
     assert "tests/data/examples/list_effects.yaml" in sections[0]
+
+
+def test_task_synthesis_runs_on_an_app_with_list_parameters(tmp_path: Path) -> None:
+    from envsynth.corpus import build_corpus
+
+    build_corpus(tmp_path, blueprints=[load_blueprint(EXAMPLE)], tasks_per_app=6, seed=0)
+    attempts = [json.loads(line) for line in (tmp_path / "tasks" / "skyhop" / "attempts.jsonl").read_text().splitlines()]
+    assert not [a for a in attempts if a.get("reason") == "synthesis_error"]
+    assert list((tmp_path / "tasks" / "skyhop").glob("shard-*.jsonl"))
