@@ -304,6 +304,19 @@ def _action(d: dict[str, Any], name: str) -> dict[str, Any]:
         ),
         (lambda d: _action(d, "get_reservation").update(for_each=[]), "'for_each' is only for actions that write"),
         (
+            lambda d: d["actions"].append(
+                {
+                    "name": "move_spending",
+                    "kind": "transfer",
+                    "entity": "customer",
+                    "field": "total_spent",
+                    "description": "Move spending between customers.",
+                    "also": {"source": {"total_spent": "0"}},
+                }
+            ),
+            "source.total_spent is already written by this transfer action; one value per field",
+        ),
+        (
             lambda d: _action(d, "book_reservation")["params"][1]["items"].update(dob="birthday", seat=3),
             "items.dob: 'birthday' is not an item type; use one of string, text",
         ),

@@ -162,6 +162,10 @@ def _also(x: _Expander, alias: str, upd: dict[str, str], main_alias: str | None)
             where, f"{alias!r} may be missing (an optional parameter or a nullable reference); also only updates rows that are always bound"
         )
     other = x.bp.entity(b.entity)
+    written = {f for ef in x.effects if ef.op == "update" and ef.alias == alias for f in ef.values}
+    twice = sorted(written & set(upd))
+    if twice:
+        raise x.err(where, f"{alias}.{twice[0]} is already written by this {x.a.kind} action; one value per field")
     values = {fname: field_value(x, other, alias, fname, src, f"{where}.{fname}") for fname, src in upd.items()}
     for fname, src in values.items():
         x.expr_ok(src, f"{where}.{fname}")
