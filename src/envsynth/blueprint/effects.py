@@ -183,7 +183,7 @@ def _for_each(x: _Expander, fe: ForEach, where: str) -> EachEffect:
     for fname, src in fe.match.items():
         x.field(row_ent, fname, f"{where}.match.{fname}")  # type: ignore[arg-type]
         x.expr_ok(src, f"{where}.match.{fname}")
-    with _item_in_scope(x, alias, row_ent, item_fields, where):
+    with _ItemInScope(x, fe, row_ent, item_fields, where):
         if fe.where is not None:
             x.expr_ok(fe.where, f"{where}.where")
         if fe.insert is not None:
@@ -227,11 +227,11 @@ def _items(x: _Expander, fe: ForEach, where: str) -> tuple[Entity | None, list[P
     return x.bp.entity(p.ref or ""), None, p.name
 
 
-class _item_in_scope:
-    """Make the item name known to the expression checks of ``x`` for the duration of a ``with``."""
+class _ItemInScope:
+    """Make the item name of ``fe`` known to the expression checks of ``x`` for the duration of a ``with``."""
 
-    def __init__(self, x: _Expander, alias: str, ent: Entity | None, fields: list[ParamSpec] | None, where: str) -> None:
-        self.x, self.alias, self.ent, self.fields, self.where = x, alias, ent, fields, where
+    def __init__(self, x: _Expander, fe: ForEach, ent: Entity | None, fields: list[ParamSpec] | None, where: str) -> None:
+        self.x, self.fe, self.alias, self.ent, self.fields, self.where = x, fe, fe.as_, ent, fields, where
         self.added: Any = None
 
     def __enter__(self) -> None:
@@ -246,8 +246,8 @@ class _item_in_scope:
 
     def _check_item_fields(self) -> None:
         names = {f.name for f in self.fields or []}
-        fe_sources = [src for src in _sources(self.x, self.where)]
-        for src in fe_sources:
+        sources = [src for src in self.fe.set.values() if src.strip()[:2] not in ("+=", "-=")]
+        for src in [*sources, *([self.fe.where] if self.fe.where else [])]:
             for alias, fname in X.parse(src).fields():
                 if alias == self.alias and fname not in names:
                     raise self.x.err(self.where, f"an item of the list has no field {fname!r} (fields: {sorted(names)})")
@@ -258,14 +258,6 @@ class _item_in_scope:
             x.bindings.remove(self.added)
         else:
             x.params.remove(self.added)
-
-
-def _sources(x: _Expander, where: str) -> list[str]:
-    """The expressions of the for_each item at ``where`` (``for_each[k]``)."""
-    k = int(where.split("[", 1)[1].split("]", 1)[0])
-    fe = x.a.for_each[k]  # type: ignore[union-attr]
-    out = [src for src in fe.set.values() if src.strip()[:2] not in ("+=", "-=")]
-    return out + ([fe.where] if fe.where else [])
 
 
 def item_field_def(p: ParamSpec) -> FieldDef:

@@ -77,11 +77,6 @@ class ParamSpec(_Spec):
     def constrained(self) -> bool:
         return any(v is not None for v in (self.enum, self.minimum, self.maximum, self.exclusive_minimum, self.pattern, self.items_enum))
 
-    @property
-    def listed_rows(self) -> bool:
-        """A list of ids, each loading a row (``type: list`` with ``ref``)."""
-        return self.type == "array" and self.ref is not None and self.item_fields is None
-
 
 class Binding(_Spec):
     """A row the tool loads before acting: ``alias`` names it in conditions and effects.

@@ -461,7 +461,11 @@ def _instantiate(
             calls.append(call)
             last_run = trial_run
             bound.append(
-                {b.alias: (b.entity, row[ids[b.entity]]) for b in step.spec.bindings if not b.many and (row := fx.aliases.get(b.alias)) is not None}
+                {
+                    b.alias: (b.entity, row[ids[b.entity]])
+                    for b in step.spec.bindings
+                    if not b.many and (row := fx.aliases.get(b.alias)) is not None
+                }
             )
             break
         else:
