@@ -14,6 +14,7 @@ import re
 import textwrap
 from typing import Any
 
+from envsynth.blueprint import effects as V2
 from envsynth.blueprint import expr as X
 from envsynth.blueprint.errors import BlueprintError
 from envsynth.blueprint.language import check_language
@@ -36,7 +37,7 @@ from envsynth.blueprint.models import (
     UpdateAction,
 )
 from envsynth.blueprint.policy import apply as apply_policy
-from envsynth.blueprint.spec import Binding, Check, Effect, FilterSpec, ParamSpec, Query, ToolSpec
+from envsynth.blueprint.spec import Binding, Check, EachEffect, Effect, FilterSpec, ParamSpec, Query, ToolSpec
 
 _STRING_TYPES = {"id", "ref", "string", "text", "name", "email", "phone", "url", "address", "company", "enum", "state", "date", "datetime"}
 DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
@@ -93,6 +94,7 @@ class _Expander:
         self.bindings: list[Binding] = []
         self.pre: list[Check] = []
         self.effects: list[Effect] = []
+        self.each: list[EachEffect] = []
         self.post: list[Check] = []
 
     # -- helpers -------------------------------------------------------------
@@ -181,6 +183,9 @@ class _Expander:
     def explicit_params(self) -> None:
         for j, p in enumerate(self.a.params):
             where = f"params[{j}]"
+            if p.type == "list":
+                V2.list_param(self, p, where)
+                continue
             if p.field:
                 ent_name, fname = p.field.split(".")
                 ent = self.entity(ent_name, where + ".field")
@@ -309,6 +314,7 @@ class _Expander:
         values: dict[str, str] = {ent.id_field: "new_id()"}
         for fname, src in given.items():
             self.field(ent, fname, f"{where}.{fname}")
+            src = V2.field_value(self, ent, None, fname, src, f"{where}.{fname}")
             self.expr_ok(src, f"{where}.{fname}")
             values[fname] = src
         for f in ent.fields[1:]:
@@ -366,7 +372,12 @@ class _Expander:
         a = self.a
         self.pre.extend(self.declared(a.pre, "pre"))
         self.post.extend(self.declared(a.post, "post"))
-        reads = sorted({b.entity for b in self.bindings} | ({kw["query"].entity} if kw.get("query") else set()) | self._exists_entities())
+        reads = sorted(
+            {b.entity for b in self.bindings}
+            | ({kw["query"].entity} if kw.get("query") else set())
+            | self._exists_entities()
+            | {e.source for e in self.each if e.source}
+        )
         writes: dict[str, set[str]] = {}
         creates, deletes = set(), set()
         for ef in self.effects:
@@ -377,6 +388,11 @@ class _Expander:
             else:
                 deletes.add(ef.entity)
                 deletes.update(c for c, _ in ef.cascade)
+        for each in self.each:
+            if each.op == "update":
+                writes.setdefault(each.entity, set()).update(each.values)
+            else:
+                creates.add(each.entity)
         if isinstance(a, CustomAction):
             for ent, fields in a.writes.items():
                 e = self.entity(ent, f"writes.{ent}")
@@ -400,6 +416,7 @@ class _Expander:
             bindings=self.bindings,
             pre=self.pre,
             effects=self.effects,
+            each=self.each,
             post=self.post,
             reads=reads,
             writes={k: sorted(v) for k, v in sorted(writes.items())},
@@ -567,6 +584,7 @@ def _create(x: _Expander, a: CreateAction) -> ToolSpec:
     values = x.insert_values(ent, given, "set")
     x.unique_checks(ent, [f for f in a.fields], None)
     x.effects.append(Effect(op="insert", alias="new", entity=ent.name, values=values))
+    V2.write_extras(x, a, None)
     x.derive_post()
     return x.build(returns="new", returns_doc=f"The new {human(ent.name)} record.")
 
@@ -598,10 +616,12 @@ def _update(x: _Expander, a: UpdateAction) -> ToolSpec:
     x.extra_bindings()
     for fname, src in a.set.items():
         x.field(ent, fname, f"set.{fname}")
+        src = V2.field_value(x, ent, ent.name, fname, src, f"set.{fname}")
         x.expr_ok(src, f"set.{fname}")
         values[fname] = src
     x.unique_checks(ent, list(a.fields), ent.name)
     x.effects.append(Effect(op="update", alias=ent.name, entity=ent.name, values=values, when_given=when))
+    V2.write_extras(x, a, ent.name)
     x.derive_post()
     return x.build(returns=ent.name, returns_doc=f"The updated {human(ent.name)} record.")
 
@@ -631,6 +651,7 @@ def _delete(x: _Expander, a: DeleteAction) -> ToolSpec:
                             origin="implicit",
                         )
                     )
+    V2.write_extras(x, a, ent.name)
     x.effects.append(Effect(op="delete", alias=ent.name, entity=ent.name, cascade=cascade))
     x.derive_post()
     return x.build(returns="none", returns_doc=f"{{'deleted': id of the removed {human(ent.name)}}}.")
@@ -676,18 +697,11 @@ def _transition(x: _Expander, a: TransitionAction) -> ToolSpec:
     values = {f.name: repr(a.to)}
     for fname, src in a.set.items():
         x.field(ent, fname, f"set.{fname}")
+        src = V2.field_value(x, ent, ent.name, fname, src, f"set.{fname}")
         x.expr_ok(src, f"set.{fname}")
         values[fname] = src
     x.effects.append(Effect(op="update", alias=ent.name, entity=ent.name, values=values))
-    for alias, upd in a.also.items():
-        b = next((b for b in x.bindings if b.alias == alias), None)
-        if b is None:
-            raise x.err(f"also.{alias}", f"{alias!r} is not a bound row; bind it with 'bind: {{{alias}: <alias>.<ref_field>}}'")
-        other = x.bp.entity(b.entity)
-        for fname, src in upd.items():
-            x.field(other, fname, f"also.{alias}.{fname}")
-            x.expr_ok(src, f"also.{alias}.{fname}")
-        x.effects.append(Effect(op="update", alias=alias, entity=other.name, values=dict(upd)))
+    V2.write_extras(x, a, ent.name)
     x.derive_post()
     return x.build(returns=ent.name, returns_doc=f"The {human(ent.name)} record after the change.")
 
@@ -742,6 +756,7 @@ def _transfer(x: _Expander, a: TransferAction) -> ToolSpec:
         log_ent = x.entity(a.log, "log")
         values = x.insert_values(log_ent, dict(a.log_set), "log_set")
         x.effects.append(Effect(op="insert", alias="new", entity=log_ent.name, values=values))
+    V2.write_extras(x, a, None)
     x.derive_post()
     return x.build(returns=a.source, returns_doc=f"The source {human(ent.name)} record after the transfer.")
 
@@ -785,6 +800,7 @@ def _book(x: _Expander, a: BookAction) -> ToolSpec:
     )
     x.effects.append(Effect(op="update", alias=r, entity=r, values={used.name: f"{r}.{used.name} + {qty}"}))
     x.effects.append(Effect(op="insert", alias="new", entity=ent.name, values=values))
+    V2.write_extras(x, a, None)
     x.derive_post()
     return x.build(returns="new", returns_doc=f"The new {human(ent.name)} record.")
 

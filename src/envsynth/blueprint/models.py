@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from envsynth.blueprint.v2keys import ItemType, effect_keys_allowed, list_param_problems, null_values
 from envsynth.memo import Index, Indexed
 
 RESERVED = {"db", "ctx", "result", "new", "old", "now", "today", "exists", "count", "len", "abs", "round", "lower", "none", "true", "false"}
@@ -277,7 +278,7 @@ class Param(_Model):
     """An action parameter. ``field: entity.field`` copies that field's type and limits."""
 
     name: Ident
-    type: FieldType | Literal["integer", "number", "boolean"] | None = None
+    type: FieldType | Literal["integer", "number", "boolean", "list"] | None = None
     field: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")] | None = None
     ref: Ident | None = None
     alias: Ident | None = None
@@ -287,6 +288,14 @@ class Param(_Model):
     min: float | None = None
     max: float | None = None
     default: Any = None
+    items: dict[Ident, ItemType] | None = Field(None, description="with type: list, the fields of each item: name -> type")
+    min_items: int | None = Field(None, ge=0, le=1000)
+    max_items: int | None = Field(None, ge=1, le=1000)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_list_errors(cls, data: Any) -> Any:
+        return list_param_problems(data)
 
     @model_validator(mode="after")
     def _typed(self) -> Param:
@@ -294,6 +303,34 @@ class Param(_Model):
             raise ValueError("a parameter needs a type or a field to copy it from")
         if self.type == "ref" and not self.ref:
             raise ValueError("a ref parameter needs 'ref: <entity>'")
+        return self
+
+
+class ForEach(_Model):
+    """An effect repeated over many rows: over the items of a list parameter, or over the rows a match selects.
+
+    With ``insert``, one row of that entity is inserted per item (``set`` gives its values);
+    without, ``set`` updates the item's row (a row of ``rows``, or the row an id of a list
+    of ids loads).
+    """
+
+    param: Ident | None = Field(None, description="list parameter whose items are iterated")
+    rows: Ident | None = Field(None, description="entity whose rows are iterated (those matching 'match' and 'where')")
+    match: dict[Ident, str] = Field(default_factory=dict, description="with rows: field -> expression the field must equal")
+    where: str | None = Field(None, description="a condition each item must meet")
+    as_: Ident = Field(alias="as", description="name of the item in expressions")
+    insert: Ident | None = Field(None, description="entity to insert one row into per item")
+    set: dict[Ident, str] = Field(min_length=1)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    _nulls = field_validator("set", mode="before")(null_values)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ForEach:
+        if (self.param is None) == (self.rows is None):
+            raise ValueError("a for_each item iterates either a list parameter ('param: <name>') or rows ('rows: <entity>'), exactly one")
+        if self.match and self.rows is None:
+            raise ValueError("'match' selects rows; it needs 'rows: <entity>'")
         return self
 
 
@@ -329,6 +366,11 @@ class _Action(_Model):
 
     _norm_pre = field_validator("pre", "post", mode="before")(_conditions)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _effect_keys(cls, data: Any) -> Any:
+        return effect_keys_allowed(data)
+
 
 class GetAction(_Action):
     """Fetch one row by its id (or by another unique field)."""
@@ -354,6 +396,8 @@ class CreateAction(_Action):
     fields: list[Ident] = Field(default_factory=list)
     optional: list[Ident] = Field(default_factory=list)
     set: dict[Ident, str] = Field(default_factory=dict)
+    also: dict[Ident, dict[Ident, str]] = Field(default_factory=dict, description="updates of other bound rows: alias -> {field: expr}")
+    for_each: list[ForEach] = Field(default_factory=list, description="effects repeated over many rows")
 
 
 class UpdateAction(_Action):
@@ -362,6 +406,8 @@ class UpdateAction(_Action):
     kind: Literal["update"]
     fields: list[Ident] = Field(min_length=1)
     set: dict[Ident, str] = Field(default_factory=dict)
+    also: dict[Ident, dict[Ident, str]] = Field(default_factory=dict, description="updates of other bound rows: alias -> {field: expr}")
+    for_each: list[ForEach] = Field(default_factory=list, description="effects repeated over many rows")
 
 
 class DeleteAction(_Action):
@@ -369,6 +415,8 @@ class DeleteAction(_Action):
 
     kind: Literal["delete"]
     cascade: bool = False
+    also: dict[Ident, dict[Ident, str]] = Field(default_factory=dict, description="updates of other bound rows: alias -> {field: expr}")
+    for_each: list[ForEach] = Field(default_factory=list, description="effects repeated over many rows")
 
 
 class TransitionAction(_Action):
@@ -380,6 +428,7 @@ class TransitionAction(_Action):
     from_: list[str] | None = Field(None, alias="from")
     set: dict[Ident, str] = Field(default_factory=dict)
     also: dict[Ident, dict[Ident, str]] = Field(default_factory=dict, description="updates of other bound rows: alias -> {field: expr}")
+    for_each: list[ForEach] = Field(default_factory=list, description="effects repeated over many rows")
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
@@ -393,6 +442,8 @@ class TransferAction(_Action):
     target: Ident = "target"
     log: Ident | None = Field(None, description="entity to insert a record of the transfer into")
     log_set: dict[Ident, str] = Field(default_factory=dict)
+    also: dict[Ident, dict[Ident, str]] = Field(default_factory=dict, description="updates of other bound rows: alias -> {field: expr}")
+    for_each: list[ForEach] = Field(default_factory=list, description="effects repeated over many rows")
 
 
 class BookAction(_Action):
@@ -405,6 +456,8 @@ class BookAction(_Action):
     quantity: Ident | None = Field(None, description="booking field holding how many units are taken")
     fields: list[Ident] = Field(default_factory=list)
     set: dict[Ident, str] = Field(default_factory=dict)
+    also: dict[Ident, dict[Ident, str]] = Field(default_factory=dict, description="updates of other bound rows: alias -> {field: expr}")
+    for_each: list[ForEach] = Field(default_factory=list, description="effects repeated over many rows")
 
 
 class AggregateAction(_Action):

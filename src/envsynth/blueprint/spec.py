@@ -35,6 +35,10 @@ class ParamSpec(_Spec):
     pattern: str | None = None
     default: Any = None
     items_enum: list[str] | None = None
+    item_fields: list[ParamSpec] | None = Field(None, description="a list of objects: the fields of each item")
+    min_items: int | None = None
+    max_items: int | None = None
+    unique_items: bool = False
     ref: str | None = Field(None, description="entity whose id this parameter carries")
     field: str | None = Field(None, description="'entity.field' the value stands for")
     semantic: str = Field("string", description="blueprint field type (name, email, money, date...)")
@@ -46,6 +50,16 @@ class ParamSpec(_Spec):
             s["items"] = {"type": "string"}
             if self.items_enum:
                 s["items"]["enum"] = self.items_enum
+            if self.item_fields is not None:
+                s["items"] = {
+                    "type": "object",
+                    "properties": {f.name: f.json_schema() for f in self.item_fields},
+                    "required": [f.name for f in self.item_fields if f.required],
+                    "additionalProperties": False,
+                }
+            for key, val in (("minItems", self.min_items), ("maxItems", self.max_items), ("uniqueItems", self.unique_items or None)):
+                if val is not None:
+                    s[key] = val
         if self.enum is not None:
             s["enum"] = self.enum
         for key, val in (
@@ -77,6 +91,8 @@ class Binding(_Spec):
     param: str | None = None
     via: str | None = None
     optional: bool = False
+    many: bool = Field(False, description="param is a list of keys: the alias is the list of their rows")
+    item: str | None = Field(None, description="with many: the keys are this field of each item of the list param")
 
 
 class Check(_Spec):
@@ -101,6 +117,24 @@ class Effect(_Spec):
     values: dict[str, str] = Field(default_factory=dict)
     when_given: dict[str, str] = Field(default_factory=dict)
     cascade: list[tuple[str, str]] = Field(default_factory=list, description="(child entity, ref field) deleted first")
+
+
+class EachEffect(_Spec):
+    """An effect repeated over many rows (``for_each``): ``values`` are evaluated per item, named ``alias``.
+
+    Items are those of the list parameter ``param``, or the rows of ``source`` whose fields
+    equal the ``match`` expressions; ``where`` (a condition on the item) filters them. ``op``
+    is ``insert`` (one ``entity`` row per item) or ``update`` (the item's own row, of ``entity``).
+    """
+
+    alias: str
+    op: Literal["update", "insert"]
+    entity: str
+    param: str | None = None
+    source: str | None = None
+    match: dict[str, str] = Field(default_factory=dict)
+    where: str | None = None
+    values: dict[str, str] = Field(default_factory=dict)
 
 
 class FilterSpec(_Spec):
@@ -135,6 +169,7 @@ class ToolSpec(_Spec):
     bindings: list[Binding] = Field(default_factory=list)
     pre: list[Check] = Field(default_factory=list)
     effects: list[Effect] = Field(default_factory=list)
+    each: list[EachEffect] = Field(default_factory=list, description="effects repeated over many rows (for_each)")
     post: list[Check] = Field(default_factory=list)
     query: Query | None = None
     returns: str = Field(description="alias of the returned row, 'new', 'query', 'custom' or 'none'")

@@ -9,8 +9,10 @@ import textwrap
 from envsynth.blueprint import expr as X
 from envsynth.blueprint.models import Blueprint
 from envsynth.blueprint.spec import Binding, Check, Effect, ParamSpec, ToolSpec
+from envsynth.compiler import each as EACH
 
 _PY_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "array": "list[str]"}
+_OBJECTS = "list[dict[str, Any]]"  # a list parameter of small objects
 
 
 def q(name: str) -> str:
@@ -78,8 +80,8 @@ class ToolWriter:
         req = [p for p in spec.params if p.required]
         opt = [p for p in spec.params if not p.required]
         parts = ["ctx: Context"]
-        parts += [f"{p.name}: {_PY_TYPES[p.type]}" for p in req]
-        parts += [f"{p.name}: {_PY_TYPES[p.type]} | None = None" for p in opt]
+        parts += [f"{p.name}: {_OBJECTS if p.item_fields else _PY_TYPES[p.type]}" for p in req]
+        parts += [f"{p.name}: {_OBJECTS if p.item_fields else _PY_TYPES[p.type]} | None = None" for p in opt]
         ret = "dict[str, Any]" if spec.returns != "custom" else "Any"
         return f"def {spec.name}({', '.join(parts)}) -> {ret}:"
 
@@ -130,11 +132,14 @@ class ToolWriter:
         by_param = [b for b in spec.bindings if b.param]
         via = [b for b in spec.bindings if b.via]
         for b in by_param:
-            if b.optional:
+            if b.many:
+                out += EACH.load_many(b)
+            elif b.optional:
                 out.append(f"{b.alias} = {self._fetch(b, b.param or '')} if {b.param} is not None else None")
             else:
                 out.append(f"{b.alias} = {self._fetch(b, b.param or '')}")
-        exists = [c for c in spec.pre if c.id.startswith("exists:")]
+        many = {f"exists:{b.alias}" for b in spec.bindings if b.many}  # checked as they are loaded
+        exists = [c for c in spec.pre if c.id.startswith("exists:") and c.id not in many]
         others = [c for c in spec.pre if not c.id.startswith("exists:")]
         out += self._checks(exists)
         for b in via:
@@ -179,6 +184,10 @@ class ToolWriter:
                 if field in ef.when_given:
                     continue
                 out.append(f"{var} = {val}")
+        if spec.each:
+            inserted = next((items for ef, items in zip(spec.effects, computed) if ef.op == "insert" and ef.alias == "new"), [])
+            out += EACH.new_row(spec, [(field, var) for field, var, _ in inserted])
+            out += EACH.compute(self.bp, spec, py)
         returned = None
         for ef, items in zip(spec.effects, computed):
             ent = self.bp.entity(ef.entity)
@@ -210,6 +219,7 @@ class ToolWriter:
                 for child, ref in ef.cascade:
                     out.append(f"db.execute('DELETE FROM {q(child)} WHERE {q(ref)} = ?', ({ef.alias}[{idf!r}],))")
                 out.append(f"db.execute('DELETE FROM {q(ef.entity)} WHERE {q(idf)} = ?', ({ef.alias}[{idf!r}],))")
+        out += EACH.write(self.bp, spec)
         if spec.returns == "new" and returned is not None:
             ef, id_var = returned
             ent = self.bp.entity(ef.entity)

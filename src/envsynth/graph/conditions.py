@@ -130,6 +130,10 @@ def establishes(spec: ToolSpec) -> list[Sets]:
             vals = None if tree is None else _constants(tree, enums)
             for v in vals or ():
                 out.add(Sets(ef.entity, fname, v))
+    for each in spec.each:  # for_each effects write constants into many rows
+        for fname, src in each.values.items():
+            vals = None if (tree := _tree(src)) is None else _constants(tree, enums)
+            out.update(Sets(each.entity, fname, v) for v in vals or ())
     for c in spec.post:
         if c.origin != "declared":
             continue
@@ -157,6 +161,13 @@ def changes(spec: ToolSpec) -> list[Change]:
             d = None if tree is None else _direction(ef.entity, fname, tree, amap)
             if d:
                 out.add(Change(ef.entity, fname, d))
+    for each in spec.each:  # for_each updates (an increment reads the item's own field)
+        if each.op == "update":
+            item = {**amap, each.alias: each.entity}
+            for fname, src in each.values.items():
+                d = None if (tree := _tree(src)) is None else _direction(each.entity, fname, tree, item)
+                if d:
+                    out.add(Change(each.entity, fname, d))
     for c in spec.post:
         for node in X.conjuncts(X.parse(c.check)):
             if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq) and not _is_old(node.left):
@@ -177,6 +188,9 @@ def inserted_values(spec: ToolSpec) -> dict[str, dict[str, set[Value] | None]]:
     for ef in spec.effects:
         if ef.op == "insert":
             out[ef.entity] = {f: _constants(t, enums) if (t := _tree(src)) is not None else None for f, src in ef.values.items()}
+    for each in spec.each:
+        if each.op == "insert" and not out.get(each.entity):
+            out[each.entity] = {f: _constants(t, enums) if (t := _tree(src)) is not None else None for f, src in each.values.items()}
     return out
 
 

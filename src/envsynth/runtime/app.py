@@ -18,6 +18,7 @@ from envsynth.blueprint.order import creation_order
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
 from envsynth.memo import Index
 from envsynth.runtime.episode import Episode
+from envsynth.runtime.lists import list_annotation
 from envsynth.runtime.toolkit import BoolColumns
 
 
@@ -46,6 +47,8 @@ def _annotation(p: ParamSpec) -> Any:
     numbers are finite and a ``date`` or ``datetime`` string exists on the calendar.
     """
     bounds: dict[str, Any] = {}
+    if p.type == "array" and (p.item_fields is not None or p.unique_items or p.min_items is not None or p.max_items is not None):
+        return list_annotation(p, _annotation)
     if p.type == "array":
         item: Any = Literal[tuple(p.items_enum)] if p.items_enum else Annotated[str, Field(max_length=MAX_STRING)]  # type: ignore[misc]
         base: Any = list[item]

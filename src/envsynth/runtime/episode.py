@@ -218,5 +218,5 @@ def _validation_message(name: str, exc: ValidationError) -> str:
             parts.append(f"missing required argument {short_repr(loc)}")
         else:
             where = loc if len(loc) <= 80 and loc.isprintable() else short_repr(loc)
-            parts.append(f"{where}: {err['msg']} (got {short_repr(err.get('input'))})")
+            parts.append(f"{where}: {err['msg'].removeprefix('Value error, ')} (got {short_repr(err.get('input'))})")
     return f"Invalid arguments for {name}: " + "; ".join(parts) + "."

@@ -442,7 +442,7 @@ def _instantiate(
                 continue
             literal = {k: v for k, v in fx.call_args().items() if k not in refs}
             for p in step.spec.params:  # a row the chain made, picked by the solver: its id is only known at run time
-                if p.ref and p.name in literal and (p.ref, literal[p.name]) in created:
+                if p.ref and p.type != "array" and p.name in literal and (p.ref, literal[p.name]) in created:
                     refs[p.name] = created[(p.ref, literal.pop(p.name))]
             call = Call(tool=step.spec.name, args=literal, refs=refs)
             try:
@@ -461,7 +461,11 @@ def _instantiate(
             calls.append(call)
             last_run = trial_run
             bound.append(
-                {b.alias: (b.entity, row[ids[b.entity]]) for b in step.spec.bindings if (row := fx.aliases.get(b.alias)) is not None}
+                {
+                    b.alias: (b.entity, row[ids[b.entity]])
+                    for b in step.spec.bindings
+                    if not b.many and (row := fx.aliases.get(b.alias)) is not None
+                }
             )
             break
         else:

@@ -544,7 +544,7 @@ def _param_descriptions(app: App, calls: list[Call], descs: dict[tuple[str, Any]
         spec = app.spec_by_name[c.tool]
         d = {}
         for b in spec.bindings:
-            if b.param and b.param in c.args and (b.entity, c.args[b.param]) in descs:
+            if b.param and not b.many and b.param in c.args and (b.entity, c.args[b.param]) in descs:
                 d[b.param] = descs[(b.entity, c.args[b.param])]
         out.append(d)
     return out

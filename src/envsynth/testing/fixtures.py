@@ -23,6 +23,7 @@ from envsynth.blueprint import expr as X
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import Check, ParamSpec, ToolSpec
 from envsynth.runtime.state import Rows, StateBuilder
+from envsynth.testing import lists as L
 
 _NEGATE = {
     ast.Eq: ast.NotEq,
@@ -67,6 +68,7 @@ class _Tool:
     names: frozenset[str]  # parameter names
     filters: dict[str, Any]  # param -> the first query filter it feeds
     fields: dict[str, tuple[ParamSpec, FieldDef | None]] = field(default_factory=dict)  # see Solver._field_of
+    many: tuple[tuple[str, str, str, str, str | None], ...] = ()  # (alias, entity, key, list param, item field) of rows a list loads
 
 
 def _tool(bp: Blueprint, spec: ToolSpec) -> _Tool:
@@ -78,6 +80,8 @@ def _find_tool(spec: ToolSpec, bp: Blueprint) -> _Tool:
     by_param: dict[str, tuple[str, str]] = {}
     binds = []
     for b in spec.bindings:
+        if b.many:
+            continue
         if b.param is not None:
             by_param.setdefault(b.param, (b.entity, b.key))
             binds.append((b.alias, b.entity, b.key, b.param, "", ""))
@@ -95,6 +99,7 @@ def _find_tool(spec: ToolSpec, bp: Blueprint) -> _Tool:
         aliases=frozenset(b.alias for b in spec.bindings),
         names=frozenset(p.name for p in spec.params),
         filters=filters,
+        many=tuple((b.alias, b.entity, b.key, b.param or "", b.item) for b in spec.bindings if b.many),
     )
 
 
@@ -238,6 +243,8 @@ class Solver:
             return 50
         if p.name == "offset":
             return 0
+        if p.type == "array" and (p.ref is not None or p.item_fields is not None):
+            return L.draw_list(p, rng, builder, self.bp)
         if p.type == "array":
             return rng.sample(p.items_enum or ["x"], k=1)
         if p.enum:
@@ -295,6 +302,8 @@ class Solver:
                         row = r
                         break
             aliases[alias] = row
+        for alias, entity, key_field, param, item in self.tool.many:
+            aliases[alias] = L.rows_of(rows[entity], key_field, args.get(param), item)
 
     # -- evaluation ------------------------------------------------------------
     def holds(self, fx: Fixture, check: Check | ast.expr) -> bool:

@@ -27,6 +27,8 @@ from envsynth.blueprint.spec import Check, ParamSpec, ToolSpec
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import FAILURE, REJECTION, SUCCESS
 from envsynth.runtime.state import Rows, diff_rows, read_rows, rows_to_bytes_fast
+from envsynth.testing import each as EACH
+from envsynth.testing import lists as L
 from envsynth.testing.fixtures import Fixture, Solver
 
 MAX_ATTEMPTS = 8
@@ -140,6 +142,15 @@ class ToolTester:
                 return fx
         return None
 
+    def _selecting(self, mode: str) -> Fixture | None:
+        """A fixture on which every for_each over rows selects at least one row (None if no attempt gives one)."""
+        checks = [*self.spec.pre, *EACH.witnesses(self.spec)]
+        for attempt in range(MAX_ATTEMPTS):
+            fx = self.solver.base(mode, attempt)
+            if self.solver.satisfy(fx, checks) and EACH.selects(self.bp, self.spec, fx, self.app.now) and self._materializes(fx):
+                return fx
+        return None
+
     def _materializes(self, fx: Fixture) -> bool:
         try:
             fx.__dict__["state"] = rows_to_bytes_fast(self.app.schema, self.app.order, fx.rows)
@@ -174,7 +185,7 @@ class ToolTester:
 
     # -- positive ----------------------------------------------------------------
     def positive(self, case: str, mode: str, paged: bool = False) -> None:
-        fx = self.solved(mode)
+        fx = (self._selecting(mode) if self.spec.each else None) or self.solved(mode)
         if fx is None:
             self.record(case, "positive", SUCCESS, "not_constructed", ["no fixture satisfies the pre-conditions"], {})
             return
@@ -214,6 +225,11 @@ class ToolTester:
                 for child, ref in ef.cascade:
                     child_ent = self.bp.entity(child)
                     deletes.setdefault(child, set()).update(r[child_ent.id_field] for r in before[child] if r.get(ref) == key)
+        each = self._each(fx, before, after, diff) if spec.each else EACH.EachExpectation()
+        for (table, key), values in each.updates.items():
+            allowed_fields.setdefault((table, key), set()).update(values)
+        for table, wanted in each.inserts.items():
+            inserts[table] += len(wanted)
         problems = []
         custom = spec.code is not None
         for table, d in diff.items():
@@ -239,7 +255,18 @@ class ToolTester:
             if keys and (table not in diff or set(diff[table].removed) != keys):
                 if table not in diff:
                     problems.append(f"expected {table} rows {sorted(keys)} removed")
-        return problems
+        added = {table: list(d.added.values()) for table, d in diff.items()}
+        return problems + each.problems(self.bp, after, added)
+
+    def _each(self, fx: Fixture, before: Rows, after: Rows, diff: Any) -> EACH.EachExpectation:
+        """What the for_each effects must change, from the state before the call (``new``: the row the call inserted)."""
+        ns: dict[str, Any] = {p.name: fx.args.get(p.name) for p in self.spec.params}
+        ns.update(fx.aliases)
+        main = next((ef for ef in self.spec.effects if ef.op == "insert" and ef.alias == "new"), None)
+        added = list(diff[main.entity].added.values()) if main is not None and main.entity in diff else []
+        ns["new"] = added[0] if added else None
+        ns["_clock"] = self.app.now
+        return EACH.expect(self.bp, self.spec, ns, before)
 
     def check_post(self, fx: Fixture, args: dict[str, Any], before: Rows, after: Rows, result: Any) -> list[str]:
         spec = self.spec
@@ -249,8 +276,8 @@ class ToolTester:
         after_alias: dict[str, Any] = {}
         for b in spec.bindings:
             row = fx.aliases.get(b.alias)
-            if row is None:
-                before_alias[b.alias] = after_alias[b.alias] = None
+            if row is None or b.many:  # the rows of a list of ids: as loaded
+                before_alias[b.alias] = after_alias[b.alias] = row
                 continue
             ent = self.bp.entity(b.entity)
             key = row[ent.id_field]
@@ -329,7 +356,8 @@ class ToolTester:
             if fx is None:
                 return
             args = fx.call_args()
-            args[b.param] = self._missing_key(fx, b.entity, b.key)
+            missing = self._missing_key(fx, b.entity, b.key)
+            args[b.param] = missing if not b.many else L.with_missing(args.get(b.param) or [], missing, b.item)
             self._expect_rejection(case, fx, args, check.id)
             return
         for attempt in range(MAX_ATTEMPTS):
@@ -376,6 +404,8 @@ class ToolTester:
         for k, v in override.items():
             if v is _MISSING:
                 args.pop(k, None)
+            elif callable(v):  # breaks the valid value (a list parameter's items)
+                args[k] = v(args.get(k))
             else:
                 args[k] = v
         self._expect_rejection(case, fx, args, "invalid_arguments")
@@ -403,6 +433,8 @@ _MISSING: Any = _Missing()
 
 
 def _bad_values(p: ParamSpec) -> list[tuple[str, Any]]:
+    if p.type == "array" and (p.ref is not None or p.item_fields is not None):
+        return L.bad_lists(p)  # type: ignore[return-value]
     out: list[tuple[str, Any]] = []
     if p.enum:
         out.append(("enum", "not_a_valid_value"))
