@@ -8,7 +8,7 @@ from envsynth import catalog
 from envsynth.compiler.build import BuiltApp, build_app
 from envsynth.compiler.compile import app_files, compile_app
 
-CATEGORIES = {"shopping", "music", "productivity", "finance", "fitness", "messaging", "utilities", "social"}
+CATEGORIES = {"shopping", "music", "productivity", "finance", "fitness", "messaging", "utilities", "social", "travel"}
 
 
 def test_one_domain_per_category() -> None:

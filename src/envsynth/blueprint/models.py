@@ -509,7 +509,7 @@ Action = Annotated[
 ARCHETYPES = ("get", "search", "aggregate", "create", "update", "delete", "transition", "transfer", "book", "custom")
 """The ``kind`` values of actions (the tags of the Action union)."""
 
-CATEGORIES = ("shopping", "music", "productivity", "finance", "fitness", "messaging", "utilities", "social", "other")
+CATEGORIES = ("shopping", "music", "productivity", "finance", "fitness", "messaging", "utilities", "social", "travel", "other")
 
 
 class BlueprintIndex(Index):
@@ -602,7 +602,7 @@ class Blueprint(_Model):
 
     name: Ident
     title: str
-    category: Literal["shopping", "music", "productivity", "finance", "fitness", "messaging", "utilities", "social", "other"]
+    category: Literal["shopping", "music", "productivity", "finance", "fitness", "messaging", "utilities", "social", "travel", "other"]
     description: str = ""
     version: int = 1
     reference_date: str = Field("2026-03-15", pattern=r"^\d{4}-\d{2}-\d{2}$")
