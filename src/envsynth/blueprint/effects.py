@@ -157,10 +157,6 @@ def _also(x: _Expander, alias: str, upd: dict[str, str], main_alias: str | None)
         raise x.err(where, f"{alias!r} is the row this action changes; put its fields in 'set'")
     if b.many:
         raise x.err(where, f"{alias!r} is a list of rows; change each of them with for_each: [{{param: {b.param}, set: ...}}]")
-    if b.optional:
-        raise x.err(
-            where, f"{alias!r} may be missing (an optional parameter or a nullable reference); also only updates rows that are always bound"
-        )
     other = x.bp.entity(b.entity)
     written = {f for ef in x.effects if ef.op == "update" and ef.alias == alias for f in ef.values}
     twice = sorted(written & set(upd))
