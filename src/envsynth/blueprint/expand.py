@@ -17,6 +17,7 @@ from typing import Any
 from envsynth.blueprint import expr as X
 from envsynth.blueprint.errors import BlueprintError
 from envsynth.blueprint.language import check_language
+from envsynth.blueprint.machines import state_move_checks
 from envsynth.blueprint.models import (
     Action,
     AggregateAction,
@@ -364,6 +365,7 @@ class _Expander:
     def build(self, **kw: Any) -> ToolSpec:
         a = self.a
         self.pre.extend(self.declared(a.pre, "pre"))
+        self.pre.extend(state_move_checks(self.bp.entity, self.bindings, self.params, self.pre, self.effects, self.err))
         self.post.extend(self.declared(a.post, "post"))
         reads = sorted({b.entity for b in self.bindings} | ({kw["query"].entity} if kw.get("query") else set()) | self._exists_entities())
         writes: dict[str, set[str]] = {}

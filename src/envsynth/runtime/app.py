@@ -18,6 +18,7 @@ from envsynth.blueprint.order import creation_order
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
 from envsynth.memo import Index
 from envsynth.runtime.episode import Episode
+from envsynth.runtime.guard import state_writers
 from envsynth.runtime.toolkit import BoolColumns
 
 
@@ -163,6 +164,11 @@ class App:
         mod.__file__ = str(self.path / "tools.py") if self.path else f"<{self.name}/tools.py>"
         exec(compile(self.module_source, mod.__file__, "exec"), mod.__dict__)
         return mod
+
+    @cached_property
+    def state_writers(self) -> frozenset[str]:
+        """The tools whose calls run with the state machines armed in the database (see :mod:`envsynth.runtime.guard`)."""
+        return state_writers(self.specs, self.blueprint)
 
     @cached_property
     def functions(self) -> dict[str, Callable[..., Any]]:
