@@ -18,7 +18,7 @@ from envsynth.blueprint.order import creation_order
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
 from envsynth.memo import Index
 from envsynth.runtime.episode import Episode
-from envsynth.runtime.guard import state_writers
+from envsynth.runtime.guard import guarded_tools
 from envsynth.runtime.toolkit import BoolColumns
 
 
@@ -166,9 +166,10 @@ class App:
         return mod
 
     @cached_property
-    def state_writers(self) -> frozenset[str]:
-        """The tools whose calls run with the state machines armed in the database (see :mod:`envsynth.runtime.guard`)."""
-        return state_writers(self.specs, self.blueprint)
+    def state_writers(self) -> dict[str, tuple[str, ...]]:
+        """The tools whose calls run with the state machines armed in the database, with the triggers they need
+        (see :mod:`envsynth.runtime.guard`)."""
+        return guarded_tools(self.specs, self.blueprint)
 
     @cached_property
     def functions(self) -> dict[str, Callable[..., Any]]:

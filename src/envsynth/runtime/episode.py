@@ -132,7 +132,7 @@ class Episode:
         if not replay:
             db.execute("SAVEPOINT tool_call")
         try:
-            value = fn(self.ctx, **args) if name not in app.state_writers else self._guarded(fn, args)
+            value = fn(self.ctx, **args) if name not in app.state_writers else self._guarded(fn, args, app.state_writers[name])
             content = "" if replay else json.dumps(value, ensure_ascii=False)
         except ToolError as exc:
             self._undo(replay)
@@ -145,18 +145,14 @@ class Episode:
             db.execute("RELEASE tool_call")
         return CallResult(SUCCESS, content, data=value), None
 
-    def _guarded(self, fn: Any, args: dict[str, Any]) -> Any:
-        """Call a tool that may write a state field with the state machines armed in the database.
+    def _guarded(self, fn: Any, args: dict[str, Any], triggers: tuple[str, ...]) -> Any:
+        """Call a tool that may write a state field with the state machines (``triggers``) armed in the database.
 
         Raises:
             ToolError: ``state:<entity>.<field>`` when the call tried a move its machine forbids
                 (see :mod:`envsynth.runtime.guard`), even if its code caught the error and went on.
         """
-        guard = self.guard
-        if guard is None:
-            guard = self.guard = install_guard(self.db, self.app.blueprint)
-            if guard is None:  # no state field in this app
-                return fn(self.ctx, **args)
+        guard = self.guard = install_guard(self.db, self.app.blueprint, triggers, self.guard)
         guard.arm()
         try:
             value = fn(self.ctx, **args)

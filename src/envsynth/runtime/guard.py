@@ -8,9 +8,9 @@ move is not in the field's ``transitions`` (writing the same state, or NULL, is 
 
 The triggers are TEMP (per connection): nothing is added to ``schema.sql`` or to the bytes
 of a state, and connections that only write rows to set a state up (the sample state, the
-fixture solver, task initial states and their repairs) never carry them. A trigger fires
-only while its :class:`StateGuard` is armed, that is during a call of a tool that writes a
-state field (:meth:`StateGuard.armed`); a connection reused between such calls and setup
+fixture solver, task initial states and their repairs) never carry them. A trigger is made
+on first need (the first call of a tool that needs it, see :func:`guarded_tools`) and fires
+only while its :class:`StateGuard` is armed, that is during such a call; a connection reused between such calls and setup
 writes (task synthesis's workspace) blocks only the calls. The episode turns a blocked
 move into an Anticipated Rejection with the code ``state:<entity>.<field>`` and a message
 naming the move and the allowed ones.
@@ -52,33 +52,54 @@ def trigger_sql(table: str, f: FieldDef) -> str:
     )
 
 
-def triggers(bp: Blueprint) -> tuple[str, ...]:
-    """The guard triggers of an app's state fields (kept on the blueprint's index)."""
+def triggers(bp: Blueprint) -> dict[tuple[str, str], str]:
+    """The guard trigger of each state field, by (entity, field) (kept on the blueprint's index)."""
     return bp.index.of(_build_triggers, bp)
 
 
-def _build_triggers(bp: Blueprint) -> tuple[str, ...]:
-    return tuple(trigger_sql(e.name, f) for e in bp.entities for f in e.fields if f.type == "state")
+def _build_triggers(bp: Blueprint) -> dict[tuple[str, str], str]:
+    return {(e.name, f.name): trigger_sql(e.name, f) for e in bp.entities for f in e.fields if f.type == "state"}
 
 
-def state_writers(specs: list[Any], bp: Blueprint) -> frozenset[str]:
-    """Names of the tools that may write a state field: custom code that writes, or effects that set one."""
-    state_fields = {(e.name, f.name) for e in bp.entities for f in e.fields if f.type == "state"}
-    out = set()
+def guarded_tools(specs: list[Any], bp: Blueprint) -> dict[str, tuple[str, ...]]:
+    """Tool name -> the guard triggers its calls need: the state writes no pre-condition covers.
+
+    Generated effects that update a bound row are checked before writing
+    (:mod:`envsynth.blueprint.machines`); any other effect that writes a state field (an
+    effect over many rows) and custom code are guarded in the database. Custom code gets the
+    triggers of the state fields it declares in ``writes``: the sandbox refuses any other
+    write of untrusted code, and the procedural tester fails a tool whose calls change a
+    field it does not declare.
+    """
+    every = triggers(bp)
+    out: dict[str, tuple[str, ...]] = {}
     for s in specs:
-        writes = {(ent, f) for ent, fields in s.writes.items() for f in fields}
-        if writes & state_fields or (s.code is not None and s.mode == "write"):
-            out.add(s.name)
-    return frozenset(out)
+        if s.code is not None:
+            if s.mode != "write":
+                continue
+            keys = [(e, f) for e, fs in s.writes.items() for f in fs if (e, f) in every]
+        else:
+            bound = {b.alias for b in s.bindings}
+            keys = [
+                (ef.entity, f)
+                for ef in s.effects
+                if ef.op not in ("insert", "delete") and not (ef.op == "update" and ef.alias in bound)
+                for f in ef.values
+                if (ef.entity, f) in every
+            ]
+        if keys:
+            out[s.name] = tuple(dict.fromkeys(every[k] for k in keys))
+    return out
 
 
 class StateGuard:
     """Arms a connection's state triggers during a call and records the move they blocked."""
 
-    __slots__ = ("active", "bp", "violation")
+    __slots__ = ("active", "bp", "installed", "violation")
 
     def __init__(self, bp: Blueprint) -> None:
         self.bp = bp
+        self.installed: set[str] = set()
         self.active = False
         self.violation: tuple[str, str, Any, Any] | None = None
 
@@ -113,13 +134,16 @@ class StateGuard:
         return f"This {table.replace('_', ' ')} is {old!r}; it cannot move to {new!r} ({can})."
 
 
-def install(conn: sqlite3.Connection, bp: Blueprint) -> StateGuard | None:
-    """Register a new guard on ``conn`` and make sure its triggers exist; None for an app without state fields."""
-    sqls = triggers(bp)
-    if not sqls:
-        return None
-    guard = StateGuard(bp)
-    conn.create_function(FUNCTION, 4, guard)
+def install(conn: sqlite3.Connection, bp: Blueprint, sqls: tuple[str, ...], guard: StateGuard | None = None) -> StateGuard:
+    """Make sure the triggers ``sqls`` exist on ``conn`` and that they call ``guard`` (a new one if None).
+
+    A guard remembers the triggers it made sure of, so a second call with the same ones does nothing.
+    """
+    if guard is None:
+        guard = StateGuard(bp)
+        conn.create_function(FUNCTION, 4, guard)
     for sql in sqls:
-        conn.execute(sql)
+        if sql not in guard.installed:
+            conn.execute(sql)
+            guard.installed.add(sql)
     return guard
