@@ -428,6 +428,8 @@ class Solver:
                 row[f.name] = fx.builder.values.value(f, row) if f.type != "ref" else self._any_id(fx, f)
                 return None
             row[f.name] = self._pick(op, v, f, None, row.get(f.name))
+            if fx.builder is not None:  # fields drawn from this one follow it (a delivery date only on delivered orders)
+                fx.builder.rederive(ent, row, f.name)
             return None
         if isinstance(target, ast.Name):
             p = self.spec.param(target.id)
