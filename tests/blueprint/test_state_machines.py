@@ -194,3 +194,28 @@ def test_the_state_bytes_and_schema_carry_no_trigger(data: dict[str, Any]) -> No
         _set_status(ep, "application", "application_id", aid[0], "approved")
     assert ep.call("archive_application", {"application_id": aid[0]}).outcome == SUCCESS
     assert ep.db.execute("SELECT count(*) FROM main.sqlite_master WHERE type = 'trigger'").fetchone()[0] == 0
+
+
+def test_the_tester_breaks_the_machine_under_custom_code(data: dict[str, Any]) -> None:
+    report = run_tester(_app(data), seed=0)
+    v = next(v for v in report.verdicts if (v.tool, v.case) == ("archive_application", "violate:state:application.status"))
+    assert v.ok and v.observed == REJECTION
+    assert "application.status set to 'submitted' first; pre[0]" in v.detail  # the tool's own check caught it
+    careless = _careless(
+        data, "db.execute(\"UPDATE application SET status = 'closed' WHERE application_id = ?\", (application_id,))\nreturn {}\n"
+    )
+    report = run_tester(careless, seed=1)
+    v = next(v for v in report.verdicts if (v.tool, v.case) == ("archive_application", "violate:state:application.status"))
+    assert v.ok and v.observed == REJECTION
+    assert "state:application.status: This application is 'submitted'; it cannot move to 'closed'" in v.detail  # the guard did
+
+
+def test_the_tester_fails_custom_code_that_moves_rows_it_may_not(data: dict[str, Any]) -> None:
+    careless = _careless(
+        data, "db.execute(\"UPDATE application SET status = 'closed' WHERE application_id = ?\", (application_id,))\nreturn {}\n"
+    )
+    report = run_tester(careless, seed=0)
+    positive = next(v for v in report.verdicts if (v.tool, v.case) == ("archive_application", "positive"))
+    assert not positive.ok and positive.observed == REJECTION
+    assert "it cannot move to 'closed'" in positive.detail
+    assert not report.passed
