@@ -167,3 +167,15 @@ def test_a_composite_key_names_real_fields() -> None:
     d["entities"][0]["unique"] = [["flight_number"]]
     with pytest.raises(BlueprintError, match="not a composite key"):
         from_dict(d)
+
+
+def test_task_arguments_for_correlated_fields_come_from_one_pool_row() -> None:
+    app = compile_app(BP)
+    pool = StateBuilder(BP, 7919, app.order).fill({e.name: 24 for e in BP.entities})
+    rows = StateBuilder(BP, 5, app.order).fill()
+    solver = Solver(BP, app.spec_by_name["add_flight"], app.order, app.now, seed=11)
+    for attempt in range(20):
+        args = solver.on_rows(rows, {}, "all", attempt, pool).args
+        assert args["origin"] != args["destination"]
+        assert 6 * 60 <= _minutes(args["day"], args["departure_at"]) <= 21 * 60
+        assert 35 <= _minutes(args["departure_at"], args["arrival_at"]) <= 180

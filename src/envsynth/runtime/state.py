@@ -361,6 +361,16 @@ class StateBuilder:
         self.pool = pool
         return self
 
+    def donor(self, table: str) -> dict[str, Any]:
+        """One pool row of ``table``, the same for this builder's life: parameters that stand for fields of a
+        table with correlated fields take their values from it together (an arrival after its departure)."""
+        donors = self.__dict__.setdefault("_donors", {})
+        row = donors.get(table)
+        if row is None:
+            rows = (self.pool or {}).get(table) or [{}]
+            row = donors[table] = rows[self.rng._randbelow(len(rows))]
+        return row
+
     def fill(self, counts: dict[str, int] | None = None) -> Rows:
         """Add ``counts[entity]`` rows (default: the entity's ``rows``) to every table."""
         add = self.add
