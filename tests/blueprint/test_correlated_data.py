@@ -179,3 +179,16 @@ def test_task_arguments_for_correlated_fields_come_from_one_pool_row() -> None:
         assert args["origin"] != args["destination"]
         assert 6 * 60 <= _minutes(args["day"], args["departure_at"]) <= 21 * 60
         assert 35 <= _minutes(args["departure_at"], args["arrival_at"]) <= 180
+
+
+def test_a_key_over_a_derived_field_is_redrawn_through_its_generator() -> None:
+    d = copy.deepcopy(DATA)
+    d["entities"][0]["unique"] = [["flight_number", "departure_at"]]
+    d["entities"][0]["rows"] = 28
+    bp = from_dict(d)
+    for seed in range(10):
+        flights = StateBuilder(bp, seed, creation_order(bp)).fill()["flight"]
+        assert len({(f["flight_number"], f["departure_at"]) for f in flights}) == len(flights)
+        for f in flights:
+            assert 6 * 60 <= _minutes(f["day"], f["departure_at"]) <= 21 * 60
+            assert 35 <= _minutes(f["departure_at"], f["arrival_at"]) <= 180

@@ -511,7 +511,10 @@ class StateBuilder:
             if not free:
                 return True  # the caller fixed the whole key: it asked for this row
             f = free[self.rng._randbelow(len(free))]
-            row[f.name] = self._ref_draw(f)() if f.type == "ref" else self.values.value(f, row)
+            if f in plan.derived:
+                row[f.name] = derive(self.values, f, row, self._ref_draw(f) if f.type == "ref" else None)
+            else:
+                row[f.name] = self._ref_draw(f)() if f.type == "ref" else self.values.value(f, row)
             self._follow(plan, row, f.name, fixed)
         return False
 
