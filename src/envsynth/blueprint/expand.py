@@ -16,8 +16,10 @@ from typing import Any
 
 from envsynth.blueprint import effects as V2
 from envsynth.blueprint import expr as X
+from envsynth.blueprint.correlate import composite_unique_checks
 from envsynth.blueprint.errors import BlueprintError
 from envsynth.blueprint.language import check_language
+from envsynth.blueprint.machines import state_move_checks
 from envsynth.blueprint.models import (
     Action,
     AggregateAction,
@@ -371,6 +373,8 @@ class _Expander:
     def build(self, **kw: Any) -> ToolSpec:
         a = self.a
         self.pre.extend(self.declared(a.pre, "pre"))
+        self.pre.extend(state_move_checks(self.bp.entity, self.bindings, self.params, self.pre, self.effects, self.err))
+        self.pre.extend(composite_unique_checks(self.bp.entity, self.effects, {b.alias for b in self.bindings}))
         self.post.extend(self.declared(a.post, "post"))
         reads = sorted(
             {b.entity for b in self.bindings}

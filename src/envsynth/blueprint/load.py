@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from envsynth.blueprint.correlate import check_correlations
 from envsynth.blueprint.errors import BlueprintError
 from envsynth.blueprint.expand import expand
 from envsynth.blueprint.models import ARCHETYPES, Blueprint, Generator
@@ -45,6 +46,7 @@ def from_dict(data: Any, source: str | None = None) -> Blueprint:
     try:
         expand(bp)
         _check_generators(bp)
+        check_correlations(bp)
     except BlueprintError as exc:
         raise exc.located(source) if source else exc from None
     return bp

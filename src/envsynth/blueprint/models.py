@@ -115,15 +115,32 @@ class Generator(_Model):
     parts: dict[str, Generator] = Field(default_factory=dict)
     bothify: str | None = None
     dates: tuple[str, str] | None = None
+    after: Ident | None = Field(None, description="a date/datetime field of the row this value comes after, by `by`")
+    before: Ident | None = Field(None, description="a date/datetime field of the row this value comes before, by `by`")
+    by: tuple[str, str] | None = Field(None, description="[least, most] distance from `after`/`before`: 30min, 2h, 3d, 1w")
+    when: dict[Ident, Any] | None = Field(None, description="field -> value (or list): a value only on such rows, NULL on others")
+    differs_from: Ident | None = Field(None, description="a field of the row this value never equals")
 
     @model_validator(mode="after")
     def _one_kind(self) -> Generator:
-        kinds = [k for k in ("faker", "choice", "range", "template", "bothify", "dates") if getattr(self, k) is not None]
-        if len(kinds) != 1:
-            raise ValueError(f"a generator sets exactly one of faker/choice/range/template/bothify/dates, got {kinds or 'none'}")
+        kinds = [k for k in ("faker", "choice", "range", "template", "bothify", "dates", "after", "before") if getattr(self, k) is not None]
+        modifiers = self.when is not None or self.differs_from is not None
+        if len(kinds) > 1 or (not kinds and not modifiers):
+            raise ValueError(
+                f"a generator sets exactly one of faker/choice/range/template/bothify/dates/after/before, got {kinds or 'none'}"
+                " (only when/differs_from alone draw the field type's own values)"
+            )
+        if (self.after is not None or self.before is not None) != (self.by is not None):
+            raise ValueError("after/before and by go together: after: <field>, by: [least, most] (e.g. by: [1h, 14h])")
         if self.weights is not None and (self.choice is None or len(self.weights) != len(self.choice)):
             raise ValueError("weights need a choice list of the same length")
         return self
+
+    @cached_property
+    def kind(self) -> str | None:
+        """Which key draws the value (``faker``... ``after``/``before``); None when only when/differs_from are set."""
+        kinds = ("faker", "choice", "range", "template", "bothify", "dates", "after", "before")
+        return next((k for k in kinds if getattr(self, k) is not None), None)
 
 
 def _value_phrase(text: str) -> str:
@@ -211,6 +228,9 @@ class Entity(_Model):
     fields: list[FieldDef] = Field(min_length=2)
     called: Words | None = Field(None, description="what people call a row ('order', not 'customer order')")
     known_by: list[Ident] = Field(default_factory=list, description="fields a person names a row by, best first")
+    unique: list[list[Ident]] = Field(
+        default_factory=list, description="composite unique keys: each a list of two or more fields no two rows share together"
+    )
     never_describe: list[Ident] = Field(
         default_factory=list, description="fields that never describe a row: counters, running totals, free text"
     )
@@ -238,6 +258,12 @@ class Entity(_Model):
             raise ValueError(f"the label {self.label!r} names the row, it cannot be in never_describe")
         if self.fields[0].name in self.known_by:
             raise ValueError(f"known_by: {self.fields[0].name!r} is the id; people never name a row by its id")
+        for key in self.unique:
+            if len(set(key)) < 2 or len(set(key)) != len(key):
+                raise ValueError(f"unique: {key} is not a composite key; list two or more different fields (one field: unique: true on it)")
+            unknown = [n for n in key if n not in names]
+            if unknown:
+                raise ValueError(f"unique: {unknown[0]!r} is not a field of this entity; fields are {names}")
         return self
 
     @property

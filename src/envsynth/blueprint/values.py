@@ -48,6 +48,15 @@ def faker_provider_exists(name: str) -> bool:
     return callable(getattr(_faker_instance(), name, None))
 
 
+TIMES_A_DAY = 15 * 4
+"""Times of day a drawn datetime takes: every quarter hour from 07:00 to 21:45 (see ``_with_time``)."""
+
+
+def offset_days(spec: str) -> int:
+    """A date offset (``-30d``, ``+2w``, ``-1y``) as days."""
+    return _offset_days(spec)
+
+
 def _offset_days(spec: str) -> int:
     m = _OFFSET.match(spec.strip())
     if not m:
@@ -107,7 +116,7 @@ class ValueMaker:
 
     def value(self, f: FieldDef, row: dict[str, Any] | None = None) -> Any:
         """A fresh value for field ``f`` (``row``: fields drawn so far, for derived emails)."""
-        if f.gen is not None:
+        if f.gen is not None and f.gen.kind not in (None, "after", "before"):  # those are drawn from the row (correlate.derive)
             v = self.draw_gen(f.gen, f)
             return self._clamp(f, v)
         t = f.type

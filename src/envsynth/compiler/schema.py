@@ -68,6 +68,8 @@ def table_sql(ent: Entity, bp: Blueprint) -> str:
         if f.type == "ref":
             target = bp.entity(f.ref or "")
             lines.append(f"FOREIGN KEY ({q(f.name)}) REFERENCES {q(target.name)} ({q(target.id_field)})")
+    for key in ent.unique:
+        lines.append(f"UNIQUE ({', '.join(q(n) for n in key)})")
     body = ",\n  ".join(lines)
     comment = f"-- {ent.description}\n" if ent.description else ""
     out = f"{comment}CREATE TABLE {q(ent.name)} (\n  {body}\n) STRICT;\n"

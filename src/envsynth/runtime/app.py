@@ -18,6 +18,7 @@ from envsynth.blueprint.order import creation_order
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
 from envsynth.memo import Index
 from envsynth.runtime.episode import Episode
+from envsynth.runtime.guard import guarded_tools
 from envsynth.runtime.lists import list_annotation
 from envsynth.runtime.toolkit import BoolColumns
 
@@ -166,6 +167,12 @@ class App:
         mod.__file__ = str(self.path / "tools.py") if self.path else f"<{self.name}/tools.py>"
         exec(compile(self.module_source, mod.__file__, "exec"), mod.__dict__)
         return mod
+
+    @cached_property
+    def state_writers(self) -> dict[str, tuple[str, ...]]:
+        """The tools whose calls run with the state machines armed in the database, with the triggers they need
+        (see :mod:`envsynth.runtime.guard`)."""
+        return guarded_tools(self.specs, self.blueprint)
 
     @cached_property
     def functions(self) -> dict[str, Callable[..., Any]]:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
+from envsynth.runtime.guard import StateGuard
+from envsynth.runtime.guard import install as install_guard
 from envsynth.runtime.state import open_state
 from envsynth.runtime.toolkit import Context, ToolError
 
@@ -74,6 +76,7 @@ class Episode:
     ctx: Context
     log: list[CallRecord] = field(default_factory=list)
     closed: bool = False
+    guard: StateGuard | None = field(default=None, repr=False)
 
     @classmethod
     def start(cls, app: App, state: bytes, seed: int = 0) -> Episode:
@@ -129,7 +132,7 @@ class Episode:
         if not replay:
             db.execute("SAVEPOINT tool_call")
         try:
-            value = fn(self.ctx, **args)
+            value = fn(self.ctx, **args) if name not in app.state_writers else self._guarded(fn, args, app.state_writers[name])
             content = "" if replay else json.dumps(value, ensure_ascii=False)
         except ToolError as exc:
             self._undo(replay)
@@ -141,6 +144,29 @@ class Episode:
         if not replay:
             db.execute("RELEASE tool_call")
         return CallResult(SUCCESS, content, data=value), None
+
+    def _guarded(self, fn: Any, args: dict[str, Any], triggers: tuple[str, ...]) -> Any:
+        """Call a tool that may write a state field with the state machines (``triggers``) armed in the database.
+
+        Raises:
+            ToolError: ``state:<entity>.<field>`` when the call tried a move its machine forbids
+                (see :mod:`envsynth.runtime.guard`), even if its code caught the error and went on.
+        """
+        guard = self.guard = install_guard(self.db, self.app.blueprint, triggers, self.guard)
+        guard.arm()
+        try:
+            value = fn(self.ctx, **args)
+        except ToolError:
+            raise
+        except Exception:
+            if guard.violation is None:
+                raise
+            raise ToolError(guard.message(), code=guard.code) from None
+        finally:
+            guard.disarm()
+        if guard.violation is not None:
+            raise ToolError(guard.message(), code=guard.code)
+        return value
 
     def _undo(self, replay: bool) -> None:
         if not replay:

@@ -16,6 +16,7 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any, NamedTuple
 
+from envsynth.blueprint.correlate import depends_on, derive, derived_order, few_values, holds
 from envsynth.blueprint.models import Blueprint, Entity, FieldDef
 from envsynth.blueprint.values import ValueMaker
 
@@ -360,6 +361,16 @@ class StateBuilder:
         self.pool = pool
         return self
 
+    def donor(self, table: str) -> dict[str, Any]:
+        """One pool row of ``table``, the same for this builder's life: parameters that stand for fields of a
+        table with correlated fields take their values from it together (an arrival after its departure)."""
+        donors = self.__dict__.setdefault("_donors", {})
+        row = donors.get(table)
+        if row is None:
+            rows = (self.pool or {}).get(table) or [{}]
+            row = donors[table] = rows[self.rng._randbelow(len(rows))]
+        return row
+
     def fill(self, counts: dict[str, int] | None = None) -> Rows:
         """Add ``counts[entity]`` rows (default: the entity's ``rows``) to every table."""
         add = self.add
@@ -407,8 +418,12 @@ class StateBuilder:
                 row[name] = source[name]
             elif unique:
                 row[name] = self._unique(ent, f, row)
+                if row[name] is EXHAUSTED:  # every value of the field is taken: the table is full
+                    return None
             else:
                 row[name] = self.values.value(f, row)
+        if (plan.derived or plan.keys) and not self._correlate(plan, row, fixed):
+            return None
         if id_name in fixed:
             self.taken_ids[table].add(fixed[id_name])
         caps = self._invariants.get(table)
@@ -435,18 +450,95 @@ class StateBuilder:
         return True
 
     def _unique(self, ent: Entity, f: Any, row: dict[str, Any]) -> Any:
+        """A value of unique field ``f`` no row has yet: random draws, then (after 20) one of the values
+        still free when the generator has few (never a made-up suffix in text people read)."""
         seen = self._seen(ent.name, f.name)
+        values = few_values(f)
+        if values is not None and len(seen) >= len(values) and not set(values) - seen:
+            return EXHAUSTED  # a full table: no draw
         for attempt in range(50):
             v = self.values.value(f, row)
-            if attempt > 20 and isinstance(v, str):
-                v = f"{v}-{self.rng.randint(10, 9999)}" if f.type != "email" else v.replace("@", f"{self.rng.randint(100, 999)}@")
+            if attempt > 20:
+                if f.type == "email":  # an address with more digits is still an address
+                    v = v.replace("@", f"{self.rng.randint(100, 999)}@")
+                elif values is not None:
+                    return self._unused(ent, f, seen, values)
             if v not in seen:
                 seen.add(v)
                 return v
-        raise ValueError(f"cannot draw a unique {ent.name}.{f.name}")
+        raise ValueError(f"cannot draw a unique {ent.name}.{f.name}: 50 draws were all taken; give its generator more distinct values")
+
+    def _unused(self, ent: Entity, f: FieldDef, seen: set[Any], values: list[Any]) -> Any:
+        """One of ``values`` (every value ``f``'s generator draws) that no row has, drawn from the stream;
+        :data:`EXHAUSTED` when every one is taken (no row is added: a sample state's ``rows`` fit, which
+        loading checks; bigger states drawn for tasks hold as many rows as there are values)."""
+        free = [v for v in values if v not in seen]
+        if not free:
+            return EXHAUSTED
+        v = free[self.rng._randbelow(len(free))]
+        seen.add(v)
+        return v
+
+    def _correlate(self, plan: _Plan, row: dict[str, Any], fixed: dict[str, Any]) -> bool:
+        """Draw the row's derived fields from its other fields, then keep its composite keys unique
+        (False: a key has no free values left, the row is not added)."""
+        for f in plan.derived:
+            if f.name not in fixed:
+                row[f.name] = derive(self.values, f, row, self._ref_draw(f) if f.type == "ref" else None)
+        return all(self._unique_key(plan, key, row, fixed) for key in plan.keys)
+
+    def _ref_draw(self, f: FieldDef) -> Any:
+        rows = self.rows.get(f.ref or "") or []
+        key = self.bp.entity(f.ref or "").id_field
+        return lambda: rows[self.rng._randbelow(len(rows))][key] if rows else None
+
+    def _unique_key(self, plan: _Plan, key: tuple[str, ...], row: dict[str, Any], fixed: dict[str, Any]) -> bool:
+        """Redraw the fields of composite key ``key`` that are not fixed until no other row has the same values;
+        False when 50 redraws all collide (the key's values are all, or nearly all, taken)."""
+        label = "+".join(key)
+        seen = self.unique_seen.get((plan.table, label))
+        if seen is None:
+            seen = self.unique_seen[(plan.table, label)] = {
+                t for r in self.rows[plan.table] if None not in (t := tuple(r.get(k) for k in key))
+            }
+        free = [plan.entity.field(k) for k in key if k not in fixed]
+        for _ in range(50):
+            values = tuple(row.get(k) for k in key)
+            if None in values or values not in seen:
+                if None not in values:
+                    seen.add(values)
+                return True
+            if not free:
+                return True  # the caller fixed the whole key: it asked for this row
+            f = free[self.rng._randbelow(len(free))]
+            if f in plan.derived:
+                row[f.name] = derive(self.values, f, row, self._ref_draw(f) if f.type == "ref" else None)
+            else:
+                row[f.name] = self._ref_draw(f)() if f.type == "ref" else self.values.value(f, row)
+            self._follow(plan, row, f.name, fixed)
+        return False
+
+    def rederive(self, ent: Entity, row: dict[str, Any], changed: str) -> None:
+        """Redraw the derived fields of ``row`` that depend on field ``changed`` and no longer honour their generator
+        (the fixture solver calls it after changing a field)."""
+        plan = self._plans.get(ent.name)
+        if plan is not None and plan.derived:
+            self._follow(plan, row, changed, _NOTHING, only_broken=True)
+
+    def _follow(self, plan: _Plan, row: dict[str, Any], changed: str, fixed: dict[str, Any], only_broken: bool = False) -> None:
+        """Redraw the derived fields that depend on ``changed``, directly or through one another (``only_broken``:
+        only those that no longer honour their generator)."""
+        touched = {changed}
+        for f in plan.derived:
+            if f.name in fixed or not set(depends_on(f)) & touched or (only_broken and holds(f, row)):
+                continue
+            row[f.name] = derive(self.values, f, row, self._ref_draw(f) if f.type == "ref" else None)
+            touched.add(f.name)
 
 
 _NOTHING: dict[str, Any] = {}
+EXHAUSTED = object()
+"""What :meth:`StateBuilder._unique` returns when every value of a unique field is taken."""
 
 
 class _Plan(NamedTuple):
@@ -458,6 +550,9 @@ class _Plan(NamedTuple):
     prefix: str
     # per field after the id: (name, null rate (None: not nullable), unique, field, referenced table or "", its id field)
     steps: tuple[tuple[str, float | None, bool, FieldDef, str, str], ...]
+    # fields drawn from other fields of the row, in dependency order (see blueprint.correlate), and composite unique keys
+    derived: tuple[FieldDef, ...] = ()
+    keys: tuple[tuple[str, ...], ...] = ()
 
 
 def _plans(bp: Blueprint) -> dict[str, _Plan]:
@@ -472,13 +567,16 @@ def _build_plans(bp: Blueprint) -> dict[str, _Plan]:
 def _build_plan(e: Entity, bp: Blueprint) -> _Plan:
     """How rows of ``e`` are drawn, its refs read in ``bp``."""
     steps = []
+    derived = derived_order(e)
     for f in e.fields[1:]:
         null_rate = f.null_rate if f.nullable else None
+        if f in derived and f.type != "ref":  # drawn after the row's other fields (a ref is drawn first, then checked)
+            continue
         if f.type == "ref":  # a ref field names its table (FieldDef checks it)
             steps.append((f.name, null_rate, f.unique, f, f.ref or "", bp.entity(f.ref or "").id_field))
         else:
             steps.append((f.name, null_rate, f.unique, f, "", ""))
-    return _Plan(e, e.name, e.id_field, e.prefix, tuple(steps))
+    return _Plan(e, e.name, e.id_field, e.prefix, tuple(steps), tuple(derived), tuple(tuple(k) for k in e.unique))
 
 
 def _builder_facts(bp: Blueprint) -> tuple[tuple[str, ...], dict[str, list[tuple[str, str]]]]:

@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 from envsynth.blueprint import expr as X
+from envsynth.blueprint.correlate import derived_order
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import Check, ParamSpec, ToolSpec
 from envsynth.runtime.state import Rows, StateBuilder
@@ -266,8 +267,12 @@ class Solver:
         if p.type == "boolean":
             return rng.random() < 0.5
         if f is not None:
-            source = builder.pool.get((p.field or "").split(".")[0]) if builder.pool and not f.unique else None
-            v = rng.choice(source).get(f.name) if source else None
+            table = (p.field or "").split(".")[0]
+            source = builder.pool.get(table) if builder.pool and not f.unique else None
+            if source and derived_order(self.bp.entity(table)):  # correlated fields: all from one pool row
+                v = builder.donor(table).get(f.name)
+            else:
+                v = rng.choice(source).get(f.name) if source else None
             return v if v is not None else builder.values.value(f)
         return builder.values.value(FieldDef(name="x", type=p.semantic if p.semantic not in ("int", "float", "bool") else "string"))  # type: ignore[arg-type]
 
@@ -437,6 +442,8 @@ class Solver:
                 row[f.name] = fx.builder.values.value(f, row) if f.type != "ref" else self._any_id(fx, f)
                 return None
             row[f.name] = self._pick(op, v, f, None, row.get(f.name))
+            if fx.builder is not None:  # fields drawn from this one follow it (a delivery date only on delivered orders)
+                fx.builder.rederive(ent, row, f.name)
             return None
         if isinstance(target, ast.Name):
             p = self.spec.param(target.id)

@@ -30,6 +30,7 @@ from envsynth.runtime.state import Rows, diff_rows, read_rows, rows_to_bytes_fas
 from envsynth.testing import each as EACH
 from envsynth.testing import lists as L
 from envsynth.testing.fixtures import Fixture, Solver
+from envsynth.testing.guard_cases import state_guard_cases
 
 MAX_ATTEMPTS = 8
 
@@ -125,6 +126,7 @@ class ToolTester:
             self.positive("positive:paged", "all", paged=True)
         for check in self.spec.pre:
             self.negative_check(check)
+        state_guard_cases(self)
         for p in self.spec.params:
             for case, value in _bad_values(p):
                 self.negative_args(f"invalid:{p.name}:{case}", {p.name: value})
