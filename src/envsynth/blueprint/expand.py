@@ -15,6 +15,7 @@ import textwrap
 from typing import Any
 
 from envsynth.blueprint import expr as X
+from envsynth.blueprint import exprcheck
 from envsynth.blueprint.errors import BlueprintError
 from envsynth.blueprint.language import check_language
 from envsynth.blueprint.models import (
@@ -279,11 +280,12 @@ class _Expander:
             if ent is not None and not ent.has(fname):
                 raise self.err(where, f"{alias!r} ({ent.name}) has no field {fname!r} in {e.source!r}")
         for node in ast.walk(e.tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("exists", "count"):
-                ent = self.entity(node.args[0].id, where)  # type: ignore[attr-defined]
-                for kw in node.keywords:
-                    if not ent.has(kw.arg or ""):
-                        raise self.err(where, f"{ent.name} has no field {kw.arg!r} in {e.source!r}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in X.ROW_FUNCTIONS:
+                self.entity(node.args[0].id, where)  # type: ignore[attr-defined]
+        try:
+            exprcheck.check(e, self.bp, self._alias_entity, self.params)
+        except X.ExprError as exc:
+            raise self.err(where, str(exc)) from None
 
     def _alias_entity(self, alias: str) -> Entity | None:
         for b in self.bindings:
@@ -411,7 +413,7 @@ class _Expander:
         out = set()
         for c in self.pre:
             for node in ast.walk(X.parse(c.check).tree):
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("exists", "count"):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in X.ROW_FUNCTIONS:
                     out.add(node.args[0].id)  # type: ignore[attr-defined]
         return out
 
@@ -421,7 +423,7 @@ def as_old(source: str, aliases: set[str]) -> str:
 
     class T(ast.NodeTransformer):
         def visit_Call(self, node: ast.Call) -> ast.AST:
-            if isinstance(node.func, ast.Name) and node.func.id in ("old", "exists", "count"):
+            if isinstance(node.func, ast.Name) and node.func.id in ("old", *X.ROW_FUNCTIONS):
                 return node
             return self.generic_visit(node)
 

@@ -511,6 +511,14 @@ class Blueprint(_Model):
     entities: list[Entity] = Field(min_length=1)
     actions: list[Action] = Field(min_length=1)
     users: list[UserRole] = Field(default_factory=list, description="the roles of the people who ask (customer, staff...)")
+    tables: dict[Ident, Any] = Field(default_factory=dict, description="lookup tables read with lookup('name', key, ...)")
+
+    @field_validator("tables")
+    @classmethod
+    def _tables(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from envsynth.blueprint.tables import normalise_table
+
+        return {name: normalise_table(name, t) for name, t in v.items()}
 
     @cached_property
     def index(self) -> BlueprintIndex:

@@ -9,6 +9,9 @@ import random
 import sqlite3
 from typing import Any
 
+from envsynth.runtime import exprfuncs as _F
+from envsynth.runtime.exprfuncs import plain_filter, where_sql
+
 
 class ToolError(Exception):
     """An Anticipated Rejection: bad input or an unmet pre-condition.
@@ -135,14 +138,42 @@ class Context:
         return hit
 
     def exists(self, table: str, where: dict[str, Any]) -> bool:
-        """Whether a row of ``table`` matches all ``column = value`` pairs (the first one found ends the search)."""
+        """Whether a row of ``table`` passes every filter of ``where`` (the first one found ends the search).
+
+        A filter is ``column: value`` (``None`` matches NULL), ``column: [values]`` (one of them) or
+        ``column__<op>: value`` with ``op`` one of ``ne``, ``lt``, ``lte``, ``gt``, ``gte``.
+        """
+        if not plain_filter(where):
+            cond, args = where_sql(where)
+            return self.db.execute(f'SELECT 1 FROM "{table}" WHERE {cond} LIMIT 1', args).fetchone() is not None
         sql = _EXISTS_SQL.get((table, *where)) or _exists_sql(table, where)
         return self.db.execute(sql, tuple(where.values())).fetchone() is not None
 
     def count(self, table: str, where: dict[str, Any]) -> int:
-        """How many rows of ``table`` match all ``column = value`` pairs."""
+        """How many rows of ``table`` pass every filter of ``where`` (see :meth:`exists`)."""
+        if not plain_filter(where):
+            cond, args = where_sql(where)
+            return int(self.db.execute(f'SELECT COUNT(*) FROM "{table}" WHERE {cond}', args).fetchone()[0])
         sql = _COUNT_SQL.get((table, *where)) or _count_sql(table, where)
         return int(self.db.execute(sql, tuple(where.values())).fetchone()[0])
+
+    def every(self, table: str, where: dict[str, Any], test: dict[str, Any]) -> bool:
+        """Whether every row of ``table`` passing ``where`` also passes ``test`` (true when none does)."""
+        cond, args = where_sql(where)
+        if not test:
+            return True
+        tcond, targs = where_sql(test)
+        sql = f'SELECT 1 FROM "{table}" WHERE {cond} AND NOT COALESCE(({tcond}), 0) LIMIT 1'
+        return self.db.execute(sql, [*args, *targs]).fetchone() is None
+
+    # -- the condition language's dates, durations and lookup tables ----------
+    weeks = staticmethod(_F.weeks)
+    days = staticmethod(_F.days)
+    hours = staticmethod(_F.hours)
+    minutes = staticmethod(_F.minutes)
+    date_add = staticmethod(_F.date_add)
+    date_sub = staticmethod(_F.date_sub)
+    lookup = staticmethod(_F.lookup)
 
 
 def _where(where: dict[str, Any]) -> str:
