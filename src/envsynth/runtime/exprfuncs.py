@@ -133,10 +133,9 @@ def value_matches(x: Any, op: str, v: Any) -> bool:
         return x != v if x is not None and v is not None else x is not v
     if x is None or v is None:
         return False
-    try:
-        return bool({"lt": x < v, "lte": x <= v, "gt": x > v, "gte": x >= v}[op])
-    except TypeError:
-        return False
+    if isinstance(x, str) != isinstance(v, str):  # SQLite orders every number before every text
+        x, v = isinstance(x, str), isinstance(v, str)
+    return bool({"lt": x < v, "lte": x <= v, "gt": x > v, "gte": x >= v}[op])
 
 
 def row_matches(row: dict[str, Any], where: dict[str, Any]) -> bool:

@@ -383,15 +383,18 @@ class Solver:
             attempts.append((right, op, left))
         if isinstance(left, ast.BinOp):
             attempts.append((left, op, right))
+        why = ""
         for target, o, other in attempts:
             try:
                 self._solve(fx, target, o, self.value(fx, other))
                 return
-            except Unsolvable:
+            except Unsolvable as exc:
+                why = f" ({exc})"
                 continue
-            except Exception:
+            except Exception as exc:
+                why = f" ({type(exc).__name__}: {exc})"
                 continue
-        raise Unsolvable(f"cannot make {X.describe(left)} {op.__name__} {X.describe(right)}")
+        raise Unsolvable(f"cannot make {X.describe(left)} {op.__name__} {X.describe(right)}{why}")
 
     def _assignable(self, node: ast.expr) -> bool:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
