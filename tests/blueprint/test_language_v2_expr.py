@@ -235,14 +235,14 @@ def test_exists_with_a_list_runs_in_an_episode(tmp_path: Path) -> None:
     """``exists(segment, status=[...])`` used to crash with sqlite3.ProgrammingError (issue 12, gap 3)."""
     app = compile_app(load_blueprint(EXAMPLES / "quantifiers.yaml"))
     ep = app.episode()
-    SEGS = list(ep.db.execute('SELECT "status", "reservation_id" FROM "segment"'))  # noqa: N806
+    segs = list(ep.db.execute('SELECT "status", "reservation_id" FROM "segment"'))
     ids = [rid for (rid,) in ep.db.execute('SELECT "reservation_id" FROM "reservation" WHERE "status" = ?', ("active",))]
     outcomes = [ep.call("refund_reservation", {"reservation_id": rid}) for rid in ids]
     assert ids and {r.outcome for r in outcomes} <= {"success", "anticipated_rejection"}, [r.content for r in outcomes]
     want = {
         rid
         for rid in ids
-        if any(s in ("cancelled", "delayed") for s, r in SEGS if r == rid) and not any(s == "flown" for s, r in SEGS if r == rid)
+        if any(s in ("cancelled", "delayed") for s, r in segs if r == rid) and not any(s == "flown" for s, r in segs if r == rid)
     }
     assert {rid for rid, r in zip(ids, outcomes, strict=True) if r.outcome == "success"} == want
 
@@ -275,3 +275,14 @@ def test_graph_has_logic_edges_from_list_filters() -> None:
     graph = build_graph(app)
     assert graph.has_edge("cancel_segment", "refund_reservation", "logic", how="exists", value="cancelled")
     assert not graph.has_edge("cancel_segment", "upgrade_reservation", "logic")
+
+
+def test_a_bare_bool_field_is_steered(tmp_path: Path) -> None:
+    """``pre: member.vip`` (a bool field alone) gets a negative case instead of a not_constructed."""
+    data = _data("functions")
+    data["entities"][0]["fields"].append({"name": "vip", "type": "bool"})
+    data["actions"][3]["pre"].append({"check": "member.vip", "message": "Members only."})
+    built = build_app(from_dict(data, "x.yaml"), tmp_path)
+    case = next(v for v in built.report.verdicts if v.tool == "priority_boarding" and v.case == "violate:pre[1]")
+    assert case.observed == "anticipated_rejection", case.detail
+    assert built.report.passed
