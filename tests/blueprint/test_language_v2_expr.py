@@ -20,7 +20,7 @@ from envsynth.blueprint import BlueprintError, from_dict
 from envsynth.blueprint import expr as X
 from envsynth.compiler.codegen import py
 from envsynth.compiler.compile import app_files, compile_app
-from envsynth.runtime import exprfuncs as F
+from envsynth.runtime import toolkit as F
 from envsynth.runtime.toolkit import Context
 
 ROOT = Path(__file__).parent.parent.parent

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from envsynth.runtime import exprfuncs as F
+from envsynth.runtime import toolkit as F
 
 FUNCTIONS = {"old", "now", "today", "exists", "count", "len", "abs", "round", "lower"}
 DURATION_FUNCTIONS = ("weeks", "days", "hours", "minutes")

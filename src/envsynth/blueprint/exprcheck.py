@@ -18,7 +18,7 @@ from typing import Any
 from envsynth.blueprint import expr as X
 from envsynth.blueprint.models import Blueprint, Entity
 from envsynth.blueprint.tables import depth
-from envsynth.runtime.exprfuncs import LOOKUPS, split_key
+from envsynth.runtime.toolkit import LOOKUPS, split_key
 
 _DATES = ("date", "datetime")
 _FIELD_KINDS = {

@@ -22,7 +22,7 @@ from typing import Any
 from envsynth.blueprint import expr as X
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import Check, ParamSpec, ToolSpec
-from envsynth.runtime import exprfuncs as F
+from envsynth.runtime import toolkit as F
 from envsynth.runtime.state import Rows, StateBuilder
 from envsynth.testing import steer
 

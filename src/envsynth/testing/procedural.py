@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from envsynth.blueprint import expr as X
 from envsynth.blueprint.spec import Check, ParamSpec, ToolSpec
-from envsynth.runtime import exprfuncs as F
+from envsynth.runtime import toolkit as F
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import FAILURE, REJECTION, SUCCESS
 from envsynth.runtime.state import Rows, diff_rows, read_rows, rows_to_bytes_fast

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from envsynth.blueprint import expr as X
 from envsynth.blueprint.tables import leaves
-from envsynth.runtime import exprfuncs as F
+from envsynth.runtime import toolkit as F
 
 if TYPE_CHECKING:
     from envsynth.blueprint.models import Entity, FieldDef
