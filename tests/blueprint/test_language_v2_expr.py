@@ -286,3 +286,13 @@ def test_a_bare_bool_field_is_steered(tmp_path: Path) -> None:
     case = next(v for v in built.report.verdicts if v.tool == "priority_boarding" and v.case == "violate:pre[1]")
     assert case.observed == "anticipated_rejection", case.detail
     assert built.report.passed
+
+
+def test_min_max_are_reserved_and_result_says_where_it_belongs() -> None:
+    data = _data("functions")
+    msg = _load_error(data, lambda d: d["entities"][1]["fields"].append({"name": "max", "type": "int"}))
+    assert "'max' is reserved" in msg
+    msg = _load_error(data, lambda d: d["actions"][1]["pre"].append("result.fare > 1"))
+    assert "actions[1].pre[2]" in msg and "'result' is only allowed in post-conditions ('post'), not here" in msg
+    msg = _load_error(data, lambda d: d["actions"][0]["set"].update(bag_fee="new.bag_fee"))
+    assert "actions[0].set.bag_fee" in msg and "'new' is only allowed in post-conditions" in msg

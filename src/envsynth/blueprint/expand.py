@@ -269,6 +269,9 @@ class _Expander:
             aliases |= {ef.alias for ef in self.effects if ef.op == "insert"}
         known = aliases | {p.name for p in self.params} | {e_.name for e_ in self.bp.entities}
         unknown = e.names() - known
+        if unknown & {"result", "new"} and not post:
+            only = sorted(unknown & {"result", "new"})[0]
+            raise self.err(where, f"{only!r} is only allowed in post-conditions ('post'), not here: {e.source!r}")
         if unknown:
             raise self.err(
                 where, f"unknown name(s) {sorted(unknown)} in {e.source!r}; known: {sorted(aliases | {p.name for p in self.params})}"

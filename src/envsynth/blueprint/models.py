@@ -17,6 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from envsynth.memo import Index, Indexed
 
 RESERVED = {"db", "ctx", "result", "new", "old", "now", "today", "exists", "count", "len", "abs", "round", "lower", "none", "true", "false"}
+RESERVED |= {"min", "max"}  # language v2: generated code calls the builtins, which a parameter of that name would hide
 
 
 def _not_keyword(name: str) -> str:
