@@ -296,3 +296,27 @@ def test_min_max_are_reserved_and_result_says_where_it_belongs() -> None:
     assert "actions[1].pre[2]" in msg and "'result' is only allowed in post-conditions ('post'), not here" in msg
     msg = _load_error(data, lambda d: d["actions"][0]["set"].update(bag_fee="new.bag_fee"))
     assert "actions[0].set.bag_fee" in msg and "'new' is only allowed in post-conditions" in msg
+
+
+@pytest.mark.parametrize(
+    ("example", "check"),
+    [
+        ("quantifiers", "count(segment, reservation_id=reservation.reservation_id) + 1 <= 4"),
+        ("quantifiers", "min(reservation.total, 300) > 150"),
+        ("quantifiers", "0 < reservation.total < 400"),
+        ("quantifiers", "not any(segment, reservation_id=reservation.reservation_id, departs_at__lt=now() + days(1))"),
+        ("quantifiers", "count(segment, reservation_id=reservation.reservation_id, status=['scheduled', 'delayed']) == 2"),
+        ("quantifiers", "round(reservation.total / 2, 0) >= 100"),
+        ("dates", "abs(now() - permit.submitted_at) <= hours(2)"),
+        ("dates", "(now() - permit.submitted_at) / hours(1) < 30"),
+        ("dates", "permit.expires_on - now() >= days(30)"),
+    ],
+)
+def test_more_forms_are_steered_both_ways(example: str, check: str, tmp_path: Path) -> None:
+    data = _data(example)
+    data["actions"] = [data["actions"][0 if example == "quantifiers" else 1]]
+    data["actions"][0]["pre"] = [{"check": check, "message": "No."}]
+    report = build_app(from_dict(data, "x.yaml"), tmp_path).report
+    observed = {v.case: (v.observed, v.detail) for v in report.verdicts}
+    assert observed["positive"][0] == "success", observed["positive"]
+    assert observed["violate:pre[0]"][0] == "anticipated_rejection", observed["violate:pre[0]"]

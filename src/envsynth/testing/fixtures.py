@@ -412,9 +412,13 @@ class Solver:
             return node.value.id in self.tool.aliases
         if isinstance(node, ast.Name):
             return node.id in self.tool.names
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub | ast.Mult | ast.Div):
+            return self._assignable(node.left) or self._assignable(node.right)
         return steer.call_name(node) in steer.STEERED_CALLS
 
     def _solve(self, fx: Fixture, target: ast.expr, op: type, v: Any) -> None:
+        if isinstance(target, ast.BinOp) and isinstance(target.op, ast.Mult | ast.Div):
+            return steer.solve_scaled(self, fx, target, op, v)
         if isinstance(target, ast.BinOp) and isinstance(target.op, ast.Add | ast.Sub):
             a, b = target.left, target.right
             if isinstance(target.op, ast.Add):  # date_add/date_sub: + and - that also move dates by durations
@@ -466,7 +470,7 @@ class Solver:
                 return None
             fx.args[p.name] = self._pick(op, v, self._field_of(p), p, fx.args.get(p.name))
             return None
-        raise Unsolvable("not assignable")
+        raise Unsolvable(f"{X.describe(target)} is not a parameter, a field of a bound row or a form the solver steers")
 
     def _any_id(self, fx: Fixture, f: FieldDef) -> Any:
         target = self.bp.entity(f.ref or "")

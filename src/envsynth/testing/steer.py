@@ -340,3 +340,19 @@ def field_kind(f: FieldDef | None, semantic: str | None) -> str | None:
     if f is not None:
         return f.type
     return semantic
+
+
+def solve_scaled(solver: Solver, fx: Fixture, node: ast.BinOp, op: type, v: Any) -> None:
+    """``e * k op v`` / ``e / k op v`` / ``k * e op v``: solve ``e`` for ``v / k`` (``v * k``), the order flipped when ``k < 0``."""
+    div = isinstance(node.op, ast.Div)
+    if solver._assignable(node.left):
+        inner, k = node.left, solver.value(fx, node.right)
+    elif not div and solver._assignable(node.right):
+        inner, k = node.right, solver.value(fx, node.left)
+    else:
+        raise _unsolvable(f"{X.describe(node)} has no parameter or field of a bound row to change")
+    if isinstance(k, bool) or not isinstance(k, int | float | dt.timedelta) or not k:
+        raise _unsolvable(f"{X.describe(node)} scales by {k!r}")
+    if k < k * 0:
+        op = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}.get(op, op)
+    solver._solve(fx, inner, op, v * k if div else v / k)
