@@ -277,17 +277,6 @@ def test_graph_has_logic_edges_from_list_filters() -> None:
     assert not graph.has_edge("cancel_segment", "upgrade_reservation", "logic")
 
 
-def test_a_bare_bool_field_is_steered(tmp_path: Path) -> None:
-    """``pre: member.vip`` (a bool field alone) gets a negative case instead of a not_constructed."""
-    data = _data("functions")
-    data["entities"][0]["fields"].append({"name": "vip", "type": "bool"})
-    data["actions"][3]["pre"].append({"check": "member.vip", "message": "Members only."})
-    built = build_app(from_dict(data, "x.yaml"), tmp_path)
-    case = next(v for v in built.report.verdicts if v.tool == "priority_boarding" and v.case == "violate:pre[1]")
-    assert case.observed == "anticipated_rejection", case.detail
-    assert built.report.passed
-
-
 def test_min_max_are_reserved_and_result_says_where_it_belongs() -> None:
     data = _data("functions")
     msg = _load_error(data, lambda d: d["entities"][1]["fields"].append({"name": "max", "type": "int"}))

@@ -371,8 +371,6 @@ class Solver:
             return self.make(fx, ast.BoolOp(op=ast.And(), values=pairs), want)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("exists", "any", "all"):
             return self._exists(fx, node, want)
-        if self._is_bool(node):  # a bare bool field or parameter: `service_plan.available`
-            return self._solve(fx, node, ast.Eq, want)
         raise Unsolvable(f"cannot steer {X.describe(node)}")
 
     def _compare(self, fx: Fixture, left: ast.expr, op: type, right: ast.expr) -> None:
@@ -397,15 +395,6 @@ class Solver:
                 why = f" ({type(exc).__name__}: {exc})"
                 continue
         raise Unsolvable(f"cannot make {X.describe(left)} {op.__name__} {X.describe(right)}{why}")
-
-    def _is_bool(self, node: ast.expr) -> bool:
-        """Whether ``node`` is a bool parameter or a bool field of a bound row."""
-        if isinstance(node, ast.Name) and node.id in self.tool.names:
-            return self.spec.param(node.id).type == "boolean"
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in self.tool.aliases:
-            ent = self.bp.entity(self.spec.binding(node.value.id).entity)
-            return ent.has(node.attr) and ent.field(node.attr).type == "bool"
-        return False
 
     def _assignable(self, node: ast.expr) -> bool:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
