@@ -309,3 +309,16 @@ def test_more_forms_are_steered_both_ways(example: str, check: str, tmp_path: Pa
     observed = {v.case: (v.observed, v.detail) for v in report.verdicts}
     assert observed["positive"][0] == "success", observed["positive"]
     assert observed["violate:pre[0]"][0] == "anticipated_rejection", observed["violate:pre[0]"]
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("days(180)", "'days(180)' is a duration, which a date column cannot hold; store a date (today() + days(30))"),
+        ("now()", "'now()' is a datetime, and the column is a date: use today() or a date"),
+        ("3", "'3' is a number, and the column is a date"),
+    ],
+)
+def test_set_values_must_fit_their_column(value: str, words: str) -> None:
+    msg = _load_error(_data("dates"), lambda d: d["actions"][0]["set"].update(expires_on=value))
+    assert "actions[0].set.expires_on" in msg and words in msg

@@ -368,6 +368,7 @@ class _Expander:
 
     def build(self, **kw: Any) -> ToolSpec:
         a = self.a
+        self.check_stored_values()
         self.pre.extend(self.declared(a.pre, "pre"))
         self.post.extend(self.declared(a.post, "post"))
         reads = sorted({b.entity for b in self.bindings} | ({kw["query"].entity} if kw.get("query") else set()) | self._exists_entities())
@@ -411,6 +412,28 @@ class _Expander:
             deletes=sorted(deletes),
             **kw,
         )
+
+    def check_stored_values(self) -> None:
+        """Every value an effect writes must fit its column: no duration, no datetime in a date column (language v2)."""
+        for ef in self.effects:
+            ent = self.bp.entity(ef.entity)
+            for fname, src in ef.values.items():
+                if src == "new_id()" or not ent.has(fname):
+                    continue
+                try:
+                    exprcheck.check_stored(X.parse(src), self.bp, ent.field(fname).type, self._alias_entity, self.params)
+                except X.ExprError as exc:
+                    raise self.err(self._value_path(ef.alias, fname), str(exc)) from None
+
+    def _value_path(self, alias: str, fname: str) -> str:
+        """Where a written value comes from in the action (``set.f``, ``also.a.f``, ``log_set.f``), best effort."""
+        a = self.a
+        if alias in (getattr(a, "also", None) or {}):
+            return f"also.{alias}.{fname}"
+        for key in ("set", "log_set"):
+            if fname in (getattr(a, key, None) or {}):
+                return f"{key}.{fname}"
+        return "fields" if fname in (getattr(a, "fields", None) or []) else f"set.{fname}"
 
     def _exists_entities(self) -> set[str]:
         out = set()

@@ -213,3 +213,31 @@ def check(e: X.Expr, bp: Blueprint, entity_of: Callable[[str], Entity | None], p
         sem = getattr(p, "semantic", "")
         kinds[p.name] = sem if sem in _DATES else _FIELD_KINDS.get(sem) or _PARAM_KINDS.get(p.type, "text")
     _Checker(bp, e.source, entity_of, kinds).kind(e.tree)
+
+
+def check_stored(e: X.Expr, bp: Blueprint, field_type: str, entity_of: Callable[[str], Entity | None], params: list[Any]) -> None:
+    """Refuse a value whose kind the column of type ``field_type`` cannot hold (a duration, a datetime in a date...).
+
+    Raises:
+        ExprError: saying what to store instead.
+    """
+    kinds = {
+        p.name: (
+            getattr(p, "semantic", "")
+            if getattr(p, "semantic", "") in _DATES
+            else _FIELD_KINDS.get(getattr(p, "semantic", "")) or _PARAM_KINDS.get(p.type, "text")
+        )
+        for p in params
+    }
+    kind = _Checker(bp, e.source, entity_of, kinds).kind(e.tree)
+    col = _FIELD_KINDS.get(field_type, "text")
+    if kind == "duration":
+        raise X.ExprError(
+            f"{e.source!r} is a duration, which a {field_type} column cannot hold; store a date (today() + days(30)) "
+            "or a number ((now() - x.at) / hours(1))"
+        )
+    if col in _DATES and kind in _DATES and kind != col:
+        fix = "today() or a date" if col == "date" else "now() or a datetime"
+        raise X.ExprError(f"{e.source!r} is a {kind}, and the column is a {col}: use {fix}")
+    if (col in _DATES and kind in ("number", "bool")) or (col == "number" and kind in _DATES):
+        raise X.ExprError(f"{e.source!r} is a {kind}, and the column is a {field_type}")
