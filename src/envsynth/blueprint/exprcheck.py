@@ -176,7 +176,9 @@ class _Checker:
             self.filter(ent, kw.arg or "", kw.value)
 
     def filter(self, ent: Entity, key: str, value: ast.expr) -> None:
-        name, op = (key, "eq") if ent.has(key) else split_key(key)
+        name, op = split_key(key)
+        if ent.has(key) and op != "eq":
+            raise self.fail(f"{ent.name}.{key} cannot be filtered on: its name ends like a lookup (__{op}); rename the field")
         if not ent.has(name):
             raise self.fail(
                 f"{ent.name} has no field {name!r} (a filter is field=value, or field__op=value with op one of {', '.join(LOOKUPS)})"
