@@ -17,6 +17,7 @@ from typing import Any
 from envsynth.blueprint import effects as V2
 from envsynth.blueprint import expr as X
 from envsynth.blueprint.correlate import composite_unique_checks
+from envsynth.blueprint import exprcheck
 from envsynth.blueprint.errors import BlueprintError
 from envsynth.blueprint.language import check_language
 from envsynth.blueprint.machines import state_move_checks
@@ -276,6 +277,9 @@ class _Expander:
             aliases |= {ef.alias for ef in self.effects if ef.op == "insert"}
         known = aliases | {p.name for p in self.params} | {e_.name for e_ in self.bp.entities}
         unknown = e.names() - known
+        if unknown & {"result", "new"} and not post:
+            only = sorted(unknown & {"result", "new"})[0]
+            raise self.err(where, f"{only!r} is only allowed in post-conditions ('post'), not here: {e.source!r}")
         if unknown:
             raise self.err(
                 where, f"unknown name(s) {sorted(unknown)} in {e.source!r}; known: {sorted(aliases | {p.name for p in self.params})}"
@@ -287,11 +291,12 @@ class _Expander:
             if ent is not None and not ent.has(fname):
                 raise self.err(where, f"{alias!r} ({ent.name}) has no field {fname!r} in {e.source!r}")
         for node in ast.walk(e.tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("exists", "count"):
-                ent = self.entity(node.args[0].id, where)  # type: ignore[attr-defined]
-                for kw in node.keywords:
-                    if not ent.has(kw.arg or ""):
-                        raise self.err(where, f"{ent.name} has no field {kw.arg!r} in {e.source!r}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in X.ROW_FUNCTIONS:
+                self.entity(node.args[0].id, where)  # type: ignore[attr-defined]
+        try:
+            exprcheck.check(e, self.bp, self._alias_entity, self.params)
+        except X.ExprError as exc:
+            raise self.err(where, str(exc)) from None
 
     def _alias_entity(self, alias: str) -> Entity | None:
         for b in self.bindings:
@@ -372,6 +377,7 @@ class _Expander:
 
     def build(self, **kw: Any) -> ToolSpec:
         a = self.a
+        self.check_stored_values()
         self.pre.extend(self.declared(a.pre, "pre"))
         self.pre.extend(state_move_checks(self.bp.entity, self.bindings, self.params, self.pre, self.effects, self.err))
         self.pre.extend(composite_unique_checks(self.bp.entity, self.effects, {b.alias for b in self.bindings}))
@@ -429,11 +435,33 @@ class _Expander:
             **kw,
         )
 
+    def check_stored_values(self) -> None:
+        """Every value an effect writes must fit its column: no duration, no datetime in a date column (language v2)."""
+        for ef in self.effects:
+            ent = self.bp.entity(ef.entity)
+            for fname, src in ef.values.items():
+                if src == "new_id()" or not ent.has(fname):
+                    continue
+                try:
+                    exprcheck.check_stored(X.parse(src), self.bp, ent.field(fname).type, self._alias_entity, self.params)
+                except X.ExprError as exc:
+                    raise self.err(self._value_path(ef.alias, fname), str(exc)) from None
+
+    def _value_path(self, alias: str, fname: str) -> str:
+        """Where a written value comes from in the action (``set.f``, ``also.a.f``, ``log_set.f``), best effort."""
+        a = self.a
+        if alias in (getattr(a, "also", None) or {}):
+            return f"also.{alias}.{fname}"
+        for key in ("set", "log_set"):
+            if fname in (getattr(a, key, None) or {}):
+                return f"{key}.{fname}"
+        return "fields" if fname in (getattr(a, "fields", None) or []) else f"set.{fname}"
+
     def _exists_entities(self) -> set[str]:
         out = set()
         for c in self.pre:
             for node in ast.walk(X.parse(c.check).tree):
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("exists", "count"):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in X.ROW_FUNCTIONS:
                     out.add(node.args[0].id)  # type: ignore[attr-defined]
         return out
 
@@ -443,7 +471,7 @@ def as_old(source: str, aliases: set[str]) -> str:
 
     class T(ast.NodeTransformer):
         def visit_Call(self, node: ast.Call) -> ast.AST:
-            if isinstance(node.func, ast.Name) and node.func.id in ("old", "exists", "count"):
+            if isinstance(node.func, ast.Name) and node.func.id in ("old", *X.ROW_FUNCTIONS):
                 return node
             return self.generic_visit(node)
 

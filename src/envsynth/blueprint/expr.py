@@ -26,7 +26,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from envsynth.runtime import toolkit as F
+
 FUNCTIONS = {"old", "now", "today", "exists", "count", "len", "abs", "round", "lower"}
+DURATION_FUNCTIONS = ("weeks", "days", "hours", "minutes")
+ROW_FUNCTIONS = ("exists", "count", "any", "all")  # look for rows: an entity name, then filters
+FUNCTIONS |= {*DURATION_FUNCTIONS, "any", "all", "where", "min", "max", "lookup"}
+_TEMPORAL_CALLS = {"now", "today", *DURATION_FUNCTIONS}
 _CMP = {
     ast.Eq: "==",
     ast.NotEq: "!=",
@@ -55,17 +61,13 @@ class Expr:
 
     def names(self) -> set[str]:
         """Bare names used (parameters, aliases, ``result``), excluding function names."""
-        out: set[str] = set()
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Name) and node.id not in FUNCTIONS:
-                out.add(node.id)
+        skip: set[int] = set()
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                if node.func.id in ("exists", "count") and node.args:
-                    first = node.args[0]
-                    if isinstance(first, ast.Name):
-                        out.discard(first.id)
-        return out
+                skip.add(id(node.func))
+                if node.func.id in ROW_FUNCTIONS and node.args and isinstance(node.args[0], ast.Name):
+                    skip.add(id(node.args[0]))
+        return {n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name) and id(n) not in skip}
 
     def fields(self) -> set[tuple[str, str]]:
         """``(alias, field)`` pairs read by the expression."""
@@ -90,9 +92,84 @@ def parse(source: str) -> Expr:
     return Expr(source=source, tree=tree)
 
 
+def _bad(what: str, source: str) -> ExprError:
+    return ExprError(f"{what} is not allowed in the condition language: {source!r}")
+
+
+_ARITY = {"now": (0, 0), "today": (0, 0), "old": (1, 1), "len": (1, 1), "abs": (1, 1), "lower": (1, 1), "round": (1, 2)}
+_ARITY |= {d: (1, 1) for d in DURATION_FUNCTIONS} | {"min": (2, 99), "max": (2, 99), "lookup": (2, 99)}
+
+
+def _check_call(node: ast.Call, source: str) -> None:
+    """A call: one of :data:`FUNCTIONS`, with the arguments it takes."""
+    if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+        raise ExprError(
+            f"call {ast.unparse(node.func)!r} is not allowed in the condition language: {source!r}; "
+            f"the functions are {', '.join(sorted(FUNCTIONS - {'where'}))}"
+        )
+    name = node.func.id
+    if name in ROW_FUNCTIONS:
+        _check_rows(node, source)
+        return
+    if name == "where":
+        raise ExprError(f"where(...) is only allowed as the second argument of all(entity, where(...), field=value): {source!r}")
+    if node.keywords:
+        raise _bad(f"keyword arguments to {name}()", source)
+    lo, hi = _ARITY[name]
+    if not lo <= len(node.args) <= hi:
+        takes = f"{lo}" if lo == hi else f"{lo} or more" if hi == 99 else f"{lo} to {hi}"
+        raise ExprError(f"{name}() takes {takes} argument(s), got {len(node.args)}: {source!r}")
+    if name == "lookup" and not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        raise ExprError(f"lookup() takes a table name in quotes first, then one key per level: {source!r}")
+    for a in node.args:
+        _check(a, source)
+
+
+def _check_rows(node: ast.Call, source: str) -> None:
+    """``exists``/``count``/``any``/``all``: an entity name, (for ``all`` a ``where(...)``,) then ``field=value`` filters."""
+    name = node.func.id  # type: ignore[attr-defined]
+    shape = (
+        "all() takes an entity name, where(field=value, ...) choosing the rows, then field=value tests they must all pass"
+        if name == "all"
+        else f"{name}() takes an entity name then field=value pairs"
+    )
+    if not node.args or not isinstance(node.args[0], ast.Name) or len(node.args) > (2 if name == "all" else 1):
+        raise ExprError(f"{shape}: {source!r}")
+    keywords = list(node.keywords)
+    if name == "all":
+        sel = node.args[1] if len(node.args) == 2 else None
+        if sel is not None:
+            if not (isinstance(sel, ast.Call) and isinstance(sel.func, ast.Name) and sel.func.id == "where" and not sel.args):
+                raise ExprError(f"{shape}: {source!r}")
+            keywords += sel.keywords
+        if not node.keywords:
+            raise ExprError(f"{shape} (no test given): {source!r}")
+    for kw in keywords:
+        if kw.arg is None:
+            raise _bad("**kwargs", source)
+        _check(kw.value, source)
+
+
+def temporal(node: ast.AST) -> bool:
+    """Whether ``node`` is date arithmetic or a duration by its form: a call of ``now``, ``today`` or a duration
+    function, or arithmetic, a conditional, ``min``/``max``/``abs``/``round``/``old`` over one.
+
+    ``+`` and ``-`` with a temporal operand are rendered as ``date_add``/``date_sub`` (dates are ISO strings).
+    """
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        if node.func.id in _TEMPORAL_CALLS:
+            return True
+        return node.func.id in ("min", "max", "abs", "round", "old") and any(temporal(a) for a in node.args)
+    if isinstance(node, ast.BinOp):
+        return temporal(node.left) or temporal(node.right)
+    if isinstance(node, ast.IfExp):
+        return temporal(node.body) or temporal(node.orelse)
+    return False
+
+
 def _check(node: ast.AST, source: str) -> None:
     def bad(what: str) -> ExprError:
-        return ExprError(f"{what} is not allowed in a condition: {source!r}")
+        return _bad(what, source)
 
     if isinstance(node, ast.BoolOp):
         for v in node.values:
@@ -129,23 +206,7 @@ def _check(node: ast.AST, source: str) -> None:
         if not isinstance(node.value, ast.Name) or node.attr.startswith("_"):
             raise bad("attribute access other than alias.field")
     elif isinstance(node, ast.Call):
-        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
-            raise bad(f"call {ast.unparse(node.func)!r}")
-        name = node.func.id
-        if name in ("exists", "count"):
-            if len(node.args) != 1 or not isinstance(node.args[0], ast.Name):
-                raise ExprError(f"{name}() takes an entity name then field=value pairs: {source!r}")
-            for kw in node.keywords:
-                if kw.arg is None:
-                    raise bad("**kwargs")
-                _check(kw.value, source)
-        else:
-            if node.keywords:
-                raise bad(f"keyword arguments to {name}()")
-            for a in node.args:
-                _check(a, source)
-            if name == "old" and (len(node.args) != 1):
-                raise ExprError(f"old() takes one argument: {source!r}")
+        _check_call(node, source)
     else:
         raise bad(type(node).__name__)
 
@@ -170,6 +231,8 @@ def _render(node: ast.AST, hook: Renderer) -> str:
     if isinstance(node, ast.UnaryOp):
         return f"(not {r(node.operand)})" if isinstance(node.op, ast.Not) else f"(-{r(node.operand)})"
     if isinstance(node, ast.BinOp):
+        if isinstance(node.op, ast.Add | ast.Sub) and temporal(node):
+            return f"_date_{'add' if isinstance(node.op, ast.Add) else 'sub'}({r(node.left)}, {r(node.right)})"
         return f"({r(node.left)} {_BIN[type(node.op)]} {r(node.right)})"
     if isinstance(node, ast.Compare):
         parts = [r(node.left)]
@@ -188,14 +251,34 @@ def _render(node: ast.AST, hook: Renderer) -> str:
         return f"{r(node.value)}[{node.attr!r}]"
     if isinstance(node, ast.Call):
         name = node.func.id  # type: ignore[attr-defined]
-        if name in ("exists", "count"):
-            kws = ", ".join(f"{kw.arg!r}: {r(kw.value)}" for kw in node.keywords)
-            return f"_{name}({node.args[0].id!r}, {{{kws}}})"  # type: ignore[attr-defined]
+        if name in ROW_FUNCTIONS:
+            table, sel, test = row_call(node, r)
+            if name == "all":
+                return f"_all({table!r}, {sel}, {test})"
+            return f"_{'exists' if name == 'any' else name}({table!r}, {sel})"
         if name == "lower":
             return f"str({r(node.args[0])}).lower()"
+        if name == "lookup":
+            return f"_lookup({', '.join(r(a) for a in node.args)})"
         args = ", ".join(r(a) for a in node.args)
-        return f"_{name}({args})" if name in ("now", "today", "old") else f"{name}({args})"
+        return f"_{name}({args})" if name in ("now", "today", "old", *DURATION_FUNCTIONS) else f"{name}({args})"
     raise ExprError(f"cannot render {ast.dump(node)}")  # pragma: no cover - _check forbids
+
+
+def row_call(node: ast.Call, r: Callable[[ast.AST], str]) -> tuple[str, str, str]:
+    """``(entity, selecting filters, tested filters)`` of a row function, the filters rendered as dict literals.
+
+    For ``exists``/``count``/``any`` every filter selects and the tests are ``{}``; for ``all`` the
+    ``where(...)`` filters select and the others are the tests.
+    """
+    table = node.args[0].id  # type: ignore[attr-defined]
+    if node.func.id == "all":  # type: ignore[attr-defined]
+        sel_kws = node.args[1].keywords if len(node.args) == 2 else []  # type: ignore[attr-defined]
+        test_kws = node.keywords
+    else:
+        sel_kws, test_kws = node.keywords, []
+    fmt = lambda kws: "{" + ", ".join(f"{kw.arg!r}: {r(kw.value)}" for kw in kws) + "}"  # noqa: E731
+    return table, fmt(sel_kws), fmt(test_kws)
 
 
 def plain(node: ast.AST) -> str | None:
@@ -210,7 +293,25 @@ def compile_eval(expr: Expr, hook: Renderer = plain) -> Any:
 
 def evaluate(code: Any, namespace: dict[str, Any]) -> Any:
     """Evaluate a compiled, whitelisted expression with only ``namespace`` in scope."""
-    return eval(code, {"__builtins__": {"len": len, "abs": abs, "round": round, "str": str}}, namespace)
+    return eval(code, _GLOBALS, namespace)
+
+
+def all_rows(rows: Any) -> Callable[[str, dict[str, Any], dict[str, Any]], bool]:
+    """``_all`` over ``rows`` (table -> list of row dicts): every row passing ``sel`` passes ``test``."""
+    return lambda t, sel, test: all(F.row_matches(x, test) for x in rows.get(t, ()) if F.row_matches(x, sel))
+
+
+def table_lookup(tables: dict[str, Any] | None) -> Callable[..., Any]:
+    """``_lookup('name', key, ...)`` over a blueprint's lookup tables."""
+    return lambda name, *keys: F.lookup((tables or {}).get(name, {}), *keys)
+
+
+_GLOBALS: dict[str, Any] = {
+    "__builtins__": {"len": len, "abs": abs, "round": round, "str": str, "min": min, "max": max},
+    "_date_add": F.date_add,
+    "_date_sub": F.date_sub,
+    **{f"_{d}": getattr(F, d) for d in DURATION_FUNCTIONS},
+}
 
 
 def conjuncts(expr: Expr) -> list[ast.expr]:

@@ -18,6 +18,7 @@ from envsynth.blueprint.v2keys import ItemType, effect_keys_allowed, list_param_
 from envsynth.memo import Index, Indexed
 
 RESERVED = {"db", "ctx", "result", "new", "old", "now", "today", "exists", "count", "len", "abs", "round", "lower", "none", "true", "false"}
+RESERVED |= {"min", "max"}  # language v2: generated code calls the builtins, which a parameter of that name would hide
 
 
 def _not_keyword(name: str) -> str:
@@ -637,6 +638,14 @@ class Blueprint(_Model):
     users: list[UserRole] = Field(default_factory=list, description="the roles of the people who ask (customer, staff...)")
     policy: Policy | None = Field(None, description="what the agent must read and follow (11.8)")
     authorization: Authorization | None = Field(None, description="who acts and which rows they own (11.9)")
+    tables: dict[Ident, Any] = Field(default_factory=dict, description="lookup tables read with lookup('name', key, ...)")
+
+    @field_validator("tables")
+    @classmethod
+    def _tables(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from envsynth.blueprint.tables import normalise_table
+
+        return {name: normalise_table(name, t) for name, t in v.items()}
 
     @cached_property
     def index(self) -> BlueprintIndex:

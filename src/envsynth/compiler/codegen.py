@@ -31,6 +31,23 @@ def code_hook(node: ast.AST) -> str | None:
             return f"ctx.{name}({node.args[0].id!r}, {{{kws}}})"  # type: ignore[attr-defined]
         if name == "old":
             raise X.ExprError("old() is only allowed in post-conditions")
+        return _v2_call(node, name)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub) and X.temporal(node):
+        left, right = X.render(node.left, code_hook), X.render(node.right, code_hook)
+        return f"ctx.date_{'add' if isinstance(node.op, ast.Add) else 'sub'}({left}, {right})"
+    return None
+
+
+def _v2_call(node: ast.Call, name: str) -> str | None:
+    """Durations, ``any``/``all`` and ``lookup`` as calls on the episode context (names a parameter cannot shadow)."""
+    if name in X.DURATION_FUNCTIONS:
+        return f"ctx.{name}({X.render(node.args[0], code_hook)})"
+    if name in ("any", "all"):
+        table, sel, test = X.row_call(node, lambda n: X.render(n, code_hook))
+        return f"ctx.every({table!r}, {sel}, {test})" if name == "all" else f"ctx.exists({table!r}, {sel})"
+    if name == "lookup":
+        keys = "".join(", " + X.render(a, code_hook) for a in node.args[1:])
+        return f"ctx.lookup(TABLES[{node.args[0].value!r}]{keys})"  # type: ignore[attr-defined]
     return None
 
 
@@ -332,6 +349,7 @@ def write_tools_module(bp: Blueprint, specs: list[ToolSpec], version: str) -> st
         "",
         f"BOOL_COLUMNS: dict[str, tuple[str, ...]] = {bools!r}",
         f"TOOLS = {[s.name for s in specs]!r}",
+        *([f"TABLES: dict[str, Any] = {tables!r}"] if (tables := getattr(bp, "tables", None)) else []),
         "",
     ]
     funcs = ["\n" + w.function(s) for s in specs]

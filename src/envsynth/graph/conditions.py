@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from itertools import product
 from typing import Any
 
 from envsynth.blueprint import expr as X
@@ -209,10 +210,12 @@ def _signed_terms(node: ast.AST, sign: int, amap: dict[str, str]) -> list[tuple[
 
 
 def _requirement(node: ast.expr, amap: dict[str, str], src: str) -> list[Requirement]:
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "exists":
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "exists" and not _v2_filters(node):
         ent = node.args[0].id  # type: ignore[attr-defined]
         cons = tuple(sorted((kw.arg, kw.value.value) for kw in node.keywords if isinstance(kw.value, ast.Constant)))  # type: ignore[attr-defined]
         return [Requirement("exists", ent, None, cons, src)]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("exists", "any", "all"):
+        return _row_requirements(node, src)
     if not isinstance(node, ast.Compare) or len(node.ops) != 1:
         return []
     op, left, right = node.ops[0], node.left, node.comparators[0]
@@ -273,7 +276,7 @@ def required_children(spec: ToolSpec) -> list[tuple[str, str, str, str]]:
     out: list[tuple[str, str, str, str]] = []
     for c in spec.pre:
         for node in X.conjuncts(X.parse(c.check)):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "exists"):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("exists", "any")):
                 continue
             if not (node.args and isinstance(node.args[0], ast.Name)):
                 continue
@@ -281,4 +284,31 @@ def required_children(spec: ToolSpec) -> list[tuple[str, str, str, str]]:
                 v = kw.value
                 if kw.arg and isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name) and v.value.id in aliases_:
                     out.append((node.args[0].id, kw.arg, v.value.id, v.attr))
+    return out
+
+
+def _v2_filters(node: ast.Call) -> bool:
+    """Whether a row function uses a list of values or a ``field__op`` filter (language v2)."""
+    return any("__" in (kw.arg or "") or isinstance(kw.value, ast.List | ast.Tuple) for kw in node.keywords)
+
+
+def _row_requirements(node: ast.Call, src: str) -> list[Requirement]:
+    """``exists``/``any``/``all`` with v2 filters: one ``exists`` requirement per combination of the values a
+    constant list allows (``status=['a', 'b']``: a row with status a, or one with b); ``all`` needs its tests.
+    Order filters (``field__gt``) and ``__ne`` constrain nothing another tool establishes, so they are left out."""
+    ent = node.args[0].id  # type: ignore[attr-defined]
+    fixed: list[tuple[str, Any]] = []
+    choices: list[list[tuple[str, Any]]] = []
+    for kw in node.keywords:
+        key, v = kw.arg or "", kw.value
+        if "__" in key:
+            continue
+        if isinstance(v, ast.Constant):
+            fixed.append((key, v.value))
+        elif isinstance(v, ast.List | ast.Tuple) and v.elts and all(isinstance(e, ast.Constant) for e in v.elts):
+            choices.append([(key, e.value) for e in v.elts])  # type: ignore[attr-defined]
+    out = []
+    for combo in product(*choices):
+        cons = tuple(sorted([*fixed, *combo], key=lambda kv: (kv[0], value_key(kv[1]))))
+        out.append(Requirement("exists", ent, None, cons, src))
     return out

@@ -450,7 +450,7 @@ def _counted_tables(condition: str) -> frozenset[str]:
         for node in ast.walk(parse(condition).tree)
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
-        and node.func.id in ("exists", "count")
+        and node.func.id in ("exists", "count", "any", "all")
         and node.args
         and isinstance(node.args[0], ast.Name)
     )

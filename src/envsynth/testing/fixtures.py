@@ -23,8 +23,10 @@ from envsynth.blueprint import expr as X
 from envsynth.blueprint.correlate import derived_order
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import Check, ParamSpec, ToolSpec
+from envsynth.runtime import toolkit as F
 from envsynth.runtime.state import Rows, StateBuilder
 from envsynth.testing import lists as L
+from envsynth.testing import steer
 
 _NEGATE = {
     ast.Eq: ast.NotEq,
@@ -126,17 +128,18 @@ class Fixture:
         return fx
 
 
-def _eval_ns(fx: Fixture, now: str) -> dict[str, Any]:
+def _eval_ns(fx: Fixture, now: str, tables: dict[str, Any] | None = None) -> dict[str, Any]:
     """Names a condition sees: arguments, aliases, then the helper functions (made once per fixture and clock)."""
     if fx.helpers is None or fx.helpers[0] != now:
 
         def _exists(table: str, where: dict[str, Any]) -> bool:
-            return any(all(r.get(k) == v for k, v in where.items()) for r in fx.rows.get(table, []))
+            return any(F.row_matches(r, where) for r in fx.rows.get(table, []))
 
         def _count(table: str, where: dict[str, Any]) -> int:
-            return sum(all(r.get(k) == v for k, v in where.items()) for r in fx.rows.get(table, []))
+            return sum(F.row_matches(r, where) for r in fx.rows.get(table, []))
 
         fx.helpers = (now, {"_exists": _exists, "_count": _count, "_now": lambda: now, "_today": lambda: now[:10]})
+        fx.helpers[1].update(_all=lambda t, sel, test: X.all_rows(fx.rows)(t, sel, test), _lookup=X.table_lookup(tables))
     return {**fx.args, **fx.aliases, **fx.helpers[1]}
 
 
@@ -314,12 +317,12 @@ class Solver:
     def holds(self, fx: Fixture, check: Check | ast.expr) -> bool:
         node = _tree(check) if isinstance(check, Check) else check
         try:
-            return bool(X.evaluate(_code(node), _eval_ns(fx, self.now)))
+            return bool(X.evaluate(_code(node), _eval_ns(fx, self.now, self.bp.tables)))
         except Exception:
             return False
 
     def value(self, fx: Fixture, node: ast.expr) -> Any:
-        return X.evaluate(_code(node), _eval_ns(fx, self.now))
+        return X.evaluate(_code(node), _eval_ns(fx, self.now, self.bp.tables))
 
     # -- solving -----------------------------------------------------------------
     def satisfy(self, fx: Fixture, checks: list[Check], rounds: int = 12) -> bool:
@@ -337,7 +340,7 @@ class Solver:
 
     def _failing(self, fx: Fixture, checks: list[Check]) -> Check | None:
         """The first check that does not hold (like :meth:`holds`; evaluating never changes the namespace)."""
-        ns = _eval_ns(fx, self.now)
+        ns = _eval_ns(fx, self.now, self.bp.tables)
         for c in checks:
             node = _tree(c)
             try:
@@ -376,7 +379,11 @@ class Solver:
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             op = type(node.ops[0]) if want else _NEGATE[type(node.ops[0])]
             return self._compare(fx, node.left, op, node.comparators[0])
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "exists":
+        if isinstance(node, ast.Compare):  # a < b < c: each pair
+            sides = [node.left, *node.comparators]
+            pairs = [ast.Compare(left=a, ops=[o], comparators=[b]) for a, o, b in zip(sides, node.ops, sides[1:])]
+            return self.make(fx, ast.BoolOp(op=ast.And(), values=pairs), want)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("exists", "any", "all"):
             return self._exists(fx, node, want)
         raise Unsolvable(f"cannot steer {X.describe(node)}")
 
@@ -390,37 +397,46 @@ class Solver:
             attempts.append((right, op, left))
         if isinstance(left, ast.BinOp):
             attempts.append((left, op, right))
+        why = ""
         for target, o, other in attempts:
             try:
                 self._solve(fx, target, o, self.value(fx, other))
                 return
-            except Unsolvable:
+            except Unsolvable as exc:
+                why = f" ({exc})"
                 continue
-            except Exception:
+            except Exception as exc:
+                why = f" ({type(exc).__name__}: {exc})"
                 continue
-        raise Unsolvable(f"cannot make {X.describe(left)} {op.__name__} {X.describe(right)}")
+        raise Unsolvable(f"cannot make {X.describe(left)} {op.__name__} {X.describe(right)}{why}")
 
     def _assignable(self, node: ast.expr) -> bool:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             return node.value.id in self.tool.aliases
         if isinstance(node, ast.Name):
             return node.id in self.tool.names
-        return False
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub | ast.Mult | ast.Div):
+            return self._assignable(node.left) or self._assignable(node.right)
+        return steer.call_name(node) in steer.STEERED_CALLS
 
     def _solve(self, fx: Fixture, target: ast.expr, op: type, v: Any) -> None:
+        if isinstance(target, ast.BinOp) and isinstance(target.op, ast.Mult | ast.Div):
+            return steer.solve_scaled(self, fx, target, op, v)
         if isinstance(target, ast.BinOp) and isinstance(target.op, ast.Add | ast.Sub):
             a, b = target.left, target.right
-            if isinstance(target.op, ast.Add):
+            if isinstance(target.op, ast.Add):  # date_add/date_sub: + and - that also move dates by durations
                 if self._assignable(a):
-                    return self._solve(fx, a, op, v - self.value(fx, b))
+                    return self._solve(fx, a, op, F.date_sub(v, self.value(fx, b)))
                 if self._assignable(b):
-                    return self._solve(fx, b, op, v - self.value(fx, a))
+                    return self._solve(fx, b, op, F.date_sub(v, self.value(fx, a)))
             else:
                 if self._assignable(a):
-                    return self._solve(fx, a, op, v + self.value(fx, b))
+                    return self._solve(fx, a, op, F.date_add(v, self.value(fx, b)))
                 if self._assignable(b):
-                    return self._solve(fx, b, _MIRROR.get(op, op), self.value(fx, a) - v)
-            raise Unsolvable("arithmetic without an assignable operand")
+                    return self._solve(fx, b, _MIRROR.get(op, op), F.date_sub(self.value(fx, a), v))
+            raise Unsolvable(f"{X.describe(target)} has no parameter or field of a bound row to change")
+        if isinstance(target, ast.Call):
+            return steer.solve_call(self, fx, target, op, v)
         if isinstance(target, ast.Attribute):
             alias = target.value.id  # type: ignore[attr-defined]
             row = fx.aliases.get(alias)
@@ -459,7 +475,7 @@ class Solver:
                 return None
             fx.args[p.name] = self._pick(op, v, self._field_of(p), p, fx.args.get(p.name))
             return None
-        raise Unsolvable("not assignable")
+        raise Unsolvable(f"{X.describe(target)} is not a parameter, a field of a bound row or a form the solver steers")
 
     def _any_id(self, fx: Fixture, f: FieldDef) -> Any:
         target = self.bp.entity(f.ref or "")
@@ -527,6 +543,7 @@ class Solver:
                 out = current if current is not None else (rng.choice(choices) if choices else 1 if is_int else "x")
         else:
             out = self._ordered(op, v, is_int, f)
+        out = steer.fit_stamp(out, steer.field_kind(f, p.semantic if p is not None else None), op)
         if isinstance(out, int | float) and not isinstance(out, bool):
             if op in (ast.Lt, ast.LtE, ast.Gt, ast.GtE):  # a random margin may overshoot a bound
                 if lo is not None and out < lo:
@@ -563,15 +580,8 @@ class Solver:
         return v - step - spread
 
     def _exists(self, fx: Fixture, node: ast.Call, want: bool) -> None:
-        table = node.args[0].id  # type: ignore[attr-defined]
-        ent = self.bp.entity(table)
-        where = {kw.arg: self.value(fx, kw.value) for kw in node.keywords}
-        if want:
-            assert fx.builder is not None
-            row = fx.builder.add(ent, {k: v for k, v in where.items() if k is not None})
-            if row is None:
-                raise Unsolvable(f"cannot add a {table} row")
-            return
+        if want or steer.call_name(node) == "all":
+            return steer.make_rows(self, fx, node, want)
         # make it false: change a parameter that the filter uses, else drop the matching rows
         for kw in node.keywords:
             if isinstance(kw.value, ast.Name) and not any(b.param == kw.value.id for b in self.spec.bindings):
@@ -581,12 +591,7 @@ class Solver:
                     fx.args[p.name] = self.draw_param(p, self.rng, fx.builder, None)
                     if not self.holds(fx, node):
                         return
-        bound = {id(r) for r in fx.aliases.values() if r is not None}
-        matching = [r for r in fx.rows[table] if all(r.get(k) == v for k, v in where.items())]
-        if any(id(r) in bound for r in matching):
-            raise Unsolvable("a bound row matches")
-        for r in matching:
-            self._drop(fx, table, r)
+        steer.make_rows(self, fx, node, want)
 
     def _drop(self, fx: Fixture, table: str, row: dict[str, Any]) -> None:
         ent = self.bp.entity(table)

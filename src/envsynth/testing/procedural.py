@@ -24,12 +24,13 @@ from pydantic import BaseModel
 
 from envsynth.blueprint import expr as X
 from envsynth.blueprint.spec import Check, ParamSpec, ToolSpec
+from envsynth.runtime import toolkit as F
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import FAILURE, REJECTION, SUCCESS
 from envsynth.runtime.state import Rows, diff_rows, read_rows, rows_to_bytes_fast
 from envsynth.testing import each as EACH
 from envsynth.testing import lists as L
-from envsynth.testing.fixtures import Fixture, Solver
+from envsynth.testing.fixtures import Fixture, Solver, Unsolvable
 from envsynth.testing.guard_cases import state_guard_cases
 
 MAX_ATTEMPTS = 8
@@ -97,14 +98,16 @@ def _post_hook(node: ast.AST) -> str | None:
 def _before_hook(node: ast.AST) -> str | None:
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         return f"_before[{node.value.id!r}][{node.attr!r}]"
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("exists", "count"):
-        kws = ", ".join(f"{kw.arg!r}: {X.render(kw.value, _before_hook)}" for kw in node.keywords)
-        return f"_{node.func.id}_before({node.args[0].id!r}, {{{kws}}})"  # type: ignore[attr-defined]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in X.ROW_FUNCTIONS:
+        table, sel, test = X.row_call(node, lambda n: X.render(n, _before_hook))
+        if node.func.id == "all":
+            return f"_all_before({table!r}, {sel}, {test})"
+        return f"_{'exists' if node.func.id == 'any' else node.func.id}_before({table!r}, {sel})"
     return None
 
 
 def _match(rows: list[dict[str, Any]], where: dict[str, Any]) -> list[dict[str, Any]]:
-    return [r for r in rows if all(r.get(k) == v for k, v in where.items())]
+    return [r for r in rows if F.row_matches(r, where)]
 
 
 class ToolTester:
@@ -302,6 +305,9 @@ class ToolTester:
             _count=lambda t, w: len(_match(after[t], w)),
             _exists_before=lambda t, w: bool(_match(before[t], w)),
             _count_before=lambda t, w: len(_match(before[t], w)),
+            _all=X.all_rows(after),
+            _all_before=X.all_rows(before),
+            _lookup=X.table_lookup(self.bp.tables),
         )
         problems = []
         for c in spec.post:
@@ -362,27 +368,33 @@ class ToolTester:
             args[b.param] = missing if not b.many else L.with_missing(args.get(b.param) or [], missing, b.item)
             self._expect_rejection(case, fx, args, check.id)
             return
+        why = _WhyNot()
         for attempt in range(MAX_ATTEMPTS):
             fx = self.solver.base("all", attempt)
             if not self.solver.satisfy(fx, self.spec.pre):
+                why.note("base")
                 continue
             try:
                 self.solver.make(fx, X.parse(check.check).tree, False)
-            except Exception:
+            except Exception as exc:  # Unsolvable, or a value the condition cannot take: the reason is kept
+                why.note("steer", f"{type(exc).__name__}: {exc}" if not isinstance(exc, Unsolvable) else str(exc))
                 continue
             self.solver.rebind(fx)
             if self.solver.holds(fx, check):
+                why.note("steer", "the change the solver made left it true")
                 continue
             if not all(self.solver.holds(fx, c) for c in earlier):
                 if not self.solver.satisfy(fx, earlier) or self.solver.holds(fx, check):
+                    why.note("implied")
                     continue
             if not self._materializes(fx):
+                why.note("constraint")
                 continue
             self._expect_rejection(case, fx, fx.call_args(), check.id)
             return
         self.record(case, "negative", REJECTION, "not_constructed", [], {})
         self.verdicts[-1].ok = True
-        self.verdicts[-1].detail = "no fixture breaks only this condition (it is implied by the others)"
+        self.verdicts[-1].detail = why.detail()
 
     def _missing_key(self, fx: Fixture, entity: str, key: str) -> Any:
         """A well-formed key value that no row of ``entity`` has."""
@@ -424,6 +436,28 @@ class ToolTester:
         if diff_rows(self.bp, before, after):
             problems.append("state changed")
         self.record(case, "negative", REJECTION, res.outcome, problems, args)
+
+
+class _WhyNot:
+    """Why no fixture broke a condition, from what happened in each attempt (the detail of a ``not_constructed``)."""
+
+    def __init__(self) -> None:
+        self.seen: Counter[str] = Counter()
+        self.reason = ""
+
+    def note(self, what: str, reason: str = "") -> None:
+        self.seen[what] += 1
+        if reason:
+            self.reason = reason
+
+    def detail(self) -> str:
+        if self.seen["implied"]:
+            return "no fixture breaks only this condition (it is implied by the others)"
+        if self.seen["constraint"]:
+            return "every fixture that breaks this condition also breaks a column constraint of the schema"
+        if self.seen["steer"]:
+            return f"the solver cannot make this condition false: {self.reason}"
+        return "no fixture satisfies the pre-conditions before this one"
 
 
 class _Missing:
