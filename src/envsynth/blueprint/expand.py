@@ -16,8 +16,8 @@ from typing import Any
 
 from envsynth.blueprint import effects as V2
 from envsynth.blueprint import expr as X
-from envsynth.blueprint.correlate import composite_unique_checks
 from envsynth.blueprint import exprcheck
+from envsynth.blueprint.correlate import composite_unique_checks
 from envsynth.blueprint.errors import BlueprintError
 from envsynth.blueprint.language import check_language
 from envsynth.blueprint.machines import state_move_checks
