@@ -54,8 +54,7 @@ def read_blueprint_file(path: str | Path) -> Any:
     """
     p = Path(path)
     if not p.is_file():
-        what = "is a folder, not a blueprint file" if p.is_dir() else "no such blueprint file"
-        raise BlueprintError("", f"{what}: {p}" if not p.is_dir() else what, str(p) if p.is_dir() else None)
+        raise BlueprintError("", "is a folder, not a blueprint file" if p.is_dir() else "no such blueprint file", str(p))
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:

@@ -1,0 +1,212 @@
+"""``envsynth check``: every problem of a blueprint file, without building it.
+
+A check reads the file, validates it and its cross references (collecting every
+problem, see :func:`envsynth.blueprint.collect.collect`), then runs what ``envsynth
+build`` does before testing: it compiles the app (schema, tools module, sample state)
+and runs each pre-condition, message and ``set``/``also`` value of every action once,
+through the generated code, on typed sample values. A condition that fails there fails
+whatever the data (it compares a date with a number, passes a list to ``exists()``), so
+the tester could never construct it and the tool would crash at run time. Nothing is
+written anywhere.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envsynth.blueprint.collect import collect
+from envsynth.blueprint.errors import BlueprintError
+from envsynth.blueprint.load import read_blueprint_file
+from envsynth.blueprint.models import NUMERIC_TYPES, Blueprint
+from envsynth.blueprint.spec import ParamSpec, ToolSpec
+
+
+@dataclass
+class CheckReport:
+    """What a check found in one file: its problems, or the size of the app it describes."""
+
+    file: str
+    problems: list[BlueprintError] = field(default_factory=list)
+    name: str | None = None
+    entities: int = 0
+    actions: int = 0
+    tools: int = 0
+    writes: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def lines(self) -> list[str]:
+        """One line per problem (``<file>: <path>: <message>``), or one ``ok`` line."""
+        if self.problems:
+            return [p.line() for p in self.problems]
+        return [
+            f"{self.file}: ok: {self.name}: {self.entities} entities, {self.actions} actions, "
+            f"{self.tools} tools ({self.writes} write, {self.tools - self.writes} read)"
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as plain data (``--json``)."""
+        return {
+            "file": self.file,
+            "ok": self.ok,
+            "name": self.name,
+            "entities": self.entities,
+            "actions": self.actions,
+            "tools": self.tools,
+            "problems": [{"path": p.path, "message": p.message, "line": p.line()} for p in self.problems],
+        }
+
+
+def check_file(path: str | Path) -> CheckReport:
+    """Check one blueprint file (see the module docstring); never raises for a problem of the file."""
+    try:
+        data = read_blueprint_file(path)
+    except BlueprintError as exc:
+        return CheckReport(str(path), exc.all)
+    return check_data(data, str(path))
+
+
+def check_data(data: Any, source: str) -> CheckReport:
+    """Check a blueprint given as parsed YAML, ``source`` naming it in the problems."""
+    bp, specs, problems = collect(data, source)
+    if bp is None:
+        return CheckReport(source, problems)
+    problems = [BlueprintError(p.path, p.message, source) for p in build_problems(bp)]
+    return CheckReport(
+        source,
+        problems,
+        name=bp.name,
+        entities=len(bp.entities),
+        actions=len(bp.actions),
+        tools=len(specs),
+        writes=sum(s.mode == "write" for s in specs),
+    )
+
+
+def build_problems(bp: Blueprint) -> list[BlueprintError]:
+    """What ``envsynth build`` would fail on before testing: compiling the app, then running each expression once."""
+    from envsynth.compiler.compile import compile_app
+
+    try:
+        app = compile_app(bp, 0)
+    except BlueprintError as exc:
+        return exc.all
+    except Exception as exc:  # recorded as the problem: compiling the app (codegen, schema, sample state) failed
+        return [BlueprintError("", f"compiling the app fails: {type(exc).__name__}: {exc}")]
+    db = sqlite3.connect(":memory:")
+    try:
+        db.executescript(app.schema)
+        return _run_expressions(app, db)
+    finally:
+        db.close()
+
+
+_FAILS = (TypeError, ValueError, IndexError, sqlite3.Error)
+"""Errors an expression raises on any data of the right types (others, such as a division by zero, depend on the values)."""
+
+
+def _run_expressions(app: Any, db: sqlite3.Connection) -> list[BlueprintError]:
+    from envsynth.runtime.toolkit import Context
+
+    ctx = Context(db, app.now, 0, app.bool_columns)
+    base = dict(vars(app.module))
+    problems = []
+    for i, (action, spec) in enumerate(zip(app.blueprint.actions, app.specs, strict=True)):
+        ns = {**base, "ctx": ctx, "db": db, **_sample_names(app.blueprint, spec)}
+        for where, source, is_message in _expressions(action):
+            problem = _run_one(source, ns, is_message)
+            if problem is not None:
+                problems.append(BlueprintError(f"actions[{i}].{where}", f"{action.name}: {problem}"))
+    return problems
+
+
+def _expressions(action: Any) -> list[tuple[str, str, bool]]:
+    """(path, source, is a message) of the pre-conditions, their messages and the set/also values of an action."""
+    out = []
+    for j, c in enumerate(action.pre):
+        out.append((f"pre[{j}]", c.check, False))
+        if c.message:
+            out.append((f"pre[{j}].message", c.message, True))
+    for key in ("set", "log_set"):
+        for fname, source in (getattr(action, key, None) or {}).items():
+            if isinstance(source, str):
+                out.append((f"{key}.{fname}", source, False))
+    for alias, values in (getattr(action, "also", None) or {}).items():
+        for fname, source in (values or {}).items() if isinstance(values, dict) else ():
+            if isinstance(source, str):
+                out.append((f"also.{alias}.{fname}", source, False))
+    return out
+
+
+def _run_one(source: str, ns: dict[str, Any], is_message: bool) -> str | None:
+    """Why running ``source`` as the generated code does fails on typed sample values, or None."""
+    from envsynth.blueprint import expr as X
+    from envsynth.compiler.codegen import message_code, py
+
+    try:
+        code = message_code(source) if is_message else py(source)
+        value = eval(compile(code, "<check>", "eval"), ns)  # generated from a whitelisted expression, as in tools.py
+    except X.ExprError:
+        return None  # refused at load, or not run by the generated code (old() in a post-condition)
+    except _FAILS as exc:
+        what = "the message cannot be formatted" if is_message else f"{source!r} cannot be evaluated"
+        return f"{what}, whatever the data: {type(exc).__name__}: {exc}{_hint(exc)}"
+    except (NameError, KeyError, AttributeError, ZeroDivisionError, OverflowError):
+        return None  # depends on the values or on the surrounding tool code
+    del value
+    return None
+
+
+def _hint(exc: BaseException) -> str:
+    text = str(exc)
+    if isinstance(exc, TypeError) and "'str'" in text and ("'int'" in text or "'float'" in text):
+        return " (dates, times and text are strings such as '2026-03-15', not numbers)"
+    if isinstance(exc, sqlite3.Error) and "binding parameter" in text:
+        return " (exists() and count() compare each field with one value)"
+    return ""
+
+
+def _sample_names(bp: Blueprint, spec: ToolSpec) -> dict[str, Any]:
+    """A typed sample value for every parameter and a sample row for every bound alias of a tool."""
+    names: dict[str, Any] = {p.name: _param_value(p, bp) for p in spec.params}
+    for b in spec.bindings:
+        names[b.alias] = _row(bp, b.entity)
+    return names
+
+
+def _row(bp: Blueprint, entity: str) -> dict[str, Any]:
+    ent = bp.entity(entity)
+    return {f.name: _value(f.type, f.choices, bp) for f in ent.fields}
+
+
+def _param_value(p: ParamSpec, bp: Blueprint) -> Any:
+    if p.type == "array":
+        return list((p.items_enum or ["x"])[:1])
+    if p.enum:
+        return p.enum[0]
+    if p.type == "integer":
+        return 3
+    if p.type == "number":
+        return 10.5
+    if p.type == "boolean":
+        return True
+    return _value(p.semantic or "string", None, bp)
+
+
+def _value(ftype: str, choices: list[str] | None, bp: Blueprint) -> Any:
+    if choices:
+        return choices[0]
+    if ftype in NUMERIC_TYPES:
+        return 3 if ftype in ("int", "quantity") else 10.5
+    if ftype == "bool":
+        return True
+    if ftype == "date":
+        return bp.reference_date
+    if ftype == "datetime":
+        return f"{bp.reference_date}T09:30:00"
+    return f"sample {ftype}"
