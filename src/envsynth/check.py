@@ -43,7 +43,7 @@ class CheckReport:
     def lines(self) -> list[str]:
         """One line per problem (``<file>: <path>: <message>``), or one ``ok`` line."""
         if self.problems:
-            return [p.line() for p in self.problems]
+            return [one_line(p.line()) for p in self.problems]
         return [
             f"{self.file}: ok: {self.name}: {self.entities} entities, {self.actions} actions, "
             f"{self.tools} tools ({self.writes} write, {self.tools - self.writes} read)"
@@ -60,6 +60,14 @@ class CheckReport:
             "tools": self.tools,
             "problems": [{"path": p.path, "message": p.message, "line": p.line()} for p in self.problems],
         }
+
+
+_BREAKS = {c: repr(chr(c))[1:-1] for c in (0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)}
+
+
+def one_line(text: str) -> str:
+    """``text`` with every character that would break the line escaped (a key may hold one)."""
+    return text.translate(_BREAKS)
 
 
 def check_file(path: str | Path) -> CheckReport:

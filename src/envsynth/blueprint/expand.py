@@ -36,6 +36,7 @@ from envsynth.blueprint.models import (
     TransitionAction,
     UpdateAction,
 )
+from envsynth.blueprint.problems import suggest
 from envsynth.blueprint.spec import Binding, Check, Effect, FilterSpec, ParamSpec, Query, ToolSpec
 
 _STRING_TYPES = {"id", "ref", "string", "text", "name", "email", "phone", "url", "address", "company", "enum", "state", "date", "datetime"}
@@ -102,13 +103,14 @@ class _Expander:
     def entity(self, name: str, where: str = "entity") -> Entity:
         if not self.bp.has_entity(name):
             known = ", ".join(e.name for e in self.bp.entities)
-            raise self.err(where, f"unknown entity {name!r} (entities: {known})")
+            raise self.err(where, f"unknown entity {name!r}{suggest(name, [e.name for e in self.bp.entities])} (entities: {known})")
         return self.bp.entity(name)
 
     def field(self, ent: Entity, name: str, where: str) -> FieldDef:
         if not ent.has(name):
             known = ", ".join(f.name for f in ent.fields)
-            raise self.err(where, f"entity {ent.name!r} has no field {name!r} (fields: {known})")
+            meant = suggest(name, [f.name for f in ent.fields])
+            raise self.err(where, f"entity {ent.name!r} has no field {name!r}{meant} (fields: {known})")
         return ent.field(name)
 
     def param_from_field(self, name: str, f: FieldDef, ent: Entity, *, required: bool = True, description: str = "") -> ParamSpec:
@@ -861,6 +863,7 @@ def expand_all(bp: Blueprint) -> tuple[list[ToolSpec | None], list[BlueprintErro
     order :func:`expand` reports them (its first problem is the first of this list).
     """
     problems = list(_entity_problems(bp))
+    unknown = {f.ref for e in bp.entities for f in e.fields if f.type == "ref" and not bp.has_entity(f.ref or "")}  # reported once
     names: set[str] = set()
     specs: list[ToolSpec | None] = []
     for i, action in enumerate(bp.actions):
@@ -870,7 +873,7 @@ def expand_all(bp: Blueprint) -> tuple[list[ToolSpec | None], list[BlueprintErro
         try:
             specs.append(_BY_KIND[action.kind](_Expander(bp, i, action), action))  # type: ignore[operator]
         except BlueprintError as exc:
-            problems.extend(exc.all)
+            problems.extend(p for p in exc.all if not any(f"unknown entity {r!r}" in p.message for r in unknown))
             specs.append(None)
         except _CONSEQUENCES:
             if not problems:  # nothing reported explains it: a bug, not a blueprint problem
@@ -898,8 +901,10 @@ def _entity_problems(bp: Blueprint) -> Iterator[BlueprintError]:
     for i, ent in enumerate(bp.entities):
         for j, f in enumerate(ent.fields):
             if f.type == "ref" and not bp.has_entity(f.ref or ""):
-                known = ", ".join(e.name for e in bp.entities)
-                yield BlueprintError(f"entities[{i}].fields[{j}].ref", f"unknown entity {f.ref!r} (entities: {known})")
+                known = [e.name for e in bp.entities]
+                yield BlueprintError(
+                    f"entities[{i}].fields[{j}].ref", f"unknown entity {f.ref!r}{suggest(f.ref, known)} (entities: {', '.join(known)})"
+                )
     # references must not form a cycle through non-nullable fields (rows could not be created)
     import networkx as nx
 

@@ -130,7 +130,7 @@ def _check(node: ast.AST, source: str) -> None:
             raise bad("attribute access other than alias.field")
     elif isinstance(node, ast.Call):
         if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
-            raise bad(f"call {ast.unparse(node.func)!r}")
+            raise ExprError(f"{bad(f'call {ast.unparse(node.func)!r}')}; the functions are {', '.join(sorted(FUNCTIONS))}")
         name = node.func.id
         if name in ("exists", "count"):
             if len(node.args) != 1 or not isinstance(node.args[0], ast.Name):

@@ -10,6 +10,7 @@ added to the models later get the same treatment without any change here.
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
 from dataclasses import dataclass
@@ -111,13 +112,20 @@ def locate(loc: tuple[Any, ...], root: type[BaseModel]) -> _Where:
             members = union or members
             tp = nxt
             continue
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
+        out += _part(part, first=not out)
         tp = nxt
     model = _unwrap(tp)
     return _Where(out, model if _is_model(model) else None, members, through)
+
+
+def _part(part: Any, first: bool) -> str:
+    """One step of a printed path: ``[2]``, ``.name``, or ``['odd key']`` for a key that is not a plain word."""
+    if isinstance(part, int):
+        return f"[{part}]"
+    text = str(part)
+    if not re.fullmatch(r"[A-Za-z0-9_\-]+", text):
+        return f"[{text!r}]"
+    return text if first else f".{text}"
 
 
 def _where(loc: tuple[Any, ...], kind: str, root: type[BaseModel]) -> _Where:
@@ -125,7 +133,7 @@ def _where(loc: tuple[Any, ...], kind: str, root: type[BaseModel]) -> _Where:
     if kind != "extra_forbidden" or not loc:
         return locate(loc, root)
     parent = locate(loc[:-1], root)
-    parent.path = f"{parent.path}.{loc[-1]}" if parent.path else str(loc[-1])
+    parent.path += _part(loc[-1], first=not parent.path)
     return parent
 
 
