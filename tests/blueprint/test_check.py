@@ -306,3 +306,17 @@ def test_random_conditions_and_messages_never_crash_the_check(tmp_path: Path, ch
     f.write_text(yaml.safe_dump(data))
     rc, out = _run(str(f))
     _assert_clean_outcome(rc, out, str(f))
+
+
+def test_the_docs_quote_what_the_check_prints(bookshop_blueprint_path: Path) -> None:
+    doc = (Path(__file__).parent.parent.parent / "docs" / "blueprints.md").read_text()
+    assert "envsynth check my.yaml" in doc
+    (ok,) = check_file(bookshop_blueprint_path.parent / "vet_clinic.yaml").lines()
+    assert "`my.yaml: " + ok.split(": ", 1)[1] + "`" in doc
+    for name in ("yaml_unclosed_bracket", "typo_top_level_key", "missing_title"):
+        (want,) = _expected(BROKEN / f"{name}.yaml")
+        assert f"`{want}" in doc, want
+    data = _base()
+    data["category"] = "pets"
+    (line,) = check_data(data, "x.yaml").lines()
+    assert line.startswith("x.yaml: category: 'pets' is not allowed here; allowed: shopping, ") and line.endswith(", other")
