@@ -12,6 +12,8 @@ written anywhere.
 
 from __future__ import annotations
 
+import ast
+import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,6 +116,9 @@ def build_problems(bp: Blueprint) -> list[BlueprintError]:
         db.close()
 
 
+_SCALARS = ("string", "integer", "number", "boolean")
+"""Parameter types with one typed sample value (expressions reading a parameter of another type are not run)."""
+
 _FAILS = (TypeError, ValueError, IndexError, sqlite3.Error)
 """Errors an expression raises on any data of the right types (others, such as a division by zero, depend on the values)."""
 
@@ -126,8 +131,11 @@ def _run_expressions(app: Any, db: sqlite3.Connection) -> list[BlueprintError]:
     problems = []
     for i, (action, spec) in enumerate(zip(app.blueprint.actions, app.specs, strict=True)):
         ns = {**base, "ctx": ctx, "db": db, **_sample_names(app.blueprint, spec)}
+        unsampled = {p.name for p in spec.params if p.type not in _SCALARS}  # a list's items have no one sample value
         for where, source, is_message in _expressions(action):
-            problem = _run_one(source, ns, is_message)
+            if any(re.search(rf"\b{name}\b", source) for name in unsampled):
+                continue
+            problem = _run_one(source, ns, is_message) or (None if is_message else _type_clash(source, ns))
             if problem is not None:
                 problems.append(BlueprintError(f"actions[{i}].{where}", f"{action.name}: {problem}"))
     return problems
@@ -168,6 +176,50 @@ def _run_one(source: str, ns: dict[str, Any], is_message: bool) -> str | None:
         return None  # depends on the values or on the surrounding tool code
     del value
     return None
+
+
+def _type_clash(source: str, ns: dict[str, Any]) -> str | None:
+    """A comparison in ``source`` that never holds (``==``/``in``) or always holds (``!=``/``not in``): a number against text."""
+    from envsynth.blueprint import expr as X
+
+    for node in ast.walk(X.parse(source).tree):
+        if not isinstance(node, ast.Compare) or len(node.ops) != 1 or type(node.ops[0]) not in _EQUALITY:
+            continue
+        left, right = _sample_of(node.left, ns), _sample_of(node.comparators[0], ns)
+        if isinstance(node.ops[0], ast.In | ast.NotIn):
+            rights = list(right) if isinstance(right, list | tuple) and right else [_UNKNOWN]
+        else:
+            rights = [right]
+        kind = _kind(left)
+        if kind is None or any(_kind(r) in (None, kind) for r in rights):
+            continue
+        outcome = "never holds" if isinstance(node.ops[0], ast.Eq | ast.In) else "always holds"
+        return f"{ast.unparse(node)!r} {outcome}, whatever the data: it compares {kind} with {_kind(rights[0])}"
+    return None
+
+
+_EQUALITY = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
+_UNKNOWN = object()
+
+
+def _sample_of(node: ast.expr, ns: dict[str, Any]) -> Any:
+    """The value of a sub-expression on the sample values, or a marker when it cannot be had."""
+    from envsynth.blueprint import expr as X
+    from envsynth.compiler.codegen import code_hook
+
+    try:
+        return eval(compile(X.render(node, code_hook), "<check>", "eval"), ns)  # whitelisted, as in tools.py
+    except (X.ExprError, *_FAILS, NameError, KeyError, AttributeError, ZeroDivisionError, OverflowError):
+        return _UNKNOWN
+
+
+def _kind(value: Any) -> str | None:
+    """``a number`` or ``text`` for a sample value of that kind, else None (booleans, None, lists, unknowns)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return "a number"
+    return "text" if isinstance(value, str) else None
 
 
 def _hint(exc: BaseException) -> str:
