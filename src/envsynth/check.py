@@ -78,7 +78,44 @@ def check_file(path: str | Path) -> CheckReport:
         data = read_blueprint_file(path)
     except BlueprintError as exc:
         return CheckReport(str(path), exc.all)
-    return check_data(data, str(path))
+    duplicates = duplicate_keys(Path(path).read_text(encoding="utf-8"), str(path))
+    report = check_data(data, str(path))
+    report.problems[:0] = duplicates
+    return report
+
+
+def duplicate_keys(text: str, source: str) -> list[BlueprintError]:
+    """Keys given twice in one YAML mapping (YAML keeps the last silently), located at the second one."""
+    import yaml
+
+    from envsynth.blueprint.load import _LOADER
+
+    out: list[BlueprintError] = []
+    stack = [yaml.compose(text, Loader=_LOADER)]
+    visited: set[int] = set()  # an anchor's node is met again at each alias (and an alias may be inside its anchor)
+    while stack:
+        node = stack.pop()
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            seen: set[tuple[str, str]] = set()
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and (key.tag, key.value) in seen:
+                    mark = key.start_mark
+                    out.append(
+                        BlueprintError(
+                            f"line {mark.line + 1}, column {mark.column + 1}",
+                            f"key {key.value!r} is given twice in one mapping (YAML keeps only the last); merge them",
+                            source,
+                        )
+                    )
+                if isinstance(key, yaml.ScalarNode):
+                    seen.add((key.tag, key.value))
+                stack.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return sorted(out, key=lambda e: [int(n) for n in re.findall(r"\d+", e.path)])
 
 
 def check_data(data: Any, source: str) -> CheckReport:

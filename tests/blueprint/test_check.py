@@ -320,3 +320,12 @@ def test_the_docs_quote_what_the_check_prints(bookshop_blueprint_path: Path) -> 
     data["category"] = "pets"
     (line,) = check_data(data, "x.yaml").lines()
     assert line.startswith("x.yaml: category: 'pets' is not allowed here; allowed: shopping, ") and line.endswith(", other")
+
+
+def test_recursive_yaml_anchors_are_problems_not_a_hang(tmp_path: Path) -> None:
+    f = tmp_path / "recursive.yaml"
+    base = yaml.safe_dump(_base(), sort_keys=False)
+    f.write_text(base.replace("description: A municipal", "notes: &loop [*loop]\ndescription: A municipal", 1))
+    rc, out = _run(str(f))
+    (line,) = out.splitlines()
+    assert rc == 2 and line.startswith(f"{f}: notes: unknown key 'notes'"), out
