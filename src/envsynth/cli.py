@@ -94,7 +94,7 @@ def _blueprints(domains: list[str] | None, blueprints: list[Path] | None) -> lis
         if not out:
             out = [cat.load(n) for n in cat.names()]
     except BlueprintError as exc:
-        fail(str(exc))
+        fail(str(exc) + (f"; `envsynth check {exc.source}` lists them all" if len(exc.all) > 1 and exc.source else ""))
     names = [b.name for b in out]
     dup = {n for n in names if names.count(n) > 1}
     if dup:

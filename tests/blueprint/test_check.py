@@ -329,3 +329,12 @@ def test_recursive_yaml_anchors_are_problems_not_a_hang(tmp_path: Path) -> None:
     rc, out = _run(str(f))
     (line,) = out.splitlines()
     assert rc == 2 and line.startswith(f"{f}: notes: unknown key 'notes'"), out
+
+
+def test_build_names_the_first_problem_and_points_at_check_for_the_rest(tmp_path: Path) -> None:
+    bad = BROKEN / "several_problems.yaml"
+    res = CliRunner().invoke(app, ["build", str(tmp_path / "out"), "--blueprint", str(bad)])
+    assert res.exit_code == 2
+    (line,) = [x for x in res.output.splitlines() if x.strip()]
+    assert line.startswith(f"error: {bad}: actions[0].entity: get_application: unknown entity 'aplication'")
+    assert line.endswith(f"(and 2 more problem(s)); `envsynth check {bad}` lists them all")
