@@ -338,3 +338,14 @@ def test_build_names_the_first_problem_and_points_at_check_for_the_rest(tmp_path
     (line,) = [x for x in res.output.splitlines() if x.strip()]
     assert line.startswith(f"error: {bad}: actions[0].entity: get_application: unknown entity 'aplication'")
     assert line.endswith(f"(and 2 more problem(s)); `envsynth check {bad}` lists them all")
+
+
+def test_a_blueprint_error_survives_pickling_with_all_its_problems() -> None:
+    import pickle
+
+    data = yaml.safe_load((BROKEN / "several_problems.yaml").read_text())
+    with pytest.raises(BlueprintError) as info:
+        from_dict(data, "x.yaml")
+    back = pickle.loads(pickle.dumps(info.value))
+    assert (back.path, back.message, back.source, str(back)) == (info.value.path, info.value.message, "x.yaml", str(info.value))
+    assert [p.line() for p in back.all] == [p.line() for p in info.value.all]

@@ -19,6 +19,10 @@ class BlueprintError(ValueError):
         self.problems = problems or []
         super().__init__(str(self))
 
+    def __reduce__(self) -> tuple[type[BlueprintError], tuple[str, str, str | None, list[BlueprintError] | None]]:
+        """Pickled with its fields (it crosses process boundaries in parallel builds)."""
+        return (type(self), (self.path, self.message, self.source, self.problems or None))
+
     @classmethod
     def collected(cls, problems: list[BlueprintError]) -> BlueprintError:
         """One error standing for ``problems`` (at least one): the first, carrying them all."""
