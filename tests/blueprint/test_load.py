@@ -47,7 +47,11 @@ def _error(data: dict, mutate) -> BlueprintError:  # type: ignore[no-untyped-def
 @pytest.mark.parametrize(
     ("mutate", "path", "words"),
     [
-        (lambda d: d["entities"][2]["fields"][1].update(type="reference"), "entities[2].fields[1].type", "'reference' is not allowed here; allowed: id, ref,"),
+        (
+            lambda d: d["entities"][2]["fields"][1].update(type="reference"),
+            "entities[2].fields[1].type",
+            "'reference' is not allowed here; allowed: id, ref,",
+        ),
         (lambda d: d["entities"][2]["fields"][1].update(ref="nowhere"), "entities[2].fields[1].ref", "unknown entity 'nowhere'"),
         (lambda d: d["entities"][0]["fields"].insert(0, {"name": "x", "type": "string"}), "entities[0]", "first field"),
         (
@@ -127,9 +131,18 @@ def test_condition_language_whitelist(source: str, ok: bool) -> None:
 @pytest.mark.parametrize(
     ("mutate", "expected"),
     [
-        (lambda d: d.update(acitons=d.pop("actions")), "x.yaml: acitons: unknown key 'acitons'; did you mean actions? (allowed here: actions, category, description, entities, name, reference_date, title, users, version)"),
-        (lambda d: d.update(titel=d.pop("title")), "x.yaml: titel: unknown key 'titel'; did you mean title? (allowed here: actions, category, description, entities, name, reference_date, title, users, version)"),
-        (lambda d: d.update(colour="red"), "x.yaml: colour: unknown key 'colour' (allowed here: actions, category, description, entities, name, reference_date, title, users, version)"),
+        (
+            lambda d: d.update(acitons=d.pop("actions")),
+            "x.yaml: acitons: unknown key 'acitons'; did you mean actions? (allowed here: actions, category, description, entities, name, reference_date, title, users, version)",
+        ),
+        (
+            lambda d: d.update(titel=d.pop("title")),
+            "x.yaml: titel: unknown key 'titel'; did you mean title? (allowed here: actions, category, description, entities, name, reference_date, title, users, version)",
+        ),
+        (
+            lambda d: d.update(colour="red"),
+            "x.yaml: colour: unknown key 'colour' (allowed here: actions, category, description, entities, name, reference_date, title, users, version)",
+        ),
         (
             lambda d: d["entities"][0]["fields"][1].update(tpye=d["entities"][0]["fields"][1].pop("type")),
             "x.yaml: entities[0].fields[1].tpye: unknown key 'tpye'; did you mean type? (allowed here: description, gen, initial, label, max, min, name, null_rate, nullable, ref, say, states, transitions, type, unique, values)",
