@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import re
 import sqlite3
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,7 +121,9 @@ def duplicate_keys(text: str, source: str) -> list[BlueprintError]:
 
 def check_data(data: Any, source: str) -> CheckReport:
     """Check a blueprint given as parsed YAML, ``source`` naming it in the problems."""
-    bp, specs, problems = collect(data, source)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)  # Python's warnings on odd literals ('1abs'): the problems say it
+        bp, specs, problems = collect(data, source)
     if bp is None:
         return CheckReport(source, problems)
     problems = [BlueprintError(p.path, p.message, source) for p in build_problems(bp)]
@@ -140,7 +143,9 @@ def build_problems(bp: Blueprint) -> list[BlueprintError]:
     from envsynth.compiler.compile import compile_app
 
     try:
-        app = compile_app(bp, 0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)  # reported per expression by _run_one
+            app = compile_app(bp, 0)
     except BlueprintError as exc:
         return exc.all
     except Exception as exc:  # recorded as the problem: compiling the app (codegen, schema, sample state) failed
@@ -163,8 +168,10 @@ _FAILS = (TypeError, ValueError, IndexError, sqlite3.Error)
 def _run_expressions(app: Any, db: sqlite3.Connection) -> list[BlueprintError]:
     from envsynth.runtime.toolkit import Context
 
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)  # reported per expression below
+        base = dict(vars(app.module))
     ctx = Context(db, app.now, 0, app.bool_columns)
-    base = dict(vars(app.module))
     problems = []
     for i, (action, spec) in enumerate(zip(app.blueprint.actions, app.specs, strict=True)):
         ns = {**base, "ctx": ctx, "db": db, **_sample_names(app.blueprint, spec)}
@@ -203,7 +210,13 @@ def _run_one(source: str, ns: dict[str, Any], is_message: bool) -> str | None:
 
     try:
         code = message_code(source) if is_message else py(source)
-        value = eval(compile(code, "<check>", "eval"), ns)  # generated from a whitelisted expression, as in tools.py
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", SyntaxWarning)
+            compiled = compile(code, "<check>", "eval")
+        said = [str(w.message) for w in caught if issubclass(w.category, SyntaxWarning)]
+        if said:  # Python's own warning: `x is 'open'` compares identity, not value
+            return f"{source!r}: {said[0]}"
+        value = eval(compiled, ns)  # generated from a whitelisted expression, as in tools.py
     except X.ExprError:
         return None  # refused at load, or not run by the generated code (old() in a post-condition)
     except _FAILS as exc:

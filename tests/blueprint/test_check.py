@@ -231,7 +231,7 @@ def _assert_clean_outcome(rc: int, out: str, name: str) -> None:
     assert out and all(line.startswith(f"{name}: ") for line in out.splitlines()), out
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(_mutated_text())
 def test_mutated_yaml_text_never_crashes_the_check(tmp_path: Path, text: str) -> None:
     f = tmp_path / "mutant.yaml"
@@ -240,7 +240,7 @@ def test_mutated_yaml_text_never_crashes_the_check(tmp_path: Path, text: str) ->
     _assert_clean_outcome(rc, out, str(f))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(_mutated_data())
 def test_mutated_blueprint_data_never_crashes_the_check(tmp_path: Path, data: object) -> None:
     f = tmp_path / "mutant.yaml"
@@ -298,7 +298,7 @@ _TOKENS = [
 ]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(_TOKENS), min_size=1, max_size=7), st.lists(st.sampled_from(_TOKENS), max_size=3))
 def test_random_conditions_and_messages_never_crash_the_check(tmp_path: Path, check: list[str], message: list[str]) -> None:
     data = _base()
