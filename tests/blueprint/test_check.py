@@ -351,3 +351,12 @@ def test_a_blueprint_error_survives_pickling_with_all_its_problems() -> None:
     back = pickle.loads(pickle.dumps(info.value))
     assert (back.path, back.message, back.source, str(back)) == (info.value.path, info.value.message, "x.yaml", str(info.value))
     assert [p.line() for p in back.all] == [p.line() for p in info.value.all]
+
+
+def test_an_invalid_entity_hides_neither_other_problems_nor_is_echoed() -> None:
+    data = _base()
+    data["entities"][2]["fields"][1]["type"] = "dat"  # slot: invalid, so left out of the cross references
+    data["actions"][0]["entity"] = "aplication"  # independent of it
+    lines = check_data(data, "p.yaml").lines()
+    assert [x.split(": ")[1] for x in lines] == ["entities[2].fields[1].type", "actions[0].entity"], lines
+    assert not any("unknown entity 'slot'" in x for x in lines)  # inspection.slot_id and book_inspection only echo it

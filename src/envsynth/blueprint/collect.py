@@ -1,16 +1,18 @@
 """Every problem of a blueprint at once: structure, cross references, generators.
 
 :func:`collect` validates the whole document with the models (pydantic reports every
-structural problem), then checks the cross references of what is valid: when some
-actions (or optional top-level keys) are invalid, the others are still expanded and
-checked, so independent problems are all reported. When an entity is invalid the cross
-references are not checked (most of them would only repeat it).
+structural problem), then checks the cross references of what is valid: invalid
+entities and actions are left out (invalid optional top-level keys take their
+defaults) and the rest is expanded and checked, so independent problems are all
+reported. A problem that only echoes an entity left out (``unknown entity 'pet'``
+where ``pet`` is the invalid entity) is not reported again.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from string import Formatter
 from typing import Any
 
@@ -46,9 +48,8 @@ def collect(data: Any, source: str | None = None) -> tuple[Blueprint | None, lis
         problems = problems_of(exc, Blueprint, source)
         partial = _partial(data, exc)
         if partial is not None:
-            part, kept = partial
-            _, more = _cross_problems(part)
-            problems += [_renumbered(p, kept, source) for p in more]
+            _, more = _cross_problems(partial.blueprint)
+            problems += [partial.renumbered(p, source) for p in more if partial.own(p)]
         return None, [], problems
     specs, problems = _cross_problems(bp)
     if problems:
@@ -61,20 +62,20 @@ def _cross_problems(bp: Blueprint) -> tuple[list[ToolSpec | None], list[Blueprin
     return specs, problems + list(generator_problems(bp))
 
 
-def _partial(data: dict[str, Any], exc: ValidationError) -> tuple[Blueprint, list[int]] | None:
-    """The valid part of an invalid blueprint: its invalid actions left out, invalid optional keys at their defaults.
+def _partial(data: dict[str, Any], exc: ValidationError) -> _Partial | None:
+    """The valid part of an invalid blueprint: its invalid entities and actions left out, invalid optional keys at their defaults.
 
-    Returns the partial blueprint and, for each of its actions, the index of the action in
-    ``data``; None when an entity (or a required key without a stand-in) is invalid.
+    None when the part cannot be had (entities or actions not a list, a required key
+    without a stand-in, nothing valid left).
     """
-    bad_actions: set[int] = set()
+    bad: dict[str, set[int]] = {"entities": set(), "actions": set()}
     part = dict(data)
     for err in exc.errors():
         loc = err["loc"]
         key = loc[0] if loc else None
-        if key == "actions" and len(loc) > 1 and isinstance(loc[1], int):
-            bad_actions.add(loc[1])
-        elif key == "entities" or key == "actions" or not isinstance(key, str):
+        if key in bad and len(loc) > 1 and isinstance(loc[1], int):
+            bad[key].add(loc[1])  # type: ignore[index]
+        elif key in bad or not isinstance(key, str):
             return None
         elif key in _PLACEHOLDERS:
             part[key] = _PLACEHOLDERS[key]
@@ -82,19 +83,33 @@ def _partial(data: dict[str, Any], exc: ValidationError) -> tuple[Blueprint, lis
             part.pop(key, None)
         else:
             return None
-    actions = data.get("actions")
-    kept = [i for i in range(len(actions)) if i not in bad_actions] if isinstance(actions, list) else []
-    part["actions"] = [actions[i] for i in kept]  # type: ignore[index]
+    kept = {key: [i for i in range(len(data[key])) if i not in bad[key]] for key in bad}
+    for key, indexes in kept.items():
+        part[key] = [data[key][i] for i in indexes]
+    dropped = [data["entities"][i].get("name") if isinstance(data["entities"][i], dict) else None for i in bad["entities"]]
     try:
-        return Blueprint.model_validate(part), kept
+        bp = Blueprint.model_validate(part)
     except ValidationError:
         return None
+    return _Partial(bp, kept, {n for n in dropped if isinstance(n, str)})
 
 
-def _renumbered(p: BlueprintError, kept: list[int], source: str | None) -> BlueprintError:
-    """A problem of the partial blueprint with its action index as in the file."""
-    path = re.sub(r"^actions\[(\d+)\]", lambda m: f"actions[{kept[int(m.group(1))]}]", p.path)
-    return BlueprintError(path, p.message, source)
+@dataclass
+class _Partial:
+    """The valid part of a blueprint, where its items were in the file, and the names of the entities left out."""
+
+    blueprint: Blueprint
+    kept: dict[str, list[int]]  # "entities"/"actions" -> the file index of each item kept
+    dropped: set[str]
+
+    def own(self, p: BlueprintError) -> bool:
+        """Whether a problem of the part is its own, not the echo of an entity left out (already reported)."""
+        return not any(f"unknown entity {name!r}" in p.message for name in self.dropped)
+
+    def renumbered(self, p: BlueprintError, source: str | None) -> BlueprintError:
+        """A problem of the part with its entity or action index as in the file."""
+        path = re.sub(r"^(entities|actions)\[(\d+)\]", lambda m: f"{m.group(1)}[{self.kept[m.group(1)][int(m.group(2))]}]", p.path)
+        return BlueprintError(path, p.message, source)
 
 
 def generator_problems(bp: Blueprint) -> Iterator[BlueprintError]:
