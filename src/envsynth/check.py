@@ -195,12 +195,18 @@ def _expressions(action: Any) -> list[tuple[str, str, bool]]:
     for key in ("set", "log_set"):
         for fname, source in (getattr(action, key, None) or {}).items():
             if isinstance(source, str):
-                out.append((f"{key}.{fname}", source, False))
+                out.append((f"{key}.{fname}", _value_source(source), False))
     for alias, values in (getattr(action, "also", None) or {}).items():
         for fname, source in (values or {}).items() if isinstance(values, dict) else ():
             if isinstance(source, str):
-                out.append((f"also.{alias}.{fname}", source, False))
+                out.append((f"also.{alias}.{fname}", _value_source(source), False))
     return out
+
+
+def _value_source(source: str) -> str:
+    """The expression of a ``set``/``also`` value: an increment's (``"+= amount"``) is what it adds."""
+    text = source.strip()
+    return text[2:].strip() if text[:2] in ("+=", "-=") else source
 
 
 def _run_one(source: str, ns: dict[str, Any], is_message: bool) -> str | None:

@@ -114,7 +114,9 @@ def test_an_empty_file_a_folder_and_a_missing_file_are_one_line_each(tmp_path: P
 def test_also_on_an_action_that_only_reads_says_which_actions_take_it() -> None:
     (line,) = check_file(PERMITS).lines()
     assert "Extra inputs" not in line and "unknown key" not in line
-    assert line.endswith(": actions[0]: 'also' is only for actions that write (create, update, delete, transition, transfer, book); a get action reads one row")
+    assert line.endswith(
+        ": actions[0]: 'also' is only for actions that write (create, update, delete, transition, transfer, book); a get action reads one row"
+    )
 
 
 def test_a_top_level_typo_is_the_typo_not_a_missing_key() -> None:
@@ -134,7 +136,10 @@ def test_a_list_typed_parameter_is_a_plain_line_and_hides_no_other_problem() -> 
 def test_a_function_outside_the_language_lists_the_functions() -> None:
     (line,) = check_file(BROKEN / "function_not_in_language.yaml").lines()
     assert "call 'sqrt' is not allowed" in line
-    assert "the functions are abs, all, any, count, days, exists, hours, len, lookup, lower, max, min, minutes, now, old, round, today, weeks" in line
+    assert (
+        "the functions are abs, all, any, count, days, exists, hours, len, lookup, lower, max, min, minutes, now, old, round, today, weeks"
+        in line
+    )
 
 
 # -- loading: the first error is as before, and carries every problem -------------------------
@@ -359,3 +364,19 @@ def test_an_invalid_entity_hides_neither_other_problems_nor_is_echoed() -> None:
     lines = check_data(data, "p.yaml").lines()
     assert [x.split(": ")[1] for x in lines] == ["entities[2].fields[1].type", "actions[0].entity"], lines
     assert not any("unknown entity 'slot'" in x for x in lines)  # inspection.slot_id and book_inspection only echo it
+
+
+GOOD = sorted(
+    [
+        *(Path(__file__).parents[2] / "src" / "envsynth" / "catalog").glob("*.yaml"),
+        *(BROKEN.parent).glob("*.yaml"),
+        *(BROKEN.parent / "examples").glob("*.yaml"),
+    ]
+)
+
+
+@pytest.mark.parametrize("path", GOOD, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_shipped_and_example_blueprint_checks_clean(path: Path) -> None:
+    # an increment ("+= amount") in an example's also once made the checker's sample run an internal error
+    lines = check_file(path).lines()
+    assert len(lines) == 1 and ": ok: " in lines[0], lines
