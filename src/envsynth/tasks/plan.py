@@ -1,0 +1,50 @@
+"""Stage 1, plan: a task index of an app -> the kind of task and its chain of tool calls."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from envsynth.graph.model import ToolGraph
+from envsynth.runtime.app import App
+from envsynth.tasks.chain import Step, plan_chain
+from envsynth.tasks.model import Coordinates, Rejection, TaskKind
+
+KINDS: tuple[tuple[TaskKind, float], ...] = (("action", 0.55), ("info", 0.2), ("mixed", 0.25))
+
+
+def task_seed(seed: int, app_index: int, task_index: int) -> int:
+    """The seed every random choice of one task index of one app derives from."""
+    return (seed * 1_000_003 + app_index) * 1_000_033 + task_index
+
+
+@dataclass
+class Plan:
+    """A planned task: its kind, its chain, and the random stream later stages draw from.
+
+    ``rng`` is the task's stream (the kind, the chain, the question and the visible tools
+    are drawn from it in that order); ``base`` is the task seed the other streams derive from.
+    """
+
+    app: App
+    graph: ToolGraph
+    kind: TaskKind
+    steps: list[Step]
+    rng: random.Random
+    base: int
+    coords: Coordinates
+
+    def reject(self, reason: str, detail: str = "") -> Rejection:
+        """A rejection of this task index with ``reason`` (and a detail, cut to 300 characters)."""
+        return Rejection(app=self.app.name, coordinates=self.coords, reason=reason, detail=detail[:300])
+
+
+def plan_task(app: App, graph: ToolGraph, *, app_index: int, task_index: int, depth: int, seed: int) -> Plan | Rejection:
+    """Draw the task's kind and plan its chain on the tool graph (reason ``no_chain`` when none fits)."""
+    base = task_seed(seed, app_index, task_index)
+    rng = random.Random(base)
+    coords = Coordinates(app=app_index, task=task_index, state=0, distractors=depth)
+    kind: TaskKind = rng.choices([k for k, _ in KINDS], weights=[w for _, w in KINDS])[0]
+    steps = plan_chain(app, graph, rng, kind, slot=task_index)
+    plan = Plan(app, graph, kind, steps or [], rng, base, coords)
+    return plan if steps else plan.reject("no_chain", f"no {kind} chain")

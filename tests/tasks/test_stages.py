@@ -1,0 +1,67 @@
+"""Synthesis as stages: the composition is pure per seed, and a variant stage after admission is one entry in VARIANTS."""
+
+from __future__ import annotations
+
+import pytest
+
+from envsynth.compiler.build import BuiltApp
+from envsynth.graph import build_graph
+from envsynth.runtime.app import App
+from envsynth.tasks import Rejection, Task, admission, synthesize
+from envsynth.tasks.admission import Admitted
+from envsynth.tasks.plan import plan_task
+from envsynth.tasks.world import instantiate_plan
+
+
+def _first_tasks(app: App, *, start: int = 0) -> tuple[int, list[Task]]:
+    graph = build_graph(app.specs)
+    for t in range(start, start + 40):
+        out = synthesize(app, graph, app_index=0, task_index=t, states=2, depth=2)
+        if not isinstance(out, Rejection):
+            return t, out
+    raise AssertionError("no task admitted")
+
+
+def _polite(app: App, admitted: Admitted) -> Admitted:
+    """A variant that changes what the user says (the oracle still solves it)."""
+    task = admitted.task.model_copy(update={"instruction": admitted.task.instruction + " Thanks!"}).sealed()
+    return Admitted(task, admitted.state)
+
+
+def _hollow(app: App, admitted: Admitted) -> Admitted:
+    """A variant nothing could grade: no effect and no answer expected (a do-nothing agent would pass)."""
+    task = admitted.task.model_copy(update={"expected_effects": {}, "expected_answer": None}).sealed()
+    return Admitted(task, admitted.state)
+
+
+def test_the_stages_compose_to_the_same_tasks_per_seed(built_catalog: dict[str, BuiltApp]) -> None:
+    app = built_catalog["harbor_market"].app
+    t, first = _first_tasks(app)
+    _, again = _first_tasks(app, start=t)
+    assert [x.hash for x in first] == [x.hash for x in again]
+    plan = plan_task(app, build_graph(app.specs), app_index=0, task_index=t, depth=2, seed=0)
+    assert not isinstance(plan, Rejection)
+    inst = instantiate_plan(plan)
+    assert not isinstance(inst, Rejection)
+    inst.ws0.close()
+    assert [c.tool for c in inst.calls] == [c.tool for c in first[0].oracle]
+
+
+def test_a_variant_in_variants_turns_every_admitted_state_into_its_variant(
+    built_catalog: dict[str, BuiltApp], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = built_catalog["harbor_market"].app
+    t, plain = _first_tasks(app)
+    monkeypatch.setattr(admission, "VARIANTS", (_polite,))
+    _, varied = _first_tasks(app, start=t)
+    assert [x.instruction for x in varied] == [x.instruction + " Thanks!" for x in plain]
+    assert all(x.hash == x.content_hash() for x in varied)
+
+
+def test_a_variant_that_fails_admission_rejects_the_task(built_catalog: dict[str, BuiltApp], monkeypatch: pytest.MonkeyPatch) -> None:
+    app = built_catalog["harbor_market"].app
+    t, _ = _first_tasks(app)
+    monkeypatch.setattr(admission, "VARIANTS", (_hollow,))
+    out = synthesize(app, build_graph(app.specs), app_index=0, task_index=t, states=2, depth=2)
+    assert isinstance(out, Rejection)
+    assert (out.reason, out.detail) == ("verifier_passes_on_s0", "variant _hollow")
