@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from envsynth.compiler.build import BuiltApp
 from envsynth.graph import build_graph
 from envsynth.runtime.app import App
-from envsynth.tasks import Rejection, Task, admission, synthesize
+from envsynth.tasks import Rejection, Task, admission, chain, synthesize
 from envsynth.tasks.admission import Admitted
-from envsynth.tasks.plan import plan_task
+from envsynth.tasks.plan import KINDS, plan_task, task_seed
 from envsynth.tasks.world import instantiate_plan
 
 
@@ -65,3 +67,27 @@ def test_a_variant_that_fails_admission_rejects_the_task(built_catalog: dict[str
     out = synthesize(app, build_graph(app.specs), app_index=0, task_index=t, states=2, depth=2)
     assert isinstance(out, Rejection)
     assert (out.reason, out.detail) == ("verifier_passes_on_s0", "variant _hollow")
+
+
+def test_the_tasks_that_start_with_a_write_go_round_the_write_tools(built_catalog: dict[str, BuiltApp]) -> None:
+    """The n-th task index starting with a write starts with the n-th write tool, the n-th information task reads the n-th read."""
+    app = built_catalog["relay_chat"].app
+    graph = build_graph(app.specs)
+    writes = [s.name for s in app.specs if s.mode == "write"]
+    kinds = [random.Random(task_seed(5, 3, t)).choices([k for k, _ in KINDS], weights=[w for _, w in KINDS])[0] for t in range(60)]
+    checked, info_reads = 0, []
+    for t in range(60):
+        plan = plan_task(app, graph, app_index=3, task_index=t, depth=0, seed=5)
+        if isinstance(plan, Rejection):
+            continue
+        assert plan.kind == kinds[t]
+        if plan.kind == "info":
+            info_reads.append(plan.steps[0].spec.name)
+        else:
+            turn = sum(k != "info" for k in kinds[:t])
+            assert plan.steps[0].spec.name == writes[turn % len(writes)], t
+            checked += 1
+    assert checked > len(writes)
+    reads = [s.name for s in chain._tools(app).reads]
+    assert len(info_reads) > len(reads)
+    assert info_reads == [reads[i % len(reads)] for i in range(len(info_reads))]

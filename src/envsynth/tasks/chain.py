@@ -225,9 +225,10 @@ def _reader(app: App, rng: random.Random, steps: list[Step], slot: int | None = 
 def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind, slot: int | None = None) -> list[Step] | None:
     """Plan the steps of one task; None when the graph offers no chain of this kind here.
 
-    ``slot`` (the task index) picks the first tool in turn, so that consecutive tasks of an
-    app start with different write tools (or, for information tasks, different reads) and a
-    corpus covers an app's tools; without it the first tool is drawn at random.
+    ``slot`` picks the first tool in turn (the ``slot``-th write, or for an information task
+    without earlier steps the ``slot``-th read), so that the tasks of an app start with
+    different tools and a corpus covers an app's tools; without it the first tool is drawn
+    at random. Synthesis passes the number of earlier tasks of the app that start the same way.
     """
     steps: list[Step] = []
     facts = RowFacts(app)  # continuations whose pre-conditions the earlier steps rule out are not offered

@@ -18,6 +18,21 @@ def task_seed(seed: int, app_index: int, task_index: int) -> int:
     return (seed * 1_000_003 + app_index) * 1_000_033 + task_index
 
 
+def _kind(rng: random.Random) -> TaskKind:
+    """The kind of a task: the first draw of its stream."""
+    return rng.choices([k for k, _ in KINDS], weights=[w for _, w in KINDS])[0]
+
+
+def _turn(seed: int, app_index: int, task_index: int, kind: TaskKind) -> int:
+    """How many earlier task indexes of the app start their chain the same way (a write, or for info tasks a read).
+
+    The first tool of a chain goes round the app's tools by this count, so the n-th task that
+    starts with a write starts with the n-th write tool whatever the kinds drawn in between.
+    """
+    reads = kind == "info"
+    return sum((_kind(random.Random(task_seed(seed, app_index, j))) == "info") == reads for j in range(task_index))
+
+
 @dataclass
 class Plan:
     """A planned task: its kind, its chain, and the random stream later stages draw from.
@@ -44,7 +59,7 @@ def plan_task(app: App, graph: ToolGraph, *, app_index: int, task_index: int, de
     base = task_seed(seed, app_index, task_index)
     rng = random.Random(base)
     coords = Coordinates(app=app_index, task=task_index, state=0, distractors=depth)
-    kind: TaskKind = rng.choices([k for k, _ in KINDS], weights=[w for _, w in KINDS])[0]
-    steps = plan_chain(app, graph, rng, kind, slot=task_index)
+    kind = _kind(rng)
+    steps = plan_chain(app, graph, rng, kind, slot=_turn(seed, app_index, task_index, kind))
     plan = Plan(app, graph, kind, steps or [], rng, base, coords)
     return plan if steps else plan.reject("no_chain", f"no {kind} chain")
