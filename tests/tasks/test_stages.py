@@ -12,6 +12,7 @@ from envsynth.runtime.app import App
 from envsynth.tasks import Rejection, Task, admission, chain, synthesize
 from envsynth.tasks.admission import Admitted
 from envsynth.tasks.plan import KINDS, plan_task, task_seed
+from envsynth.tasks.request import says_answer
 from envsynth.tasks.world import instantiate_plan
 
 
@@ -91,3 +92,20 @@ def test_the_tasks_that_start_with_a_write_go_round_the_write_tools(built_catalo
     reads = [s.name for s in chain._tools(app).reads]
     assert len(info_reads) > len(reads)
     assert info_reads == [reads[i % len(reads)] for i in range(len(info_reads))]
+
+
+@pytest.mark.parametrize(
+    ("text", "answer", "says"),
+    [
+        ("Tell me the status of my message sent on March 7, 2026 at 9:15 AM.", "sent", True),
+        ("Hand my tasks over to team member Nathan Baker. Tell me the role of my account.", "member", True),
+        ("What is the due date of the bill issued on January 2, 2026?", "2026-01-02", True),
+        ("What does the order placed at $1,234.50 come to?", 1234.5, True),
+        ("What is the status of my order placed on March 3, 2026?", "shipped", False),
+        ("How many orders of 12.50 each?", 12, False),
+        ("Tell me the count of my 3 orders.", 3, False),  # one digit: too often part of a date or a count
+        ("Is the card locked?", True, False),
+    ],
+)
+def test_a_request_that_states_its_answer_is_told(text: str, answer: object, says: bool) -> None:
+    assert says_answer(text, answer) is says

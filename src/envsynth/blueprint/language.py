@@ -55,6 +55,7 @@ def check_language(bp: Blueprint, specs: list[ToolSpec]) -> None:
             if name not in allowed:
                 raise BlueprintError(f"actions[{i}].say", f"slot {{{name}}} names nothing; use one of {sorted(set(allowed))}")
     _check_users(bp)
+    check_workflows(bp, specs)
 
 
 def _check_users(bp: Blueprint) -> None:
@@ -77,3 +78,21 @@ def _check_users(bp: Blueprint) -> None:
                 raise BlueprintError(
                     f"users[{i}].identify_by[{j}]", f"{user.entity}.{name} is not unique, so it cannot tell one user from another"
                 )
+
+
+def check_workflows(bp: Blueprint, specs: list[ToolSpec]) -> None:
+    """Raise :class:`BlueprintError` at the first workflow step that is no write action, or that comes twice."""
+    by_name = {s.name: s for s in specs}
+    names: set[str] = set()
+    for i, flow in enumerate(bp.workflows):
+        if flow.name in names:
+            raise BlueprintError(f"workflows[{i}].name", f"duplicate workflow {flow.name!r}")
+        names.add(flow.name)
+        for j, step in enumerate(flow.steps):
+            spec = by_name.get(step)
+            if spec is None:
+                raise BlueprintError(f"workflows[{i}].steps[{j}]", f"{step!r} is not an action of this blueprint")
+            if spec.mode != "write":
+                raise BlueprintError(f"workflows[{i}].steps[{j}]", f"{step!r} only reads; a workflow's steps change something")
+            if step in flow.steps[:j]:
+                raise BlueprintError(f"workflows[{i}].steps[{j}]", f"{step!r} comes twice; a workflow does each step once")

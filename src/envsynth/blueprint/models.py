@@ -499,6 +499,20 @@ class UserRole(_Model):
         return self
 
 
+class Workflow(_Model):
+    """A goal a person reaches in several steps, in order ("place an order": start it, add items, pay).
+
+    ``name`` is the goal in the user's words (a verb phrase: "place an order"); ``steps`` are
+    write actions, each following up on a row an earlier step made or touched.
+    """
+
+    name: Annotated[str, Field(min_length=3, max_length=80, pattern=r"^[a-z][^{}\n.!?]*$")]
+    steps: list[Ident] = Field(min_length=2, max_length=8)
+    reasons: list[Annotated[str, Field(min_length=3, max_length=200)]] = Field(
+        default_factory=list, description="why a person sets out to do this, in their words"
+    )
+
+
 class Blueprint(_Model):
     """A whole domain: what the compiler turns into an app."""
 
@@ -511,6 +525,7 @@ class Blueprint(_Model):
     entities: list[Entity] = Field(min_length=1)
     actions: list[Action] = Field(min_length=1)
     users: list[UserRole] = Field(default_factory=list, description="the roles of the people who ask (customer, staff...)")
+    workflows: list[Workflow] = Field(default_factory=list, description="goals people reach in several steps, in order")
 
     @cached_property
     def index(self) -> BlueprintIndex:

@@ -256,3 +256,32 @@ def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind, s
             return None
         steps.append(reader)
     return steps
+
+
+def plan_workflow(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind, steps: list[str]) -> list[Step] | None:
+    """The chain of a declared workflow: its tools in order, each following up on an earlier step's row.
+
+    None when some tool cannot follow here (no data or logic edge from an earlier step, or
+    the earlier steps rule out its pre-conditions); an information or mixed task ends with a
+    read as :func:`plan_chain` does.
+    """
+    planned: list[Step] = []
+    facts = RowFacts(app)
+    nexts: list[list[tuple[ToolSpec, str, str, str]]] = []
+    for i, name in enumerate(steps):
+        if i == 0:
+            step = Step(app.spec_by_name[name])
+        else:
+            options = [c for c in _continuations(nexts, {s.spec.name for s in planned}, facts) if c[0].name == name]
+            if not options:
+                return None
+            step = _step(rng.choice(options))
+        planned.append(step)
+        facts.add(step.spec, step.refs, step.pins)
+        nexts.append(_next_of(app, graph, step.spec))
+    if kind in ("info", "mixed"):
+        reader = _reader(app, rng, planned)
+        if reader is None:
+            return None
+        planned.append(reader)
+    return planned

@@ -5,9 +5,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from envsynth.blueprint.models import Workflow
 from envsynth.graph.model import ToolGraph
 from envsynth.runtime.app import App
-from envsynth.tasks.chain import Step, plan_chain
+from envsynth.tasks.chain import Step, plan_chain, plan_workflow
 from envsynth.tasks.model import Coordinates, Rejection, TaskKind
 
 KINDS: tuple[tuple[TaskKind, float], ...] = (("action", 0.55), ("info", 0.2), ("mixed", 0.25))
@@ -39,6 +40,7 @@ class Plan:
 
     ``rng`` is the task's stream (the kind, the chain, the question and the visible tools
     are drawn from it in that order); ``base`` is the task seed the other streams derive from.
+    ``workflow`` is the declared workflow the chain follows, if any (its goal is the request's).
     """
 
     app: App
@@ -48,6 +50,7 @@ class Plan:
     rng: random.Random
     base: int
     coords: Coordinates
+    workflow: Workflow | None = None
 
     def reject(self, reason: str, detail: str = "") -> Rejection:
         """A rejection of this task index with ``reason`` (and a detail, cut to 300 characters)."""
@@ -60,6 +63,20 @@ def plan_task(app: App, graph: ToolGraph, *, app_index: int, task_index: int, de
     rng = random.Random(base)
     coords = Coordinates(app=app_index, task=task_index, state=0, distractors=depth)
     kind = _kind(rng)
-    steps = plan_chain(app, graph, rng, kind, slot=_turn(seed, app_index, task_index, kind))
-    plan = Plan(app, graph, kind, steps or [], rng, base, coords)
+    turn = _turn(seed, app_index, task_index, kind)
+    flow = _workflow(app, kind, turn)
+    steps = plan_workflow(app, graph, rng, kind, flow.steps) if flow is not None else None
+    if steps is None:
+        flow = None
+        steps = plan_chain(app, graph, rng, kind, slot=turn)
+    plan = Plan(app, graph, kind, steps or [], rng, base, coords, flow)
     return plan if steps else plan.reject("no_chain", f"no {kind} chain")
+
+
+def _workflow(app: App, kind: TaskKind, turn: int) -> Workflow | None:
+    """The declared workflow that starts with the write tool whose turn it is (for a task that starts with a write)."""
+    if kind == "info" or not app.blueprint.workflows:
+        return None
+    writes = [s.name for s in app.specs if s.mode == "write"]
+    first = writes[turn % len(writes)]
+    return next((w for w in app.blueprint.workflows if w.steps[0] == first), None)

@@ -8,17 +8,20 @@ it from what it states (:mod:`envsynth.tasks.solvable`), and writes the tau2-sty
 
 from __future__ import annotations
 
+import contextlib
 import random
+import re
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, id_fields
 from envsynth.tasks.answer import Question
 from envsynth.tasks.describe import Description, describe
-from envsynth.tasks.instruction import Phraser, compose, greeting, leaks_id, profile
+from envsynth.tasks.instruction import Phraser, Requester, compose, greeting, leaks_id, profile
 from envsynth.tasks.model import Call, Rejection, Scenario, UserProfile
-from envsynth.tasks.scenario import owned, owners, people_in_filters, reason_for, scenario_of
+from envsynth.tasks.scenario import acted_for, owned, owners, people_in_filters, reason_for, scenario_of
 from envsynth.tasks.solvable import lookups
 from envsynth.tasks.states import Describer, Descriptions, TaskStateDraw
 from envsynth.tasks.world import Instance, staff_names
@@ -51,8 +54,11 @@ def describer(app: App, question: Question) -> Describer:
     return describe_targets
 
 
-def request_of(inst: Instance, draw: TaskStateDraw, question: Question, visible: list[str]) -> Request | Rejection:
-    """The request of state 0: who asks, in their words, solvable from what it states (or why not)."""
+def request_of(inst: Instance, draw: TaskStateDraw, question: Question, visible: list[str], answer: Any = None) -> Request | Rejection:
+    """The request of state 0: who asks, in their words, solvable from what it states (or why not).
+
+    ``answer`` is the answer to the request's question (None for none); a request that says it is rejected.
+    """
     plan, calls, full, rng = inst.plan, inst.calls, draw.full, draw.rng
     app, descs, targets = plan.app, draw.descs, draw.targets
     # "my orders": a search or count over a person's rows, then the owners of the rows the request names
@@ -65,18 +71,69 @@ def request_of(inst: Instance, draw: TaskStateDraw, question: Question, visible:
     n_writes = len(calls) - (1 if question.step is not None else 0)
     clauses = [phraser.clause(i, calls, params[i]) for i in range(n_writes)]
     asked = phraser.question(calls[question.step], question.field, params[question.step], calls) if question.step is not None else None
-    reason = reason_for(app, calls, requester, rng)
-    opening = greeting(requester, rng) + (f" {reason[0].upper()}{reason[1:]}." if reason else "")
+    opening, reason, client = _opening(inst, full, targets, requester, rng)
     instruction = compose(clauses, asked, rng, opening.strip())
     if leaks_id(instruction):
         return plan.reject("id_in_instruction", instruction)
+    if says_answer(instruction, answer):
+        return plan.reject("answer_in_question", instruction)
     found = lookups(app, full, descs, requester)
     if found.lost:
         return plan.reject("not_solvable", f"nothing the request states finds {found.lost[0]}")
     visible = [*visible, *(t for t in found.tools if t not in visible)]  # the tools that find them are visible
-    scenario = scenario_of(app, requester, reason, descs, mine, instruction, plan.kind, rng)
+    scenario = scenario_of(app, requester, reason, descs, mine, instruction, plan.kind, rng, client[1] if client else None)
     user = requester.user.model_copy(update={"knows": [instruction, *requester.user.knows]})
     return Request(instruction, user, scenario, visible)
+
+
+def says_answer(text: str, answer: Any) -> bool:
+    """Whether ``text`` states ``answer`` (a text of 3+ characters, a date, or a number of 2+ digits, as a person writes it)."""
+    if isinstance(answer, bool) or answer is None:
+        return False
+    if isinstance(answer, (float, int)):
+        forms = [str(answer), f"{answer:,}", f"{answer:,.2f}"] if abs(answer) >= 10 else []
+    elif isinstance(answer, str) and len(answer) >= 3:
+        forms = [answer, answer.replace("_", " ")]
+        with contextlib.suppress(ValueError):  # a date is written as a person writes it
+            day = date.fromisoformat(answer[:10])
+            forms.append(f"{day:%B} {day.day}, {day.year}")
+    else:
+        return False
+    low = text.lower()
+    return any(re.search(rf"(?<![\w.,]){re.escape(f.lower())}(?![\w]|[.,]\d)", low) for f in forms)
+
+
+def _opening(
+    inst: Instance, full: Rows, targets: list[tuple[str, Any]], requester: Requester, rng: random.Random
+) -> tuple[str, str | None, tuple[str, str] | None]:
+    """How the request opens (who asks, why, for whom, the goal of a workflow), the reason and the client (see :func:`_client`)."""
+    app, flow = inst.plan.app, inst.plan.workflow
+    if flow is not None and flow.reasons and not requester.staff:
+        reason: str | None = rng.choice(flow.reasons)
+    else:
+        reason = reason_for(app, inst.calls, requester, rng)
+    client = _client(app, full, targets, requester, rng)
+    opening = greeting(requester, rng) + (f" {reason[0].upper()}{reason[1:]}." if reason else "")
+    opening += f" I'm helping {client[0]}." if client is not None else ""
+    opening += f" I'd like to {flow.name}." if flow is not None else ""
+    return opening, reason, client
+
+
+def _client(app: App, full: Rows, targets: list[tuple[str, Any]], requester: Requester, rng: random.Random) -> tuple[str, str] | None:
+    """Whom a staff member acts for, as (the words the request uses, the scenario's words); None for a person asking for themselves.
+
+    The person of a declared role the named rows belong to, named with what the app finds them by.
+    """
+    if not requester.staff:
+        return None
+    owner = acted_for(app, full, targets)
+    if owner is None:
+        return None
+    person = profile(app.blueprint, full, [owner], rng, lambda: "")
+    role = next(u for u in app.blueprint.users if u.entity == owner[0])
+    who = f"{role.called or role.role.replace('_', ' ')} {person.user.name}"
+    ids = f" ({' / '.join(person.identity)})" if person.identity else ""
+    return f"our {who}{ids}", f"the {who}{ids}"
 
 
 def _made(app: App, calls: list[Call]) -> list[tuple[int, str, dict[str, Any], Any]]:

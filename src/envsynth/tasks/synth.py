@@ -78,7 +78,7 @@ def _tasks(inst: Instance, states: int) -> list[Task] | Rejection:
         if not expected and question.step is None:
             return plan.reject("no_effect")
         if request is None:
-            made = request_of(inst, draw, question, visible)
+            made = request_of(inst, draw, question, visible, answer)
             if isinstance(made, Rejection):
                 return made
             request = made
