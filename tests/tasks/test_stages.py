@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import random
+from collections import Counter
 
 import pytest
 
@@ -11,8 +11,9 @@ from envsynth.graph import build_graph
 from envsynth.runtime.app import App
 from envsynth.tasks import Rejection, Task, admission, chain, synthesize
 from envsynth.tasks.admission import Admitted
-from envsynth.tasks.plan import KINDS, plan_task, task_seed
-from envsynth.tasks.request import says_answer
+from envsynth.tasks.model import Call
+from envsynth.tasks.plan import kind_and_turn, plan_task
+from envsynth.tasks.request import _set_by_request, says_answer
 from envsynth.tasks.world import instantiate_plan
 
 
@@ -70,28 +71,33 @@ def test_a_variant_that_fails_admission_rejects_the_task(built_catalog: dict[str
     assert (out.reason, out.detail) == ("verifier_passes_on_s0", "variant _hollow")
 
 
+def test_kinds_come_in_exact_shares_and_turns_count_the_tasks_that_start_alike() -> None:
+    kinds, turns = zip(*(kind_and_turn(5, 3, t) for t in range(200)), strict=True)
+    for block in range(10):
+        assert Counter(kinds[block * 20 : block * 20 + 20]) == {"action": 11, "info": 4, "mixed": 5}
+    info = [turn for k, turn in zip(kinds, turns, strict=True) if k == "info"]
+    writes = [turn for k, turn in zip(kinds, turns, strict=True) if k != "info"]
+    assert info == list(range(40)) and writes == list(range(160))
+    assert kind_and_turn(5, 3, 10**9) == kind_and_turn(5, 3, 10**9)  # no walk over the earlier indexes
+    assert [kind_and_turn(6, 3, t)[0] for t in range(20)] != list(kinds[:20])  # another seed, another order
+
+
 def test_the_tasks_that_start_with_a_write_go_round_the_write_tools(built_catalog: dict[str, BuiltApp]) -> None:
-    """The n-th task index starting with a write starts with the n-th write tool, the n-th information task reads the n-th read."""
+    """The n-th task starting with a write starts with the n-th write tool, the n-th information task reads the n-th read."""
     app = built_catalog["relay_chat"].app
     graph = build_graph(app.specs)
     writes = [s.name for s in app.specs if s.mode == "write"]
-    kinds = [random.Random(task_seed(5, 3, t)).choices([k for k, _ in KINDS], weights=[w for _, w in KINDS])[0] for t in range(60)]
-    checked, info_reads = 0, []
+    reads = [s.name for s in chain._tools(app).reads]
+    checked = {True: 0, False: 0}
     for t in range(60):
         plan = plan_task(app, graph, app_index=3, task_index=t, depth=0, seed=5)
         if isinstance(plan, Rejection):
             continue
-        assert plan.kind == kinds[t]
-        if plan.kind == "info":
-            info_reads.append(plan.steps[0].spec.name)
-        else:
-            turn = sum(k != "info" for k in kinds[:t])
-            assert plan.steps[0].spec.name == writes[turn % len(writes)], t
-            checked += 1
-    assert checked > len(writes)
-    reads = [s.name for s in chain._tools(app).reads]
-    assert len(info_reads) > len(reads)
-    assert info_reads == [reads[i % len(reads)] for i in range(len(info_reads))]
+        kind, turn = kind_and_turn(5, 3, t)
+        tools = reads if kind == "info" else writes
+        assert (plan.kind, plan.steps[0].spec.name) == (kind, tools[turn % len(tools)]), t
+        checked[kind == "info"] += 1
+    assert checked[False] > len(writes) and checked[True] >= 10
 
 
 @pytest.mark.parametrize(
@@ -109,3 +115,8 @@ def test_the_tasks_that_start_with_a_write_go_round_the_write_tools(built_catalo
 )
 def test_a_request_that_states_its_answer_is_told(text: str, answer: object, says: bool) -> None:
     assert says_answer(text, answer) is says
+
+
+def test_an_answer_the_request_itself_passes_to_a_call_is_told() -> None:
+    calls = [Call(tool="gift_pt_credits", args={"from_member_id": "mem_1", "amount": 3}), Call(tool="get_member", args={})]
+    assert _set_by_request(calls, 3) and not _set_by_request(calls, 4) and not _set_by_request(calls, None)

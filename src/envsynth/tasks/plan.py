@@ -12,6 +12,7 @@ from envsynth.tasks.chain import Step, plan_chain, plan_workflow
 from envsynth.tasks.model import Coordinates, Rejection, TaskKind
 
 KINDS: tuple[tuple[TaskKind, float], ...] = (("action", 0.55), ("info", 0.2), ("mixed", 0.25))
+BLOCK = 20  # task indexes per block of kinds: each kind's share of a block is exact
 
 
 def task_seed(seed: int, app_index: int, task_index: int) -> int:
@@ -19,19 +20,21 @@ def task_seed(seed: int, app_index: int, task_index: int) -> int:
     return (seed * 1_000_003 + app_index) * 1_000_033 + task_index
 
 
-def _kind(rng: random.Random) -> TaskKind:
-    """The kind of a task: the first draw of its stream."""
-    return rng.choices([k for k, _ in KINDS], weights=[w for _, w in KINDS])[0]
+def kind_and_turn(seed: int, app_index: int, task_index: int) -> tuple[TaskKind, int]:
+    """The kind of a task, and how many earlier task indexes of the app start their chain the same way.
 
-
-def _turn(seed: int, app_index: int, task_index: int, kind: TaskKind) -> int:
-    """How many earlier task indexes of the app start their chain the same way (a write, or for info tasks a read).
-
-    The first tool of a chain goes round the app's tools by this count, so the n-th task that
-    starts with a write starts with the n-th write tool whatever the kinds drawn in between.
+    Kinds come in blocks of 20 task indexes holding each kind in its share of :data:`KINDS`
+    (11 action, 4 info, 5 mixed), shuffled per block. The turn counts the earlier tasks that
+    start with a write (action and mixed), or for an information task the earlier information
+    tasks: the first tool of a chain goes round the app's tools by it, so the n-th task that
+    starts with a write starts with the n-th write tool. O(1) in the task index.
     """
-    reads = kind == "info"
-    return sum((_kind(random.Random(task_seed(seed, app_index, j))) == "info") == reads for j in range(task_index))
+    block, pos = divmod(task_index, BLOCK)
+    kinds = [k for k, w in KINDS for _ in range(round(w * BLOCK))]
+    random.Random(task_seed(seed, app_index, block) * 2 + 1).shuffle(kinds)
+    kind = kinds[pos]
+    same = [(k == "info") == (kind == "info") for k in kinds]
+    return kind, block * sum(same) + sum(same[:pos])
 
 
 @dataclass
@@ -62,8 +65,7 @@ def plan_task(app: App, graph: ToolGraph, *, app_index: int, task_index: int, de
     base = task_seed(seed, app_index, task_index)
     rng = random.Random(base)
     coords = Coordinates(app=app_index, task=task_index, state=0, distractors=depth)
-    kind = _kind(rng)
-    turn = _turn(seed, app_index, task_index, kind)
+    kind, turn = kind_and_turn(seed, app_index, task_index)
     flow = _workflow(app, kind, turn)
     steps = plan_workflow(app, graph, rng, kind, flow.steps) if flow is not None else None
     if steps is None:

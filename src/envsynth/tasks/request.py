@@ -75,7 +75,7 @@ def request_of(inst: Instance, draw: TaskStateDraw, question: Question, visible:
     instruction = compose(clauses, asked, rng, opening.strip())
     if leaks_id(instruction):
         return plan.reject("id_in_instruction", instruction)
-    if says_answer(instruction, answer):
+    if says_answer(instruction, answer) or _set_by_request(calls, answer):
         return plan.reject("answer_in_question", instruction)
     found = lookups(app, full, descs, requester)
     if found.lost:
@@ -101,6 +101,13 @@ def says_answer(text: str, answer: Any) -> bool:
         return False
     low = text.lower()
     return any(re.search(rf"(?<![\w.,]){re.escape(f.lower())}(?![\w]|[.,]\d)", low) for f in forms)
+
+
+def _set_by_request(calls: list[Call], answer: Any) -> bool:
+    """Whether the answer is a value the request itself passes to a call (the 3 credits it gives)."""
+    if answer is None or isinstance(answer, (bool, list, dict)):
+        return False
+    return any(v == answer and not isinstance(v, bool) for c in calls for v in c.args.values())
 
 
 def _opening(
