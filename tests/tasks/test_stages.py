@@ -9,7 +9,7 @@ import pytest
 from envsynth.compiler.build import BuiltApp
 from envsynth.graph import build_graph
 from envsynth.runtime.app import App
-from envsynth.tasks import Rejection, Task, admission, chain, synthesize
+from envsynth.tasks import Rejection, Task, chain, synth, synthesize
 from envsynth.tasks.admission import Admitted
 from envsynth.tasks.model import Call
 from envsynth.tasks.plan import kind_and_turn, plan_task
@@ -48,7 +48,8 @@ def test_the_stages_compose_to_the_same_tasks_per_seed(built_catalog: dict[str, 
     inst = instantiate_plan(plan)
     assert not isinstance(inst, Rejection)
     inst.ws0.close()
-    assert [c.tool for c in inst.calls] == [c.tool for c in first[0].oracle]
+    tools = [c.tool for c in first[0].oracle]
+    assert tools[len(tools) - len(inst.calls) :] == [c.tool for c in inst.calls]  # after the requester's lookup, if any
 
 
 def test_a_variant_in_variants_turns_every_admitted_state_into_its_variant(
@@ -56,7 +57,7 @@ def test_a_variant_in_variants_turns_every_admitted_state_into_its_variant(
 ) -> None:
     app = built_catalog["harbor_market"].app
     t, plain = _first_tasks(app)
-    monkeypatch.setattr(admission, "VARIANTS", (_polite,))
+    monkeypatch.setattr(synth, "VARIANTS", (*synth.VARIANTS, _polite))
     _, varied = _first_tasks(app, start=t)
     assert [x.instruction for x in varied] == [x.instruction + " Thanks!" for x in plain]
     assert all(x.hash == x.content_hash() for x in varied)
@@ -65,7 +66,7 @@ def test_a_variant_in_variants_turns_every_admitted_state_into_its_variant(
 def test_a_variant_that_fails_admission_rejects_the_task(built_catalog: dict[str, BuiltApp], monkeypatch: pytest.MonkeyPatch) -> None:
     app = built_catalog["harbor_market"].app
     t, _ = _first_tasks(app)
-    monkeypatch.setattr(admission, "VARIANTS", (_hollow,))
+    monkeypatch.setattr(synth, "VARIANTS", (*synth.VARIANTS, _hollow))
     out = synthesize(app, build_graph(app.specs), app_index=0, task_index=t, states=2, depth=2)
     assert isinstance(out, Rejection)
     assert (out.reason, out.detail) == ("verifier_passes_on_s0", "variant _hollow")
@@ -120,3 +121,24 @@ def test_a_request_that_states_its_answer_is_told(text: str, answer: object, say
 def test_an_answer_the_request_itself_passes_to_a_call_is_told() -> None:
     calls = [Call(tool="gift_pt_credits", args={"from_member_id": "mem_1", "amount": 3}), Call(tool="get_member", args={})]
     assert _set_by_request(calls, 3) and not _set_by_request(calls, 4) and not _set_by_request(calls, None)
+
+
+def test_the_oracle_first_looks_up_the_requester_by_the_email_they_give(built_catalog: dict[str, BuiltApp]) -> None:
+    """A customer who gives their email is found with find_customer_by_email; the calls on their row use its result."""
+    app = built_catalog["harbor_market"].app
+    graph = build_graph(app.specs)
+    seen = 0
+    for t in range(60):
+        tasks = synthesize(app, graph, app_index=1, task_index=t, states=2, depth=2)
+        if isinstance(tasks, Rejection) or tasks[0].oracle[0].tool != "find_customer_by_email":
+            continue
+        for task in tasks:
+            lookup, rest = task.oracle[0], task.oracle[1:]
+            assert task.user.email is not None and lookup.args == {"email": task.user.email}
+            assert task.user.email in task.instruction
+            assert any(r.step == 0 and r.field == "customer_id" for c in rest for r in c.refs.values())
+            assert all(r.step >= 0 for c in rest for r in c.refs.values())
+            assert "find_customer_by_email" in task.visible_tools
+            assert task.answer_step is None or task.oracle_program.endswith(f"return r{task.answer_step}[{task.answer_field!r}]\n")
+        seen += 1
+    assert seen >= 3

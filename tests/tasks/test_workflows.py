@@ -69,7 +69,9 @@ def test_the_docs_workflow_is_the_catalogues_and_is_planned_as_one_goal(built_ca
             continue
         admitted += 1
         assert f"I'd like to {flow['name']}." in tasks[0].instruction
-        assert [c.tool for c in tasks[0].oracle][: len(flow["steps"])] == flow["steps"]
+        tools = [c.tool for c in tasks[0].oracle]
+        tools = tools[1:] if tools[0] == "find_customer_by_email" else tools  # the oracle looks the customer up first
+        assert tools[: len(flow["steps"])] == flow["steps"]
         assert tasks[0].scenario is not None and tasks[0].scenario.reason in flow["reasons"]
     assert planned >= 2 and admitted >= 1
 

@@ -1,7 +1,7 @@
 """Stage 7, admit: a task state and its request -> a sealed Task, admitted or rejected with the reason.
 
-After admission, :data:`VARIANTS` may turn the admitted task into a variant (each is
-admitted again on its own state before it is kept).
+After admission, variant stages (:data:`envsynth.tasks.synth.VARIANTS`) may turn the
+admitted task into a variant (each is admitted again on its own state before it is kept).
 """
 
 from __future__ import annotations
@@ -34,9 +34,6 @@ class Admitted:
 Variant = Callable[[App, Admitted], "Admitted | Rejection"]
 """A stage after admission: an admitted task -> a variant of it (admitted anew when its task changed), or a Rejection."""
 
-VARIANTS: tuple[Variant, ...] = ()
-"""The variants every admitted task goes through, in order (none: the admitted task is kept as it is)."""
-
 
 def admit_state(
     inst: Instance, draw: TaskStateDraw, question: Question, request: Request, expected: Effects, answer: Any
@@ -50,11 +47,11 @@ def admit_state(
     return Admitted(task, draw.full)
 
 
-def vary(app: App, admitted: Admitted, variants: tuple[Variant, ...] | None = None) -> Admitted | Rejection:
-    """``admitted`` through each of ``variants`` (default :data:`VARIANTS`); a variant whose task changed must pass
-    :func:`admit` on its state (run in a workspace of its own: no other workspace may be open).
+def vary(app: App, admitted: Admitted, variants: tuple[Variant, ...]) -> Admitted | Rejection:
+    """``admitted`` through each of ``variants``; a variant whose task changed must pass :func:`admit` on its state
+    (run in a workspace of its own: no other workspace may be open).
     """
-    for variant in VARIANTS if variants is None else variants:
+    for variant in variants:
         out = variant(app, admitted)
         if isinstance(out, Rejection):
             return out

@@ -19,9 +19,10 @@ from __future__ import annotations
 from envsynth.graph.model import ToolGraph
 from envsynth.runtime.app import App
 from envsynth.runtime.reward import effects_of
-from envsynth.tasks.admission import Admitted, admit, admit_state, vary
+from envsynth.tasks.admission import Admitted, Variant, admit, admit_state, vary
 from envsynth.tasks.answer import ask
 from envsynth.tasks.core import core_of
+from envsynth.tasks.lookup import look_up_requester
 from envsynth.tasks.model import Rejection, Task
 from envsynth.tasks.plan import KINDS, task_seed
 from envsynth.tasks.plan import plan_task as plan_task
@@ -29,6 +30,9 @@ from envsynth.tasks.request import Request, describer, request_of
 from envsynth.tasks.states import draw_state
 from envsynth.tasks.visible import MIN_VISIBLE, visible_tools
 from envsynth.tasks.world import STEP_ATTEMPTS, WORLD_ROWS, Instance, instantiate_plan, staff_names, value_pool
+
+VARIANTS: tuple[Variant, ...] = (look_up_requester,)
+"""The variant stages every admitted task goes through, in order: a new kind of task derived from an admitted one is one entry here."""
 
 __all__ = ["KINDS", "MIN_VISIBLE", "STEP_ATTEMPTS", "WORLD_ROWS", "admit", "staff_names", "synthesize", "task_seed", "value_pool"]
 
@@ -90,11 +94,11 @@ def _tasks(inst: Instance, states: int) -> list[Task] | Rejection:
 
 
 def _varied(inst: Instance, admitted: list[Admitted]) -> list[Task] | Rejection:
-    """The admitted tasks through the variant stages (:data:`envsynth.tasks.admission.VARIANTS`)."""
+    """The admitted tasks through the variant stages (:data:`VARIANTS`)."""
     inst.ws0.close()  # a variant is admitted in a workspace of its own
     tasks = []
     for one in admitted:
-        out = vary(inst.plan.app, one)
+        out = vary(inst.plan.app, one, VARIANTS)
         if isinstance(out, Rejection):
             return out
         tasks.append(out.task)
