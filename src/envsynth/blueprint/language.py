@@ -64,6 +64,7 @@ def language_problems(bp: Blueprint, specs: list[ToolSpec | None]) -> Iterator[B
             if name not in allowed:
                 yield BlueprintError(f"actions[{i}].say", f"slot {{{name}}} names nothing; use one of {sorted(set(allowed))}")
     yield from _user_problems(bp)
+    yield from _workflow_problems(bp, specs)
 
 
 def _user_problems(bp: Blueprint) -> Iterator[BlueprintError]:
@@ -87,3 +88,22 @@ def _user_problems(bp: Blueprint) -> Iterator[BlueprintError]:
                 yield BlueprintError(
                     f"users[{i}].identify_by[{j}]", f"{user.entity}.{name} is not unique, so it cannot tell one user from another"
                 )
+
+
+def _workflow_problems(bp: Blueprint, specs: list[ToolSpec | None]) -> Iterator[BlueprintError]:
+    """Every workflow step that is no write action, or that comes twice, and duplicate workflows."""
+    by_name = {s.name: s for s in specs if s is not None}
+    names: set[str] = set()
+    for i, flow in enumerate(bp.workflows):
+        if flow.name in names:
+            yield BlueprintError(f"workflows[{i}].name", f"duplicate workflow {flow.name!r}")
+        names.add(flow.name)
+        for j, step in enumerate(flow.steps):
+            spec = by_name.get(step)
+            if spec is None:
+                if not any(a.name == step for a in bp.actions):  # an action with a problem of its own is reported there
+                    yield BlueprintError(f"workflows[{i}].steps[{j}]", f"{step!r} is not an action of this blueprint")
+            elif spec.mode != "write":
+                yield BlueprintError(f"workflows[{i}].steps[{j}]", f"{step!r} only reads; a workflow's steps change something")
+            if step in flow.steps[:j]:
+                yield BlueprintError(f"workflows[{i}].steps[{j}]", f"{step!r} comes twice; a workflow does each step once")
