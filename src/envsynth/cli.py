@@ -919,6 +919,55 @@ def _inspect_app(d: Path) -> dict[str, Any]:
     }
 
 
+def _stage_bar(label: str) -> Any:
+    """A transient progress bar on stderr for ``progress(stage, done, total)`` callbacks: (context, callback)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn(label),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+    jobs: dict[str, Any] = {}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage not in jobs:
+            jobs[stage] = bar.add_task(stage, total=total)
+        bar.update(jobs[stage], completed=done, total=total)
+
+    return bar, progress
+
+
+@app.command()
+def report(
+    corpus: Annotated[Path, typer.Argument(help="A corpus folder (envsynth build OUT --tasks-per-app T).")],
+    runs: Annotated[list[Path] | None, typer.Argument(help="Run folders on this corpus (envsynth run ... --out RUN_DIR).")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="The report folder (index.html inside; rewritten on a rerun).")] = Path("report"),
+) -> None:
+    """Write a static HTML report of a corpus and its runs: apps, graphs, composition, quality, pass@k, every task.
+
+    Open OUT/index.html in a browser; no server is needed. Needs the report extra:
+    pip install 'envsynth[report]'.
+    """
+    from envsynth.corpus.errors import CorpusError
+
+    try:
+        from envsynth.report.html import ReportError, build_report
+    except ImportError as exc:
+        fail(f"envsynth report needs the report extra ({exc.name} is missing): pip install 'envsynth[report]'")
+    bar, progress = _stage_bar("report")
+    with bar:
+        try:
+            result = build_report(corpus, runs or [], out, progress=progress)
+        except (CorpusError, ReportError) as exc:
+            fail(str(exc))
+    console.print(f"report: {result.index} ({result.apps} apps, {result.tasks} task pages, {result.runs} runs) in {result.seconds:.1f}s")
+
+
 def main() -> None:
     """Console entry point."""
     try:
