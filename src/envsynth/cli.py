@@ -968,6 +968,29 @@ def report(
     console.print(f"report: {result.index} ({result.apps} apps, {result.tasks} task pages, {result.runs} runs) in {result.seconds:.1f}s")
 
 
+@app.command()
+def show(
+    task_id: Annotated[str, typer.Argument(help="The task id (as listed by envsynth report or in the task shards).")],
+    corpus: Annotated[Path, typer.Option("--corpus", "-C", help="The corpus folder holding the task.")],
+    run: Annotated[list[Path] | None, typer.Option("--run", help="A run folder whose episodes of the task to show (repeatable).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the task view as JSON.")] = False,
+) -> None:
+    """Show one task: request and scenario, visible tools, the rows of s0 by distractor level, the oracle, trajectories."""
+    from envsynth.corpus.errors import CorpusError
+    from envsynth.report.show import load_view, print_task
+
+    try:
+        view = load_view(corpus, task_id, run or [])
+    except (CorpusError, FileNotFoundError) as exc:
+        fail(str(exc))
+    except KeyError as exc:
+        fail(str(exc.args[0]) if exc.args else str(exc))
+    if as_json:
+        print(json.dumps(view, indent=2, default=str))
+    else:  # to a pipe or a file: wrapped at 140 columns (long cells fold, nothing is cut)
+        print_task(view, console if sys.stdout.isatty() else Console(emoji=False, markup=False, highlight=False, width=140))
+
+
 def main() -> None:
     """Console entry point."""
     try:

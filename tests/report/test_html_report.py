@@ -182,3 +182,31 @@ def test_report_refuses_a_folder_it_did_not_write(corpus_and_run: Any, tmp_path:
     assert (tmp_path / "notes.txt").read_text() == "mine"
     result = CliRunner().invoke(cli, ["report", str(corpus_and_run.corpus), str(tmp_path / "nope"), "--out", str(tmp_path / "r")])
     assert result.exit_code == 2 and "is not a run folder" in result.output
+
+
+def test_show_prints_the_task_view_in_the_terminal(corpus_and_run: Any) -> None:
+    corpus = load_corpus(corpus_and_run.corpus)
+    task = next(t for t in corpus.tasks if t.state.distractors)
+    args = ["show", task.id, "--corpus", str(corpus_and_run.corpus), "--run", str(corpus_and_run.run)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.output.replace("│", " ").split())
+    assert " ".join(task.instruction.split()[:8]) in flat
+    assert "def solve(env):" in result.output and "run oracle, attempt 0: score 1.0" in flat
+    for tool in task.visible_tools:
+        assert tool in result.output
+    first_core = next(iter(task.state.core.values()))[0]
+    assert str(next(iter(first_core.values()))) in result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 140
+    as_json = CliRunner().invoke(cli, [*args, "--json"])
+    view = json.loads(as_json.output)
+    app = corpus.apps[task.app]
+    assert view == json.loads(
+        json.dumps(task_view(task, app.blueprint, app.specs, {"oracle": _records(corpus_and_run.run, task.id)}), default=str)
+    )
+    missing = CliRunner().invoke(cli, ["show", "nope-t00000-s0", "--corpus", str(corpus_and_run.corpus)])
+    assert missing.exit_code == 2 and "no task 'nope-t00000-s0'" in missing.output
+
+
+def _records(run: Path, task_id: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run / "trajectories.jsonl").read_text().splitlines() if json.loads(line)["task_id"] == task_id]
