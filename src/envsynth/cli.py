@@ -991,6 +991,105 @@ def show(
         print_task(view, console if sys.stdout.isatty() else Console(emoji=False, markup=False, highlight=False, width=140))
 
 
+plan_app = typer.Typer(
+    help="Plan a corpus composition (SynthAPI): a sweep to train on, a scaling law fitted to its results, a suggestion for a budget.",
+    no_args_is_help=True,
+)
+app.add_typer(plan_app, name="plan")
+
+
+def _write_or_print(text: str, out: Path | None, what: str) -> None:
+    if out is None:
+        print(text, end="" if text.endswith("\n") else "\n")
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    console.print(f"{what}: {out}")
+
+
+@plan_app.command("grid")
+def plan_grid(
+    budget: Annotated[int, typer.Option("--budget", "-N", help="The largest corpus of the sweep, in task records A*T*S.")],
+    points: Annotated[int, typer.Option(help="Corpora in the sweep (spread over budgets N/8, N/4, N/2, N).")] = 48,
+    seed: Annotated[int, typer.Option(help="Seed of the sweep's draw and of every corpus.")] = 0,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the sweep as CSV here (default: print it).")] = None,
+) -> None:
+    """Write the corpora specs (A, T, S, D, seed and the build command) of a sweep to train on with your own trainer.
+
+    Train one model per row, add its compute and normalised score (0..1) as columns compute and
+    score, and fit the results with envsynth plan fit.
+    """
+    from envsynth import catalog as cat
+    from envsynth.plan import grid, to_csv
+
+    try:
+        rows = grid(budget, len(cat.entries()), points=points, seed=seed)
+    except ValueError as exc:
+        fail(str(exc))
+    _write_or_print(to_csv(rows), out, f"{len(rows)} corpora, {sum(r['records'] for r in rows)} task records in all")
+
+
+@plan_app.command("fit")
+def plan_fit(
+    results: Annotated[Path, typer.Argument(help="CSV: apps, tasks_per_app, states, distractors, score (0..1) [, compute].")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the fit (JSON) here, for envsynth plan suggest.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the fit as JSON.")] = False,
+) -> None:
+    """Fit the composition-aware law and the task-count-only law; hold out the top 25% compute runs; report both MAEs."""
+    from envsynth.plan import PlanError, fit_results, read_results
+
+    try:
+        fit = fit_results(read_results(results))
+    except PlanError as exc:
+        fail(str(exc))
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(fit, indent=2) + "\n", encoding="utf-8")
+    if as_json:
+        print(json.dumps(fit, indent=2))
+        return
+    law, base, best = fit["law"], fit["baseline"], fit["optimum"]
+    t = Table(title=f"{fit['runs']} runs; held out: the {fit['held_out']} of compute >= {fit['held_out_compute_from']:g}")
+    for col in ("law", "MAE fitted runs", "MAE held-out runs"):
+        t.add_column(col)
+    t.add_row("composition-aware", f"{law['mae_fit']:.4f}", f"{law['mae_held_out']:.4f}")
+    t.add_row("task count only", f"{base['mae_fit']:.4f}", f"{base['mae_held_out']:.4f}")
+    console.print(t)
+    console.print(
+        f"optimum at compute {best['compute']:g}: A = {best['apps']:.1f}, S = {best['states']:.1f}, D = {best['distractors']:.1f}"
+        + (f"; fit written to {out}" if out else "")
+    )
+
+
+@plan_app.command("suggest")
+def plan_suggest(
+    budget: Annotated[int, typer.Option("--budget", "-N", help="Task records to build (A*T*S), in the fit's compute unit.")],
+    fit: Annotated[Path, typer.Option("--fit", help="A fit file written by envsynth plan fit --out.")],
+    top: Annotated[int, typer.Option(help="Compositions to list.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Recommend A, T, S, D for a budget: the composition the fitted law scores best, within what the catalogue supplies."""
+    from envsynth import catalog as cat
+    from envsynth.plan import PlanError, read_fit, suggest
+
+    try:
+        got = suggest(read_fit(fit), budget, len(cat.entries()), top=max(top, 1))
+    except PlanError as exc:
+        fail(str(exc))
+    if as_json:
+        print(json.dumps(got, indent=2))
+        return
+    t = Table(title=f"budget {budget} task records ({got['searched']['compositions']} compositions searched)")
+    for col in ("A", "T", "S", "D", "records", "predicted score"):
+        t.add_column(col, justify="right")
+    for r in [got["best"], *got["alternatives"]]:
+        t.add_row(*(str(r[k]) for k in ("apps", "tasks_per_app", "states", "distractors", "records", "predicted_score")))
+    console.print(t)
+    if got["extrapolated"]:
+        warn("warning", f"the budget lies outside the compute the fit saw ({fit}): the prediction extrapolates", "yellow")
+    console.print(f"best: {got['best']['command']}")
+
+
 def main() -> None:
     """Console entry point."""
     try:
