@@ -1090,6 +1090,52 @@ def plan_suggest(
     console.print(f"best: {got['best']['command']}")
 
 
+@app.command()
+def audit(
+    corpus: Annotated[Path, typer.Argument(help="A corpus folder, or a folder of apps written by envsynth build.")],
+    against: Annotated[
+        str, typer.Option("--against", help="Benchmarks to compare with, comma-separated: tau2, appworld, bfcl.")
+    ] = "tau2,appworld,bfcl",
+    top: Annotated[int, typer.Option(help="Closest tool pairs to list per app and benchmark.")] = 3,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Out-of-distribution audit: how close each app's description, tools and task requests are to benchmark domains.
+
+    A score (0..1, TF-IDF cosine) at or above the threshold flags an app to hold out when
+    evaluating on that benchmark; the nearest domain and the closest tools say why.
+    """
+    from envsynth.audit import AuditError
+    from envsynth.audit import audit as run_audit
+    from envsynth.corpus.errors import CorpusError
+
+    names = [n.strip() for n in against.split(",") if n.strip()]
+    try:
+        result = run_audit(corpus, names, top=max(top, 0))
+    except (AuditError, CorpusError) as exc:
+        fail(str(exc))
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    t = Table(title=f"OOD audit of {corpus} (TF-IDF cosine; overlap at >= {result['threshold']})")
+    t.add_column("app")
+    for b in names:
+        t.add_column(f"{b}: score (nearest domain)")
+    t.add_column("hold out for")
+    for a in result["apps"]:
+        cells = [f"{a['against'][b]['score']:.3f} ({a['against'][b]['nearest_domain']})" for b in names]
+        flagged = [b for b in names if a["against"][b]["overlap"]]
+        t.add_row(a["name"], *cells, styled(", ".join(flagged), "bold red") if flagged else "-")
+    console.print(t)
+    for a in result["apps"]:
+        for b in names:
+            r = a["against"][b]
+            if r["overlap"]:
+                pairs = "; ".join(f"{m['tool']} ~ {m['reference']} ({m['similarity']:.2f})" for m in r["closest_tools"])
+                console.print(f"{a['name']} ~ {b}/{r['nearest_domain']}: shares {', '.join(r['shared_terms'])}; closest tools: {pairs}")
+    flagged_apps = sum(any(a["against"][b]["overlap"] for b in names) for a in result["apps"])
+    console.print(f"audit: {len(result['apps'])} apps, {flagged_apps} overlapping {', '.join(names)}")
+
+
 def main() -> None:
     """Console entry point."""
     try:
