@@ -20,8 +20,8 @@ from pathlib import Path
 
 from envsynth import catalog
 from envsynth.corpus import build_corpus, load_corpus
-from envsynth.report.html import build_report
 from envsynth.rollout.command import run_command
+from envsynth.view.html import build_report
 
 DEFAULT = Path(tempfile.gettempdir()) / "envsynth-bench-report"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,6 +27,23 @@ PLAIN_WIDTH = 1000
 # and models and are printed as they are ("[positive]", "[bold]"); styles are given as Text.
 console = Console(emoji=False, markup=False, highlight=False, width=None if sys.stdout.isatty() else PLAIN_WIDTH)
 err = Console(stderr=True, emoji=False, markup=False, highlight=False)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from envsynth import __version__
+
+        print(f"envsynth {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the envsynth version and exit.")
+    ] = False,
+) -> None:
+    """Mill executable, verifiable tool-use environments (apps) and tasks for training LLM agents."""
 
 
 def styled(text: str, style: str) -> Text:
@@ -500,6 +518,7 @@ def run(
     from envsynth.rollout import RunError
     from envsynth.rollout.command import run_command, summary_rows
 
+    started = time.perf_counter()
     with Progress(TextColumn("run"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True) as bar:
         job = bar.add_task("run", total=None)
 
@@ -540,7 +559,17 @@ def run(
         print(json.dumps(summary, indent=2))
     else:
         console.print(_value_table(f"run {out}", summary_rows(summary)))
+        console.print(_run_line(summary, out, time.perf_counter() - started))
     _report_failed_episodes(summary)
+
+
+def _run_line(summary: dict[str, Any], out: Path, seconds: float) -> str:
+    """The one-line summary that ends ``envsynth run``."""
+    k = summary.get("attempts_per_task") or 0
+    rates = [f"pass@1 {summary['pass@1']:.3f}"] if summary.get("pass@1") is not None else []
+    if k > 1 and summary.get(f"pass@{k}") is not None:
+        rates.append(f"pass@{k} {summary[f'pass@{k}']:.3f}")
+    return f"run: {summary['episodes']} episodes of {summary['tasks']} tasks{', ' if rates else ''}{', '.join(rates)} in {seconds:.1f}s -> {out}"
 
 
 def _all_episodes(n: int) -> str:
@@ -956,7 +985,7 @@ def report(
     from envsynth.corpus.errors import CorpusError
 
     try:
-        from envsynth.report.html import ReportError, build_report
+        from envsynth.view.html import ReportError, build_report
     except ImportError as exc:
         fail(f"envsynth report needs the report extra ({exc.name} is missing): pip install 'envsynth[report]'")
     bar, progress = _stage_bar("report")
@@ -977,7 +1006,7 @@ def show(
 ) -> None:
     """Show one task: request and scenario, visible tools, the rows of s0 by distractor level, the oracle, trajectories."""
     from envsynth.corpus.errors import CorpusError
-    from envsynth.report.show import load_view, print_task
+    from envsynth.view.show import load_view, print_task
 
     try:
         view = load_view(corpus, task_id, run or [])

@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from envsynth.cli import app as cli
 from envsynth.corpus import load_corpus
-from envsynth.report.html import ReportError, build_report
-from envsynth.report.html.data import run_data
-from envsynth.report.taskview import task_view
+from envsynth.view.html import ReportError, build_report
+from envsynth.view.html.data import run_data
+from envsynth.view.taskview import task_view
 
 CHROMIUM_ARGS = [
     "--no-sandbox",

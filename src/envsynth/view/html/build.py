@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from envsynth.corpus.load import Corpus, load_corpus
-from envsynth.report.html import charts
-from envsynth.report.html.data import app_data, corpus_data, run_data
-from envsynth.report.taskview import LEVELS, task_view
+from envsynth.view.html import charts
+from envsynth.view.html.data import app_data, corpus_data, run_data
+from envsynth.view.taskview import LEVELS, task_view
 
 MARKER = "report.json"
 """The file that marks a folder as written by ``envsynth report`` (a rebuild may replace it)."""
@@ -43,7 +43,7 @@ def _env() -> Any:
     from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
     env = Environment(
-        loader=PackageLoader("envsynth.report.html", "templates"),
+        loader=PackageLoader("envsynth.view.html", "templates"),
         autoescape=select_autoescape(["html", "j2"]),
         undefined=StrictUndefined,
         trim_blocks=True,
@@ -64,7 +64,7 @@ def _prepare(out: Path) -> None:
         if (out / sub).is_dir():
             shutil.rmtree(out / sub)
         (out / sub).mkdir(parents=True)
-    src = resources.files("envsynth.report.html") / "assets"
+    src = resources.files("envsynth.view.html") / "assets"
     for name in ASSETS:
         (out / "assets" / name).write_bytes((src / name).read_bytes())
 

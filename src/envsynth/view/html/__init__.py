@@ -4,6 +4,6 @@ Needs the ``report`` extra (Jinja2 for the pages, pygal for the SVG charts); the
 graph is drawn in the page by the bundled Cytoscape.js.
 """
 
-from envsynth.report.html.build import ReportError, ReportResult, build_report
+from envsynth.view.html.build import ReportError, ReportResult, build_report
 
 __all__ = ["ReportError", "ReportResult", "build_report"]

@@ -16,7 +16,7 @@ from envsynth.runtime.app import App
 def app_data(corpus: Corpus, name: str) -> dict[str, Any]:
     """One app: tables, tools by archetype, test verdicts per tool, graph elements and admission."""
     from envsynth.graph.io import GRAPH_FILE, read_graph
-    from envsynth.report.html.graph import graph_elements
+    from envsynth.view.html.graph import graph_elements
 
     app: App = corpus.apps[name]
     record = next(a for a in corpus.manifest.apps if a.name == name)

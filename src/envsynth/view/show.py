@@ -1,4 +1,4 @@
-"""``envsynth show``: one task's view (:func:`envsynth.report.taskview.task_view`) printed in the terminal with rich."""
+"""``envsynth show``: one task's view (:func:`envsynth.view.taskview.task_view`) printed in the terminal with rich."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from envsynth.report.taskview import LEVELS
+from envsynth.view.taskview import LEVELS
 
 _LEVEL_STYLE = {"core": "bold", "d1": "dim", "d2": "yellow", "d3": "red", "d4": "green"}
 
@@ -119,8 +119,8 @@ def load_view(corpus_path: Any, task_id: str, run_dirs: Iterable[Any] = ()) -> d
     from pathlib import Path
 
     from envsynth.corpus.load import load_corpus
-    from envsynth.report.taskview import task_view
     from envsynth.rollout.trajectory import TRAJECTORIES, read_trajectories
+    from envsynth.view.taskview import task_view
 
     corpus = load_corpus(corpus_path)
     task = corpus.task(task_id)
