@@ -1036,11 +1036,22 @@ def _write_or_print(text: str, out: Path | None, what: str) -> None:
     console.print(f"{what}: {out}")
 
 
+def _max_apps(max_apps: int | None, catalogue: int) -> int:
+    if max_apps is None:
+        return catalogue
+    if not 1 <= max_apps <= catalogue:
+        fail(f"--max-apps {max_apps}: give 1 to {catalogue} (the catalogue's domains)")
+    return max_apps
+
+
 @plan_app.command("grid")
 def plan_grid(
     budget: Annotated[int, typer.Option("--budget", "-N", help="The largest corpus of the sweep, in task records A*T*S.")],
     points: Annotated[int, typer.Option(help="Corpora in the sweep (spread over budgets N/8, N/4, N/2, N).")] = 48,
     seed: Annotated[int, typer.Option(help="Seed of the sweep's draw and of every corpus.")] = 0,
+    max_apps: Annotated[
+        int | None, typer.Option("--max-apps", help="The most apps a corpus may have (default: the catalogue's domains).")
+    ] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the sweep as CSV here (default: print it).")] = None,
 ) -> None:
     """Write the corpora specs (A, T, S, D, seed and the build command) of a sweep to train on with your own trainer.
@@ -1052,7 +1063,7 @@ def plan_grid(
     from envsynth.plan import grid, to_csv
 
     try:
-        rows = grid(budget, len(cat.entries()), points=points, seed=seed)
+        rows = grid(budget, _max_apps(max_apps, len(cat.entries())), points=points, seed=seed)
     except ValueError as exc:
         fail(str(exc))
     _write_or_print(to_csv(rows), out, f"{len(rows)} corpora, {sum(r['records'] for r in rows)} task records in all")
@@ -1095,6 +1106,7 @@ def plan_suggest(
     budget: Annotated[int, typer.Option("--budget", "-N", help="Task records to build (A*T*S), in the fit's compute unit.")],
     fit: Annotated[Path, typer.Option("--fit", help="A fit file written by envsynth plan fit --out.")],
     top: Annotated[int, typer.Option(help="Compositions to list.")] = 5,
+    max_apps: Annotated[int | None, typer.Option("--max-apps", help="The most apps to suggest (default: the catalogue's domains).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Recommend A, T, S, D for a budget: the composition the fitted law scores best, within what the catalogue supplies."""
@@ -1102,7 +1114,7 @@ def plan_suggest(
     from envsynth.plan import PlanError, read_fit, suggest
 
     try:
-        got = suggest(read_fit(fit), budget, len(cat.entries()), top=max(top, 1))
+        got = suggest(read_fit(fit), budget, _max_apps(max_apps, len(cat.entries())), top=max(top, 1))
     except PlanError as exc:
         fail(str(exc))
     if as_json:

@@ -19,10 +19,11 @@ DOC = Path(__file__).parents[2] / "docs" / "plan.md"
 def _sweep_results(tmp_path: Path) -> Path:
     """Run plan grid, then 'train' every corpus of the sweep: its score drawn from the known law plus noise."""
     specs = tmp_path / "sweep.csv"
-    got = CliRunner().invoke(cli, ["plan", "grid", "--budget", "4000", "--points", "64", "--out", str(specs)])
+    args = ["plan", "grid", "--budget", "4000", "--points", "64", "--max-apps", "8", "--out", str(specs)]
+    got = CliRunner().invoke(cli, args)
     assert got.exit_code == 0, got.output
     rows = list(csv.DictReader(specs.open()))
-    assert len(rows) == 64 and {int(r["apps"]) for r in rows} == {1, 2, 4, len(catalog.entries())}
+    assert len(rows) == 64 and {int(r["apps"]) for r in rows} == {1, 2, 4, 8}
     assert all(int(r["apps"]) * int(r["tasks_per_app"]) * int(r["states"]) == int(r["records"]) <= 4000 for r in rows)
     assert rows[0]["command"].startswith("envsynth build corpora/run-000 --apps ")
     rng = random.Random(0)
@@ -44,7 +45,7 @@ def test_grid_fit_suggest(tmp_path: Path) -> None:
     assert "composition-aware" in got.output and "task count only" in got.output
     fit = json.loads(fit_file.read_text())
     assert fit["law"]["mae_held_out"] < fit["baseline"]["mae_held_out"]
-    got = CliRunner().invoke(cli, ["plan", "suggest", "--budget", "4000", "--fit", str(fit_file)])
+    got = CliRunner().invoke(cli, ["plan", "suggest", "--budget", "4000", "--fit", str(fit_file), "--max-apps", "8"])
     assert got.exit_code == 0, got.output
     best = next(line for line in got.output.splitlines() if line.startswith("best: "))
     assert "--states 2 --distractors 2" in best
@@ -64,3 +65,6 @@ def test_plan_errors_are_one_line(tmp_path: Path) -> None:
     assert got.exit_code == 2 and "no fit file at" in got.output
     got = CliRunner().invoke(cli, ["plan", "grid", "--budget", "4000", "--points", "5"])
     assert got.exit_code == 2 and "at least 12" in got.output
+    n = len(catalog.entries())
+    got = CliRunner().invoke(cli, ["plan", "grid", "--budget", "4000", "--max-apps", str(n + 1)])
+    assert got.exit_code == 2 and f"--max-apps {n + 1}: give 1 to {n}" in got.output
