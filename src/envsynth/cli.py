@@ -994,7 +994,8 @@ def report(
             result = build_report(corpus, runs or [], out, progress=progress)
         except (CorpusError, ReportError) as exc:
             fail(str(exc))
-    console.print(f"report: {result.index} ({result.apps} apps, {result.tasks} task pages, {result.runs} runs) in {result.seconds:.1f}s")
+    runs_text = "1 run" if result.runs == 1 else f"{result.runs} runs"
+    console.print(f"report: {result.index} ({result.apps} apps, {result.tasks} task pages, {runs_text}) in {result.seconds:.1f}s")
 
 
 @app.command()

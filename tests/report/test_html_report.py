@@ -44,7 +44,7 @@ def report(corpus_and_run: Any, tmp_path_factory: pytest.TempPathFactory) -> Pat
     out = tmp_path_factory.mktemp("html") / "report"
     result = CliRunner().invoke(cli, ["report", str(corpus_and_run.corpus), str(corpus_and_run.run), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "report: " in result.output and "2 apps" in result.output
+    assert "report: " in result.output and "(2 apps, 12 task pages, 1 run)" in result.output
     return out
 
 
@@ -173,6 +173,17 @@ def test_failure_kinds_of_a_run_are_counted(corpus_and_run: Any, tmp_path: Path)
     assert data["failure_kinds"] == {"missing_row": 1}
     assert data["by_app"][rec["app"]]["pass@1"] < 1.0
     assert data["summary"]["pass@1"] == pytest.approx((len(lines) - 1) / len(lines))
+
+
+def test_a_rebuild_is_byte_identical_and_replaces_the_old_report(corpus_and_run: Any, report: Path, tmp_path: Path) -> None:
+    again = tmp_path / "again"
+    build_report(corpus_and_run.corpus, [corpus_and_run.run], again)
+    files = sorted(p.relative_to(report) for p in report.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(again) for p in again.rglob("*") if p.is_file())
+    assert all((report / f).read_bytes() == (again / f).read_bytes() for f in files)
+    (again / "tasks" / "stale.html").write_text("from an older build")
+    build_report(corpus_and_run.corpus, [], again)  # a rerun into its own report folder, now without the run
+    assert not (again / "tasks" / "stale.html").exists() and not (again / "runs" / "oracle.html").exists()
 
 
 def test_report_refuses_a_folder_it_did_not_write(corpus_and_run: Any, tmp_path: Path) -> None:

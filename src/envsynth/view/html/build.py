@@ -77,7 +77,9 @@ def _corpus_charts(c: dict[str, Any]) -> dict[str, str]:
         "chain": charts.bar("Tasks by chain length (oracle calls)", c["chain_length"]),
         "kind": charts.bar("Tasks by kind", c["tasks_by_kind"]),
         "distractors": charts.bar("Distractor rows per task, by depth level", c["distractor_rows"]["mean_per_task"]),
-        "rejections": charts.bar("Rejected candidates by reason", c["admission"]["rejections"], horizontal=True),
+        "rejections": charts.bar(
+            "Rejected candidates by reason", c["admission"]["rejections"], horizontal=True, empty="no rejected candidate"
+        ),
         "quality": charts.bar("Task quality linter: share of tasks with each defect", q["rates"], horizontal=True, percent=True),
         "coverage": charts.grouped(
             "Tool coverage: share of tools some oracle calls",
@@ -99,7 +101,9 @@ def _run_charts(r: dict[str, Any]) -> dict[str, str]:
         "by_app": charts.grouped("pass@1 and pass@k by app", list(by_app), series(by_app) or {"pass@1": []}, percent=True),
         "by_chain": charts.grouped("pass@1 and pass@k by chain length", list(by_chain), series(by_chain) or {"pass@1": []}, percent=True),
         "outcomes": charts.bar("Tool calls by outcome class", s["tool_calls"]),
-        "failures": charts.bar("Failed episodes: what differed from the ground truth", r["failure_kinds"], horizontal=True),
+        "failures": charts.bar(
+            "Failed episodes: what differed from the ground truth", r["failure_kinds"], horizontal=True, empty="no failed episode"
+        ),
         "tokens": charts.bar("Tokens by app", r["tokens_by_app"]),
     }
 

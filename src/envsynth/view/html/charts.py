@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 _SCRIPT = re.compile(r"<script.*?</script>", re.DOTALL)
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_UUID = re.compile(r"chart-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
 
 
 def _style() -> Any:
@@ -21,13 +24,24 @@ def _style() -> Any:
         value_font_size=11,
         title_font_size=15,
         legend_font_size=12,
+        no_data_font_size=18,
         colors=("#3b6ea5", "#d9822b", "#4c9a5b", "#b34747", "#7a5ea8", "#8c8c8c"),
     )
 
 
 def _render(chart: Any) -> str:
-    # pygal appends a <script> holding its config for its tooltip script; with js=[] nothing reads it
-    return _SCRIPT.sub("", chart.render(is_unicode=True))
+    """The chart's SVG, the same bytes for the same chart.
+
+    pygal appends a <script> holding its config for its tooltip script (with js=[] nothing reads
+    it), a comment with the date, and names the chart by a random uuid: the script and comments
+    are dropped and the uuid becomes a digest of the SVG, so a rebuilt report is byte-identical.
+    """
+    svg = _COMMENT.sub("", _SCRIPT.sub("", chart.render(is_unicode=True)))
+    found = _UUID.search(svg)
+    if found is None:
+        return svg
+    stable = hashlib.sha256(svg.replace(found.group(1), "").encode()).hexdigest()[:16]
+    return svg.replace(found.group(1), stable)
 
 
 def _options(title: str, height: int) -> dict[str, Any]:
@@ -44,13 +58,16 @@ def _options(title: str, height: int) -> dict[str, Any]:
     }
 
 
-def bar(title: str, values: Mapping[str, float], *, horizontal: bool = False, percent: bool = False, series: str = "") -> str:
-    """One bar per key of ``values`` (an SVG string); ``percent`` shows 0..1 values as percentages."""
+def bar(
+    title: str, values: Mapping[str, float], *, horizontal: bool = False, percent: bool = False, series: str = "", empty: str = "no data"
+) -> str:
+    """One bar per key of ``values`` (an SVG string); ``percent`` shows 0..1 values as percentages, ``empty`` stands for no values."""
     import pygal
 
-    height = max(260, 34 * len(values) + 120) if horizontal else 320
+    height = max(260, 34 * len(values) + 120) if horizontal and values else 320 if values else 200
     cls = pygal.HorizontalBar if horizontal else pygal.Bar
     opts = _options(title, height)
+    opts["no_data_text"] = empty
     if percent:
         opts.update(range=(0, 100), value_formatter=lambda v: f"{v:.0f}%")
     chart = cls(show_legend=False, x_label_rotation=0 if horizontal or len(values) < 6 else 30, **opts)

@@ -83,7 +83,7 @@ def _pass_by(records: list[dict[str, Any]], key: Any) -> dict[str, dict[str, flo
         if g is not None:
             tasks[str(g)][r["task_id"]].append(bool(r.get("reward", {}).get("passed")))
     out: dict[str, dict[str, float]] = {}
-    for g in sorted(tasks, key=lambda s: (len(s), s)):
+    for g in sorted(tasks, key=lambda s: (0, int(s), "") if s.isdigit() else (1, 0, s)):  # chain lengths by number, apps by name
         per = tasks[g].values()
         k = min(len(v) for v in per)
         out[g] = {
@@ -125,4 +125,5 @@ def run_data(run_dir: Path, corpus: Corpus) -> dict[str, Any]:
         "tokens_by_app": dict(sorted(tokens.items())),
         "unknown_tasks": len(records) - len(known),
         "records": records,
+        "failed": [r for r in records if not r.get("reward", {}).get("passed")],
     }
