@@ -384,7 +384,8 @@ def test_cmd(
         fail(f"--seed must be 0 or more, got {seed}")
     a = _load_app(app_dir)
     s = a.manifest.get("provenance", {}).get("seed", 0) if seed is None else seed
-    report = test_app(a, s)
+    with err.status(f"testing {a.name}: {len(a.specs)} tools"):  # a spinner on a terminal, nothing in a pipe
+        report = test_app(a, s)
     if write:
         (app_dir / "tests.json").write_text(canonical_json(report.to_json()), encoding="utf-8")
     if as_json:
@@ -826,7 +827,8 @@ def export_sft_cmd(
     from envsynth.export import ExportError, export_sft
 
     try:
-        summary = export_sft(run_dir, out, format=fmt, corpus=corpus)
+        with err.status(f"exporting SFT rows from {run_dir}"):
+            summary = export_sft(run_dir, out, format=fmt, corpus=corpus)
     except (ExportError, ValueError, ImportError) as exc:
         fail(str(exc))
     _print_export(summary, as_json)
@@ -843,7 +845,8 @@ def export_rl_cmd(
     from envsynth.export import ExportError, export_rl
 
     try:
-        summary = export_rl(corpus, out, format=fmt)
+        with err.status(f"exporting RL prompts from {corpus}"):
+            summary = export_rl(corpus, out, format=fmt)
     except (ExportError, ValueError, ImportError) as exc:
         fail(str(exc))
     _print_export(summary, as_json)
@@ -874,7 +877,8 @@ def inspect(
         from envsynth.corpus import corpus_stats as stats_of
 
         try:
-            corpus_stats = stats_of(load_corpus(out))
+            with err.status(f"reading and linting the corpus in {out}"):
+                corpus_stats = stats_of(load_corpus(out))
         except CorpusError as exc:
             fail(str(exc))
     llm_build = json.loads((out / "llm_build.json").read_text(encoding="utf-8")) if (out / "llm_build.json").is_file() else None
