@@ -980,6 +980,9 @@ def report(
     corpus: Annotated[Path, typer.Argument(help="A corpus folder (envsynth build OUT --tasks-per-app T).")],
     runs: Annotated[list[Path] | None, typer.Argument(help="Run folders on this corpus (envsynth run ... --out RUN_DIR).")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="The report folder (index.html inside; rewritten on a rerun).")] = Path("report"),
+    against: Annotated[
+        str, typer.Option("--against", help="Benchmarks for the OOD audit on the index, comma-separated ('' for none).")
+    ] = "tau2,appworld,bfcl",
 ) -> None:
     """Write a static HTML report of a corpus and its runs: apps, graphs, composition, quality, pass@k, every task.
 
@@ -995,7 +998,7 @@ def report(
     bar, progress = _stage_bar("report")
     with bar:
         try:
-            result = build_report(corpus, runs or [], out, progress=progress)
+            result = build_report(corpus, runs or [], out, progress=progress, against=[b.strip() for b in against.split(",") if b.strip()])
         except (CorpusError, ReportError) as exc:
             fail(str(exc))
     runs_text = "1 run" if result.runs == 1 else f"{result.runs} runs"

@@ -86,6 +86,11 @@ def test_index_loads_without_errors_and_plots_render(report: Path, browser: Any)
     assert page.locator(".chart svg rect.rect").count() > 0  # bars were drawn, not just axes
     assert page.locator("#apps a").count() == len(catalog.entries())
     assert page.locator("#runs a").count() == 1
+    audit = page.locator("#audit tr")  # the OOD audit, against the three benchmarks by default
+    assert audit.count() == len(catalog.entries()) + 1
+    assert [h.strip() for h in audit.nth(0).inner_text().split("\t")][1:4] == [
+        f"{b}: score (nearest domain)" for b in ("tau2", "appworld", "bfcl")
+    ]
     assert p.errors == []
 
 
@@ -181,7 +186,7 @@ def test_failure_kinds_of_a_run_are_counted(corpus_and_run: Any, tmp_path: Path)
 
 def test_a_rebuild_is_byte_identical_and_replaces_the_old_report(corpus_and_run: Any, report: Path, tmp_path: Path) -> None:
     again = tmp_path / "again"
-    build_report(corpus_and_run.corpus, [corpus_and_run.run], again)
+    build_report(corpus_and_run.corpus, [corpus_and_run.run], again, against=["tau2", "appworld", "bfcl"])  # as the command does
     files = sorted(p.relative_to(report) for p in report.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(again) for p in again.rglob("*") if p.is_file())
     assert all((report / f).read_bytes() == (again / f).read_bytes() for f in files)
@@ -197,6 +202,10 @@ def test_report_refuses_a_folder_it_did_not_write(corpus_and_run: Any, tmp_path:
     assert (tmp_path / "notes.txt").read_text() == "mine"
     result = CliRunner().invoke(cli, ["report", str(corpus_and_run.corpus), str(tmp_path / "nope"), "--out", str(tmp_path / "r")])
     assert result.exit_code == 2 and "is not a run folder" in result.output
+    result = CliRunner().invoke(cli, ["report", str(corpus_and_run.corpus), "--against", "tau2,tau9", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2 and "unknown benchmark(s) tau9" in result.output and not (tmp_path / "r").exists()
+    result = CliRunner().invoke(cli, ["report", str(corpus_and_run.corpus), "--against", "", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0 and 'id="audit"' not in (tmp_path / "r" / "index.html").read_text()
 
 
 def test_show_prints_the_task_view_in_the_terminal(corpus_and_run: Any) -> None:

@@ -5,6 +5,6 @@ their public documentation) ship in ``references/``; the similarity is lexical (
 cosine), so the audit runs offline. See docs/report.md, "OOD audit".
 """
 
-from envsynth.audit.audit import BENCHMARKS, OVERLAP, AuditError, audit, load_references, read_apps
+from envsynth.audit.audit import BENCHMARKS, OVERLAP, AuditError, audit, audit_apps, corpus_apps, load_references, read_apps
 
-__all__ = ["BENCHMARKS", "OVERLAP", "AuditError", "audit", "load_references", "read_apps"]
+__all__ = ["BENCHMARKS", "OVERLAP", "AuditError", "audit", "audit_apps", "corpus_apps", "load_references", "read_apps"]

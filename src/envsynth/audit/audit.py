@@ -18,11 +18,14 @@ import json
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from envsynth.audit.similarity import Vector, Vectoriser, cosine, shared_terms, tokens
+
+if TYPE_CHECKING:
+    from envsynth.corpus.load import Corpus
 
 BENCHMARKS = ("tau2", "appworld", "bfcl")
 """The benchmarks whose reference lists ship with envsynth (``envsynth/audit/references/<name>.yaml``)."""
@@ -86,17 +89,21 @@ def read_apps(folder: str | Path) -> list[AppText]:
     if (root / MANIFEST).is_file():
         from envsynth.corpus.load import load_corpus
 
-        corpus = load_corpus(root)
-        requests: dict[str, list[str]] = {}
-        for t in corpus.tasks:
-            requests.setdefault(t.app, []).append(t.instruction)
-        return [_app_text(corpus.path / "apps" / name, requests.get(name, [])) for name in corpus.apps]
+        return corpus_apps(load_corpus(root))
     dirs = [d for d in sorted(root.glob("*")) + sorted(root.glob("apps/*")) if (d / "app.json").is_file()]
     if (root / "app.json").is_file():
         dirs = [root]
     if not dirs:
         raise AuditError(f"no apps in {root}: give a corpus or a folder written by envsynth build")
     return [_app_text(d, []) for d in dirs]
+
+
+def corpus_apps(corpus: Corpus) -> list[AppText]:
+    """The apps of a loaded corpus, each with its task requests."""
+    requests: dict[str, list[str]] = {}
+    for t in corpus.tasks:
+        requests.setdefault(t.app, []).append(t.instruction)
+    return [_app_text(corpus.path / "apps" / name, requests.get(name, [])) for name in corpus.apps]
 
 
 def _app_text(folder: Path, instructions: list[str]) -> AppText:
@@ -165,7 +172,15 @@ def audit_app(space: _Space, app: AppText, benchmark: str, top: int = 3) -> dict
 
 
 def audit(folder: str | Path, against: list[str], top: int = 3) -> dict[str, Any]:
-    """Audit every app of ``folder`` against the benchmarks ``against``.
+    """Audit every app of ``folder`` (a corpus or a folder of built apps) against the benchmarks ``against``.
+
+    See :func:`audit_apps` for what it returns.
+    """
+    return audit_apps(read_apps(folder), against, top)
+
+
+def audit_apps(apps: list[AppText], against: list[str], top: int = 3) -> dict[str, Any]:
+    """Audit apps (:func:`read_apps`, :func:`corpus_apps`) against the benchmarks ``against``.
 
     Returns:
         ``method``, ``benchmarks``, ``threshold`` and ``apps``: per app its ``name``, ``closest``
@@ -174,7 +189,6 @@ def audit(folder: str | Path, against: list[str], top: int = 3) -> dict[str, Any
         highest score first.
     """
     domains = load_references(against)
-    apps = read_apps(folder)
     space = _Space(domains, apps)
     rows = []
     for app in apps:

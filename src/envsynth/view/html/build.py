@@ -139,7 +139,11 @@ def _task_pages(env: Any, corpus: Corpus, out: Path, runs: list[dict[str, Any]],
 
 
 def build_report(
-    corpus_path: str | Path, run_dirs: Sequence[str | Path] = (), out: str | Path = "report", progress: Progress | None = None
+    corpus_path: str | Path,
+    run_dirs: Sequence[str | Path] = (),
+    out: str | Path = "report",
+    progress: Progress | None = None,
+    against: Sequence[str] = (),
 ) -> ReportResult:
     """Write the HTML report of a corpus (and of runs on it) into ``out``.
 
@@ -147,7 +151,8 @@ def build_report(
     coverage, apps, runs, every task), ``apps/<app>.html`` (tables, tools by archetype, test
     verdicts, the dependency graph, admission), ``runs/<run>.html`` (pass@1/pass@k by app and
     chain length, tool-call outcomes, failure kinds, tokens) and ``tasks/<id>.html`` (request,
-    scenario, visible tools, s0 rows by distractor level, oracle program, trajectories).
+    scenario, visible tools, s0 rows by distractor level, oracle program, trajectories). With
+    ``against`` (benchmark names, see :mod:`envsynth.audit`) the index also shows the OOD audit.
 
     Raises:
         envsynth.corpus.CorpusError: the corpus cannot be read.
@@ -164,6 +169,7 @@ def build_report(
             raise ReportError(str(exc)) from None
     if len({r["label"] for r in runs}) < len(runs):
         raise ReportError("two run folders have the same name: give runs folders of different names")
+    audit = _audit(corpus, against)
     _prepare(target)
     env = _env()
     apps = []
@@ -183,12 +189,28 @@ def build_report(
         _write(target / "runs" / f"{r['label']}.html", env.get_template("run.html.j2").render(r=r, tasks=tasks, root="../"))
     c = corpus_data(corpus)
     c["charts"] = _corpus_charts(c)
+    c["audit"] = audit
     index = target / "index.html"
     _write(index, env.get_template("index.html.j2").render(c=c, apps=apps, runs=runs, tasks=list(tasks.values()), root=""))
     seconds = time.perf_counter() - start
     meta = {"corpus": str(corpus.path), "runs": [r["path"] for r in runs], "apps": len(apps), "tasks": len(tasks)}
     _write(target / MARKER, json.dumps(meta, indent=2) + "\n")
     return ReportResult(index=index, apps=len(apps), runs=len(runs), tasks=len(tasks), seconds=seconds)
+
+
+def _audit(corpus: Corpus, against: Sequence[str]) -> dict[str, Any] | None:
+    """The OOD audit of the corpus against ``against`` (None when empty)."""
+    if not against:
+        return None
+    from envsynth.audit import AuditError, audit_apps, corpus_apps
+
+    try:
+        result = audit_apps(corpus_apps(corpus), list(against))
+    except AuditError as exc:
+        raise ReportError(str(exc)) from None
+    for a in result["apps"]:
+        a["hold_out"] = [b for b in result["benchmarks"] if a["against"][b]["overlap"]]
+    return result
 
 
 def _verdicts(summary: dict[str, Any]) -> dict[str, int]:
