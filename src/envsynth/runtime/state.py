@@ -483,7 +483,9 @@ class StateBuilder:
         """Draw the row's derived fields from its other fields, then keep its composite keys unique
         (False: a key has no free values left, the row is not added)."""
         for f in plan.derived:
-            if f.name not in fixed:
+            if f.name in fixed:  # given (a distractor copying its target): taken as is, as plain fields are
+                row[f.name] = fixed[f.name]
+            else:
                 row[f.name] = derive(self.values, f, row, self._ref_draw(f) if f.type == "ref" else None)
         return all(self._unique_key(plan, key, row, fixed) for key in plan.keys)
 
