@@ -202,3 +202,13 @@ def test_a_derived_field_given_to_the_builder_is_kept() -> None:
     row = b.add(BP.entity("flight"), fixed)
     assert row is not None
     assert {k: row[k] for k in fixed} == fixed
+
+
+def test_a_row_whose_fixed_composite_key_is_taken_is_not_added() -> None:
+    """A caller fixing every field of a composite key already taken gets no row (not a row the database refuses)."""
+    b = StateBuilder(BP, 5, creation_order(BP))
+    rows = b.fill()
+    taken = rows["flight"][0]
+    n = len(rows["flight"])
+    assert b.add(BP.entity("flight"), {"flight_number": taken["flight_number"], "day": taken["day"]}) is None
+    assert len(b.rows["flight"]) == n
