@@ -45,7 +45,7 @@ def _alias_of(spec: ToolSpec, entity: str) -> str | None:
 
 def _param_for(spec: ToolSpec, entity: str) -> str | None:
     for b in spec.bindings:
-        if b.entity == entity and b.param is not None and spec.param(b.param).required:
+        if b.entity == entity and b.param is not None and not b.many and spec.param(b.param).required:  # not a list of ids
             return b.param
     return None
 
