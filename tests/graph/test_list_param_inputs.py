@@ -35,3 +35,22 @@ def test_no_chain_step_fills_a_list_of_ids_from_one_row(tmp_path: Path) -> None:
             for step in plan_chain(app, g, rng, kind, slot=slot) or []:
                 into_lists += [(step.spec.name, p) for p in [*step.refs, *step.pins] if (step.spec.name, p) in lists]
     assert into_lists == []
+
+
+def test_tools_whose_lists_name_rows_are_not_planned_into_tasks(tmp_path: Path) -> None:
+    """A request cannot name several rows yet ("book economy seats on it"): such tools stay out of task chains."""
+    import random
+
+    from envsynth import catalog
+    from envsynth.tasks import synth
+    from envsynth.tasks.chain import plan_chain
+
+    app = build_app(catalog.load("northstar_air"), tmp_path / "air").app
+    g = build_graph(app)
+    planned = set()
+    for slot in range(120):
+        rng = random.Random(slot)
+        for kind, _ in synth.KINDS:
+            planned |= {step.spec.name for step in plan_chain(app, g, rng, kind, slot=slot) or []}
+    assert "book_reservation" not in planned
+    assert {"cancel_reservation", "add_checked_bags", "change_to_business"} <= planned
