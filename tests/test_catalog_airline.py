@@ -354,5 +354,5 @@ def test_policy_tasks_share_and_refusals_replayed(corpus: Corpus) -> None:
 
 def test_airline_tasks_read_without_ids_or_raw_lists(corpus: Corpus) -> None:
     for t in corpus.tasks:
-        assert "{'" not in t.instruction and " on it " not in t.instruction, t.instruction
+        assert "{'" not in t.instruction and "seats on it" not in t.instruction, t.instruction
         assert not leaks_id(t.instruction), t.instruction
