@@ -126,6 +126,18 @@ def test_one_call_books_every_flight_and_passenger_and_charges_the_total(airline
     assert [r["economy_left"] for r in left] == [48, 48]
 
 
+def test_a_certificate_is_used_up_by_the_booking_it_pays(airline: App) -> None:
+    ep = airline.episode()
+    a, b = _flights(ep.db)
+    member, cert = _member(ep.db, "silver", "certificate", 1000)
+    res = _book(ep, member, cert, [a, b], "economy", bags=0, insurance=False)
+    assert res.outcome == "success", res.content
+    method = _row(ep.db, "SELECT balance, status FROM payment_method WHERE payment_method_id=?", (cert,))
+    assert method == {"balance": 0, "status": "used"}  # 1000 - 776 left on it is lost
+    again = _book(ep, member, cert, [a, b], "economy", bags=0, insurance=False)
+    assert (again.outcome, again.code) == ("anticipated_rejection", "pre[5]")
+
+
 @pytest.mark.parametrize(
     ("tier", "cabin", "bags", "extras"),
     [("regular", "basic_economy", 1, 50), ("silver", "basic_economy", 3, 50), ("gold", "economy", 6, 0), ("regular", "business", 6, 100)],
