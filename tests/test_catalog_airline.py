@@ -135,7 +135,7 @@ def test_a_certificate_is_used_up_by_the_booking_it_pays(airline: App) -> None:
     method = _row(ep.db, "SELECT balance, status FROM payment_method WHERE payment_method_id=?", (cert,))
     assert method == {"balance": 0, "status": "used"}  # 1000 - 776 left on it is lost
     again = _book(ep, member, cert, [a, b], "economy", bags=0, insurance=False)
-    assert (again.outcome, again.code) == ("anticipated_rejection", "pre[5]")
+    assert (again.outcome, again.code) == ("anticipated_rejection", "pre[6]")
 
 
 @pytest.mark.parametrize(
@@ -155,13 +155,24 @@ def test_booking_refuses_a_flight_that_is_not_bookable_or_full_and_an_uncovered_
     ep = airline.episode()
     a, b = _flights(ep.db)
     member, pay = _member(ep.db, "regular", "gift_card", 100)
-    assert _book(ep, member, pay, [a, b], "economy", bags=0, insurance=False).code == "pre[6]"  # 776 > 100
+    assert _book(ep, member, pay, [a, b], "economy", bags=0, insurance=False).code == "pre[7]"  # 776 > 100
     ep.db.execute("UPDATE payment_method SET balance=5000 WHERE payment_method_id=?", (pay,))
     ep.db.execute("UPDATE flight SET status='delayed' WHERE flight_id=?", (b,))
     assert _book(ep, member, pay, [a, b], "economy", bags=0, insurance=False).code == "pre[0]"  # all(...) scheduled
     ep.db.execute("UPDATE flight SET status='scheduled', business_left=1 WHERE flight_id=?", (b,))
     assert _book(ep, member, pay, [a, b], "business", bags=0, insurance=False).code == "pre[1]"  # seats on every flight
     assert _book(ep, member, pay, [a], "economy", bags=0, insurance=False).code == "pre[2]"  # JFK -> ORD does not reach LAX
+    ep.db.execute("UPDATE flight SET destination='JFK' WHERE flight_id=?", (b,))  # ORD -> JFK: back to the origin
+    ep.db.execute("UPDATE flight SET business_left=6 WHERE flight_id=?", (b,))
+    c = _row(ep.db, "SELECT flight_id FROM flight WHERE flight_id NOT IN (?, ?) LIMIT 1", (a, b))["flight_id"]
+    ep.db.execute(
+        "UPDATE flight SET status='scheduled', origin='JFK', destination='LAX', departs_at='2026-04-03T09:00:00' WHERE flight_id=?", (c,)
+    )
+    ep.db.execute(
+        "UPDATE flight SET economy_left=50, departure_date='2026-04-03', arrives_at='2026-04-03T14:00:00' WHERE flight_id=?", (c,)
+    )
+    assert _book(ep, member, pay, [a, b, c], "economy", bags=0, insurance=False).code == "pre[4]"  # one way, flies back
+    assert _book(ep, member, pay, [c], "economy", bags=0, insurance=False).outcome == "success"
     other = _row(ep.db, "SELECT payment_method_id FROM payment_method WHERE member_id != ? LIMIT 1", (member,))["payment_method_id"]
     assert _book(ep, member, other, [a, b], "economy", bags=0, insurance=False).code == "auth:payment_method"
 
