@@ -192,3 +192,23 @@ def test_a_key_over_a_derived_field_is_redrawn_through_its_generator() -> None:
         for f in flights:
             assert _minutes(f["day"], f["departure_at"]) == 6 * 60
             assert 35 <= _minutes(f["departure_at"], f["arrival_at"]) <= 180
+
+
+def test_a_derived_field_given_to_the_builder_is_kept() -> None:
+    """Task distractors copy a row with a derived field fixed (a destination, an arrival): the value is kept as given."""
+    b = StateBuilder(BP, 3, creation_order(BP))
+    b.fill()
+    fixed = {"origin": "HNL", "destination": "OGG", "departure_at": "2026-03-15T09:00:00", "arrival_at": "2026-03-15T10:00:00"}
+    row = b.add(BP.entity("flight"), fixed)
+    assert row is not None
+    assert {k: row[k] for k in fixed} == fixed
+
+
+def test_a_row_whose_fixed_composite_key_is_taken_is_not_added() -> None:
+    """A caller fixing every field of a composite key already taken gets no row (not a row the database refuses)."""
+    b = StateBuilder(BP, 5, creation_order(BP))
+    rows = b.fill()
+    taken = rows["flight"][0]
+    n = len(rows["flight"])
+    assert b.add(BP.entity("flight"), {"flight_number": taken["flight_number"], "day": taken["day"]}) is None
+    assert len(b.rows["flight"]) == n

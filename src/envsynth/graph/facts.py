@@ -106,6 +106,8 @@ def inputs(spec: ToolSpec, schema: Schema) -> list[Input]:
                 eq_filters[flt.param] = f"{spec.query.entity}.{flt.field}"
     out = []
     for p in spec.params:
+        if p.type == "array":  # a list of ids: no single earlier result fills it
+            continue
         ent = p.ref
         if ent is None and p.name in eq_filters:
             ent = schema.carried(eq_filters[p.name])

@@ -483,7 +483,9 @@ class StateBuilder:
         """Draw the row's derived fields from its other fields, then keep its composite keys unique
         (False: a key has no free values left, the row is not added)."""
         for f in plan.derived:
-            if f.name not in fixed:
+            if f.name in fixed:  # given (a distractor copying its target): taken as is, as plain fields are
+                row[f.name] = fixed[f.name]
+            else:
                 row[f.name] = derive(self.values, f, row, self._ref_draw(f) if f.type == "ref" else None)
         return all(self._unique_key(plan, key, row, fixed) for key in plan.keys)
 
@@ -494,7 +496,8 @@ class StateBuilder:
 
     def _unique_key(self, plan: _Plan, key: tuple[str, ...], row: dict[str, Any], fixed: dict[str, Any]) -> bool:
         """Redraw the fields of composite key ``key`` that are not fixed until no other row has the same values;
-        False when 50 redraws all collide (the key's values are all, or nearly all, taken)."""
+        False when 50 redraws all collide (the key's values are all, or nearly all, taken) or the caller
+        fixed the whole key to values another row has."""
         label = "+".join(key)
         seen = self.unique_seen.get((plan.table, label))
         if seen is None:
@@ -509,7 +512,7 @@ class StateBuilder:
                     seen.add(values)
                 return True
             if not free:
-                return True  # the caller fixed the whole key: it asked for this row
+                return False  # the caller fixed the whole key, and it is taken: the database would refuse the row
             f = free[self.rng._randbelow(len(free))]
             if f in plan.derived:
                 row[f.name] = derive(self.values, f, row, self._ref_draw(f) if f.type == "ref" else None)

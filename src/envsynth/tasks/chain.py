@@ -43,9 +43,15 @@ def _alias_of(spec: ToolSpec, entity: str) -> str | None:
     return None
 
 
+def names_many_rows(spec: ToolSpec) -> bool:
+    """Whether the tool takes a list naming existing rows (a list of ids, or items with ids), which a request
+    cannot name yet (a description singles out one row): such a tool is not planned into tasks."""
+    return any(b.many and b.param is not None for b in spec.bindings)
+
+
 def _param_for(spec: ToolSpec, entity: str) -> str | None:
     for b in spec.bindings:
-        if b.entity == entity and b.param is not None and spec.param(b.param).required:
+        if b.entity == entity and b.param is not None and not b.many and spec.param(b.param).required:  # not a list of ids
             return b.param
     return None
 
@@ -70,11 +76,15 @@ def _find_next(graph: ToolGraph, app: App, name: str) -> list[tuple[ToolSpec, st
     out: list[tuple[ToolSpec, str, str, str]] = []
     for _, tgt, _, a in graph.edges("data", source=source.name):
         spec = app.spec_by_name[tgt]
+        if names_many_rows(spec):
+            continue
         if spec.mode != "write" or spec.code is not None or not a.get("fresh") or not a.get("required", True) or undoes(spec, made=True):
             continue
         out.append((spec, "ref", a["param"], a["via"].split(".", 1)[1]))
     for _, tgt, _, a in graph.edges("logic", source=source.name):
         spec = app.spec_by_name[tgt]
+        if names_many_rows(spec):
+            continue
         if spec.mode != "write" or spec.code is not None or undoes(spec):  # a goal does not take back its own steps
             continue
         ent = a.get("entity")
@@ -180,7 +190,7 @@ def _find_tools(app: App) -> _Tools:
     def by_id(s: ToolSpec) -> bool:  # a get by another unique field would name its own answer
         return s.bindings[0].key == bp.entity(s.bindings[0].entity).id_field
 
-    writes = [s for s in app.specs if s.mode == "write"]
+    writes = [s for s in app.specs if s.mode == "write" and not names_many_rows(s)]
     gets = [(s, s.bindings[0].entity, s.bindings[0].param or "", s.bindings[0].key) for s in app.specs if s.kind == "get" and by_id(s)]
     reads = [
         s

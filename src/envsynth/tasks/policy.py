@@ -66,7 +66,7 @@ def shape(app: App, result: list[Task] | Rejection, base: int) -> list[Task] | R
             return Rejection(app=app.name, coordinates=task.coordinates, reason="policy_forbids_oracle", detail=f"step {step}: {rule}")
         involved = involved or rule
     rng = random.Random(base * 13 + 7)
-    if len(result) == 1 and task.expected_effects and rng.random() < REFUSAL_SHARE:
+    if task.expected_effects and rng.random() < REFUSAL_SHARE:  # a refusal task keeps its first state only
         made = refusal_task(app, task, rules, rng)
         if made is not None:
             return [made]

@@ -1,0 +1,24 @@
+"""Refusal tasks are planned when tasks have several initial states (--states 2), each with its first state only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from envsynth import load_blueprint
+from envsynth.corpus import build_corpus, load_corpus
+
+EXAMPLE = Path(__file__).parent.parent / "data" / "examples" / "policy.yaml"
+
+
+def test_refusals_are_made_with_two_states_per_task(tmp_path: Path) -> None:
+    build_corpus(tmp_path / "corpus", blueprints=[load_blueprint(EXAMPLE)], tasks_per_app=30, states=2, seed=0)
+    tasks = load_corpus(tmp_path / "corpus").tasks
+    involved = [t for t in tasks if t.policy is not None]
+    refusals = [t for t in involved if t.policy and t.policy.refusal]
+    assert len(involved) >= 0.10 * len(tasks), (len(involved), len(tasks))
+    assert len(refusals) >= 0.5 * len(involved), (len(refusals), len(involved))
+    by_index: dict[int, int] = {}
+    for t in tasks:
+        by_index[t.coordinates.task] = by_index.get(t.coordinates.task, 0) + 1
+    for t in refusals:
+        assert by_index[t.coordinates.task] == 1  # a refusal task keeps one state: its request names a row of it
