@@ -394,6 +394,11 @@ def instantiate(
         return _instantiate(app, ws, steps, seed, attempts, pool)
 
 
+def _first(rows: Any) -> dict[str, Any] | None:
+    """The first row a list parameter loads (a later step may act on it: receive one of the items returned)."""
+    return rows[0] if isinstance(rows, list) and rows and isinstance(rows[0], dict) else None
+
+
 def _instantiate(
     app: App, ws: Workspace, steps: list[Step], seed: int, attempts: int, pool: Rows | None
 ) -> tuple[Rows, list[Call], list[dict[str, Any]]]:
@@ -464,7 +469,7 @@ def _instantiate(
                 {
                     b.alias: (b.entity, row[ids[b.entity]])
                     for b in step.spec.bindings
-                    if not b.many and (row := fx.aliases.get(b.alias)) is not None
+                    if (row := _first(fx.aliases.get(b.alias)) if b.many else fx.aliases.get(b.alias)) is not None
                 }
             )
             break
