@@ -529,7 +529,9 @@ def _targets(app: App, steps: list[Step], calls: list[Call], bound: list[dict[st
     named: list[tuple[str, Any]] = []
     for st, call, b in zip(steps, calls, bound):
         for binding in st.spec.bindings:
-            if binding.param and binding.param in call.args and binding.param not in call.refs and binding.alias in b:
+            if binding.many and binding.item is None and isinstance(call.args.get(binding.param or ""), list):
+                named += [tk for k in call.args[binding.param or ""] if (tk := (binding.entity, k)) not in named]  # each id of a list
+            elif binding.param and binding.param in call.args and binding.param not in call.refs and binding.alias in b:
                 tk = b[binding.alias]
                 if tk not in named:
                     named.append(tk)
@@ -546,6 +548,9 @@ def _param_descriptions(app: App, calls: list[Call], descs: dict[tuple[str, Any]
         for b in spec.bindings:
             if b.param and not b.many and b.param in c.args and (b.entity, c.args[b.param]) in descs:
                 d[b.param] = descs[(b.entity, c.args[b.param])]
+            elif b.many and b.item is None and isinstance(ids := c.args.get(b.param or ""), list) and ids:
+                if all((b.entity, k) in descs for k in ids):  # a list of ids: every row it names, described
+                    d[b.param or ""] = [descs[(b.entity, k)] for k in ids]  # type: ignore[assignment]
         out.append(d)
     return out
 
