@@ -400,7 +400,9 @@ def _same_actor(app: App, step: Step, calls: list[Call]) -> dict[str, Any]:
     name = acting_user_of(app.blueprint, step.spec)
     if name is None:
         return {}
-    earlier = next((c.args[name] for c in calls if acting_user_of(app.blueprint, app.spec_by_name[c.tool]) == name and c.args.get(name)), None)
+    earlier = next(
+        (c.args[name] for c in calls if acting_user_of(app.blueprint, app.spec_by_name[c.tool]) == name and c.args.get(name)), None
+    )
     return {name: earlier} if earlier is not None else {}
 
 
