@@ -10,9 +10,10 @@ from envsynth.tasks.instantiate import ChainFailed, instantiate
 from envsynth.tasks.synth import value_pool
 
 
-def test_processing_then_delivering_an_order_acts_for_one_customer() -> None:
+def test_delivering_then_returning_from_an_order_acts_for_one_customer() -> None:
     app = compile_app(catalog.load("juniper_goods"))
-    steps = [Step(app.spec_by_name["process_order"]), Step(app.spec_by_name["deliver_order"], pins={"order_id": (0, "customer_order")})]
+    deliver, ret = app.spec_by_name["deliver_order"], app.spec_by_name["return_order_items"]
+    steps = [Step(deliver), Step(ret, pins={"order_id": (0, "customer_order")})]
     made, errors = 0, []
     for seed in range(10):
         world = StateBuilder(app.blueprint, seed, app.order).use_pool(value_pool(app)).fill()
