@@ -80,7 +80,7 @@ def _variants(db: sqlite3.Connection, line_id: str) -> tuple[str, str]:
     prods = [r[0] for r in db.execute("SELECT product_id FROM product LIMIT 2")]
     for item_id, prod, color, price in zip(items, [prods[0], prods[0], prods[1]], ["black", "navy", "red"], [40, 50, 45]):
         db.execute(
-            "UPDATE item SET product_id=?, color=?, size='medium', available=1, price=? WHERE item_id=?", (prod, color, price, item_id)
+            "UPDATE item SET product_id=?, color=?, size='medium', stock='in_stock', price=? WHERE item_id=?", (prod, color, price, item_id)
         )
     db.execute("UPDATE order_line SET item_id=?, price=40 WHERE line_id=?", (items[0], line_id))
     return items[1], items[2]
