@@ -61,3 +61,9 @@ def test_seed_changes_data_not_code() -> None:
     a, b = app_files(compile_app(bp, 0)), app_files(compile_app(bp, 1))
     assert a["tools.py"] == b["tools.py"] and a["schema.sql"] == b["schema.sql"]
     assert a["state.db"] != b["state.db"]
+
+
+def test_catalogue_lists_the_airline_and_retail_domains() -> None:
+    names = catalog.names()
+    assert len(names) == len(set(names))
+    assert {catalog.load("northstar_air").category, catalog.load("juniper_goods").category} == {"travel", "shopping"}

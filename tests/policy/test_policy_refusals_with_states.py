@@ -1,4 +1,4 @@
-"""Refusal tasks are planned when tasks have several initial states (--states 2), each with its first state only."""
+"""Refusal tasks are planned when tasks have several initial states (--states 2), in every state."""
 
 from __future__ import annotations
 
@@ -21,4 +21,4 @@ def test_refusals_are_made_with_two_states_per_task(tmp_path: Path) -> None:
     for t in tasks:
         by_index[t.coordinates.task] = by_index.get(t.coordinates.task, 0) + 1
     for t in refusals:
-        assert by_index[t.coordinates.task] == 1  # a refusal task keeps one state: its request names a row of it
+        assert by_index[t.coordinates.task] == 2  # each state has its own copy of the row the forbidden request names

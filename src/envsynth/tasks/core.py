@@ -124,7 +124,9 @@ def _targets(app: App, steps: list[Step], calls: list[Call], bound: list[dict[st
     named: list[tuple[str, Any]] = []
     for st, call, b in zip(steps, calls, bound):
         for binding in st.spec.bindings:
-            if binding.param and binding.param in call.args and binding.param not in call.refs and binding.alias in b:
+            if binding.many and binding.item is None and isinstance(call.args.get(binding.param or ""), list):
+                named += [tk for k in call.args[binding.param or ""] if (tk := (binding.entity, k)) not in named]  # each id of a list
+            elif binding.param and binding.param in call.args and binding.param not in call.refs and binding.alias in b:
                 tk = b[binding.alias]
                 if tk not in named:
                     named.append(tk)

@@ -138,10 +138,20 @@ def _add(b: StateBuilder, rng: random.Random, level: int, tg: _Target) -> None:
         other = _other_value(b, rng, ent, change, tg.row.get(change))
         if other is not None:
             fixed[change] = other
-        b.add(ent, fixed)
+        b.add(ent, _key_open(ent, fixed, change))
     elif level == 4 and tg.children:
         child, f = rng.choice(tg.children)
         b.add(child, {f.name: tg.row[ent.fields[0].name]})
+
+
+def _key_open(ent: Any, fixed: dict[str, Any], change: str) -> dict[str, Any]:
+    """``fixed`` with one field of every composite unique key it fixes whole left out (one other than ``change``,
+    a plain field before a reference), so the row builder draws it and the copy never repeats a key."""
+    for key in ent.unique:
+        if all(k in fixed for k in key):
+            free = sorted((k for k in key if k != change), key=lambda k: ent.field(k).type == "ref")
+            fixed = {n: v for n, v in fixed.items() if n != free[0]}
+    return fixed
 
 
 def _other_value(b: StateBuilder, rng: random.Random, ent: Any, name: str, value: Any) -> Any:

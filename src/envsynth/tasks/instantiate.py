@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from envsynth.blueprint.policy import acting_user_of
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import SUCCESS, Episode
 from envsynth.runtime.state import Rows, id_fields, insert_rows, read_rows, ref_fields, scratch_connection
@@ -394,6 +395,22 @@ def instantiate(
         return _instantiate(app, ws, steps, seed, attempts, pool)
 
 
+def _same_actor(app: App, step: Step, calls: list[Call]) -> dict[str, Any]:
+    """The acting user of the earlier steps, for a step that acts for a user too (one person asks for the whole chain)."""
+    name = acting_user_of(app.blueprint, step.spec)
+    if name is None:
+        return {}
+    earlier = next(
+        (c.args[name] for c in calls if acting_user_of(app.blueprint, app.spec_by_name[c.tool]) == name and c.args.get(name)), None
+    )
+    return {name: earlier} if earlier is not None else {}
+
+
+def _first(rows: Any) -> dict[str, Any] | None:
+    """The first row a list parameter loads (a later step may act on it: receive one of the items returned)."""
+    return rows[0] if isinstance(rows, list) and rows and isinstance(rows[0], dict) else None
+
+
 def _instantiate(
     app: App, ws: Workspace, steps: list[Step], seed: int, attempts: int, pool: Rows | None
 ) -> tuple[Rows, list[Call], list[dict[str, Any]]]:
@@ -428,6 +445,7 @@ def _instantiate(
                 unnamed = _id_filters(app, step)
             for p in unnamed:
                 fixed[p] = None
+            fixed.update(_same_actor(app, step, calls))
             solver = Solver(app.blueprint, step.spec, app.order, app.now, seed * 131 + i * 17 + attempt)
             mode = "some" if step.spec.mode == "write" else "all"
             fx = solver.on_rows(current, fixed, mode, attempt, pool)
@@ -464,7 +482,7 @@ def _instantiate(
                 {
                     b.alias: (b.entity, row[ids[b.entity]])
                     for b in step.spec.bindings
-                    if not b.many and (row := fx.aliases.get(b.alias)) is not None
+                    if (row := _first(fx.aliases.get(b.alias)) if b.many else fx.aliases.get(b.alias)) is not None
                 }
             )
             break

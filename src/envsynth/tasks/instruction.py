@@ -115,6 +115,10 @@ class Phraser:
         d = descs.get(param)
         if d is None:
             return "it"
+        if isinstance(d, list):  # a list of ids: "my item ... and my item ..."
+            keys = call.args.get(param) or []
+            texts = [render(self.bp, one, possessive="my" if k in self.mine else "the") for one, k in zip(d, keys)]
+            return ", ".join(texts[:-1]) + (" and " if len(texts) > 1 else "") + texts[-1]
         key = call.args.get(param)
         if isinstance(key, str) and key in self.mentioned:  # named in full once; after that "that order"
             return self.rng.choice(("that ", "the same ")) + noun(self.bp.entity(d.entity))

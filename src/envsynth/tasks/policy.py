@@ -66,10 +66,14 @@ def shape(app: App, result: list[Task] | Rejection, base: int) -> list[Task] | R
             return Rejection(app=app.name, coordinates=task.coordinates, reason="policy_forbids_oracle", detail=f"step {step}: {rule}")
         involved = involved or rule
     rng = random.Random(base * 13 + 7)
-    if task.expected_effects and rng.random() < REFUSAL_SHARE:  # a refusal task keeps its first state only
+    if len(result) == 1 and task.expected_effects and rng.random() < REFUSAL_SHARE:
         made = refusal_task(app, task, rules, rng)
         if made is not None:
             return [made]
+    elif len(result) > 1 and task.expected_effects and rng.random() < REFUSAL_SHARE:
+        states = refusal_states(app, result, rules, rng)
+        if states is not None:
+            return states
     if involved is None:
         return result
     return [t.model_copy(update={"policy": TaskPolicy(rule=involved, refusal=False)}).sealed() for t in result]
@@ -144,8 +148,12 @@ class _Ctx:
         self.touched = _touched(task)
 
 
-def refusal_task(app: App, task: Task, rules: list[PolicyRule], rng: random.Random) -> Task | None:
-    """``task`` with a forbidden request added, or None when no rule can tempt here (see the module doc)."""
+def refusal_task(app: App, task: Task, rules: list[PolicyRule], rng: random.Random, found: dict[str, Any] | None = None) -> Task | None:
+    """``task`` with a forbidden request added, or None when no rule can tempt here (see the module doc).
+
+    ``found`` (when given) receives what the request was made of: the rule, the tool, the row
+    parameter, the state's rows, the row and its description (see :func:`refusal_states`).
+    """
     cx = _Ctx(app, task, rng)
     if app.blueprint.authorization is not None and cx.me is None:
         return None
@@ -155,10 +163,101 @@ def refusal_task(app: App, task: Task, rules: list[PolicyRule], rng: random.Rand
             param = _row_param(app, spec)
             if param is None:
                 continue
-            found = _forbidden_row(cx, rule, spec, param)
-            if found is not None:
-                return _with_refusal(cx, rule, spec, param, *found)
+            hit = _forbidden_row(cx, rule, spec, param)
+            if hit is not None:
+                return _with_refusal(cx, rule, spec, param, *hit, found=found)
     return None
+
+
+def refusal_states(app: App, tasks: list[Task], rules: list[PolicyRule], rng: random.Random) -> list[Task] | None:
+    """The S states of one task index made refusal tasks with one and the same request, or None.
+
+    The request is made on state 0 (:func:`refusal_task`); every other state gets the same
+    words about its own copy of the row (the same row when the state holds it, its ids renamed
+    as the state renames them; else the same new row), checked as state 0's is: the
+    description names that row alone, the rule forbids the call there before and after the
+    oracle and the tools allow it, and a new row leaves the oracle's effects unchanged.
+    """
+    found: dict[str, Any] = {}
+    first = refusal_task(app, tasks[0], rules, rng, found)
+    if first is None or first.policy is None:
+        return None
+    out = [first]
+    for task in tasks[1:]:
+        made = _same_refusal(app, task, first, found, rng)
+        if made is None:
+            return None
+        out.append(made)
+    return out
+
+
+def _same_refusal(app: App, task: Task, first: Task, found: dict[str, Any], rng: random.Random) -> Task | None:
+    """``task`` (another state) with ``first``'s forbidden request, on this state's copy of its row."""
+    bp = app.blueprint
+    cx = _Ctx(app, task, rng)
+    if bp.authorization is not None and cx.me is None:
+        return None
+    rule, spec, param, d = found["rule"], found["spec"], found["param"], found["description"]
+    ent = bp.entity(spec.entity)
+    if found["new"]:
+        row = _carried(bp, found["rows"], cx.rows, ent, found["row"])
+        if row is None:
+            return None
+        rows = {t: list(v) for t, v in cx.rows.items()}
+        rows[ent.name].append(row)
+    else:
+        rows = cx.rows
+        row = next((r for r in rows.get(ent.name, []) if d.matches(bp, rows, r)), None)
+    if row is None or d.count(bp, rows) != 1 or row[ent.id_field] in cx.touched or not _owned(cx, ent.name, row):
+        return None
+    key = row[ent.id_field]
+    if not _tempts(cx, rule, spec, param, rows, key) or (found["new"] and not _same_oracle(cx, rows)):
+        return None
+    core = {t: list(v) for t, v in task.state.core.items()}
+    if found["new"]:
+        core.setdefault(ent.name, []).append(row)
+    note = TaskPolicy(
+        rule=rule.rule, refusal=True, forbidden=[_call(cx, spec, param, key)], request=first.policy.request if first.policy else None
+    )
+    update = {
+        "instruction": first.instruction,
+        "scenario": first.scenario,
+        "user": task.user.model_copy(update={"knows": [first.instruction, *task.user.knows[1:]]}),
+        "state": task.state.model_copy(update={"core": core}),
+        "visible_tools": first.visible_tools,
+        "stats": {
+            **task.stats,
+            "core_rows": task.stats.get("core_rows", 0) + bool(found["new"]),
+            "visible_tools": len(first.visible_tools),
+        },
+        "policy": note,
+    }
+    return task.model_copy(update=update).sealed()
+
+
+def _carried(bp: Blueprint, rows0: Rows, rows: Rows, ent: Any, row0: dict[str, Any]) -> dict[str, Any] | None:
+    """A copy of ``row0`` (a new row of state 0) for another state: a fresh id, and each reference to the
+    row of this state that has the same values as the row it named in state 0 (None when there is none)."""
+    row = dict(row0)
+    taken = {r[ent.id_field] for r in rows.get(ent.name, [])} | {r[ent.id_field] for r in rows0.get(ent.name, [])}
+    row[ent.id_field] = ValueMaker(bp, len(taken)).new_id(ent, taken)
+    for f in ent.fields:
+        if f.type != "ref" or row0.get(f.name) is None:
+            continue
+        target = bp.entity(f.ref or "")
+        old = next((r for r in rows0.get(target.name, []) if r[target.id_field] == row0[f.name]), None)
+        if old is None:
+            return None
+        same = [r for r in rows.get(target.name, []) if _same_values(target, r, old)]
+        if len(same) != 1:
+            return None
+        row[f.name] = same[0][target.id_field]
+    return row
+
+
+def _same_values(ent: Any, a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two rows hold the same values but for their id and references (one row, its ids renamed)."""
+    return all(a.get(f.name) == b.get(f.name) for f in ent.fields[1:] if f.type != "ref")
 
 
 def requester_key(app: App, task: Task, rows: Rows) -> Any:
@@ -333,8 +432,10 @@ def _same_oracle(cx: _Ctx, rows: Rows) -> bool:
     return bool(reward.passed)
 
 
-def _with_refusal(cx: _Ctx, rule: PolicyRule, spec: ToolSpec, param: str, rows: Rows, row: dict[str, Any]) -> Task | None:
-    """The task with the forbidden request added to its instruction, state and record."""
+def _with_refusal(
+    cx: _Ctx, rule: PolicyRule, spec: ToolSpec, param: str, rows: Rows, row: dict[str, Any], found: dict[str, Any] | None = None
+) -> Task | None:
+    """The task with the forbidden request added to its instruction, state and record (what it was made of in ``found``)."""
     bp, task = cx.bp, cx.task
     ent = bp.entity(spec.entity)
     key = row[ent.id_field]
@@ -362,6 +463,8 @@ def _with_refusal(cx: _Ctx, rule: PolicyRule, spec: ToolSpec, param: str, rows: 
     note = TaskPolicy(rule=rule.rule, refusal=True, forbidden=[call], request=request)
     stats = {**task.stats, "core_rows": task.stats.get("core_rows", 0) + (rows is not cx.rows), "visible_tools": len(visible)}
     state = task.state.model_copy(update={"core": core})
+    if found is not None:
+        found.update(rule=rule, spec=spec, param=param, rows=rows, row=row, description=d, new=rows is not cx.rows)
     update = {"instruction": instruction, "scenario": scenario, "user": user, "state": state, "visible_tools": visible}
     return task.model_copy(update={**update, "stats": stats, "policy": note}).sealed()
 

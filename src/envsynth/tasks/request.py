@@ -162,5 +162,8 @@ def _param_descriptions(app: App, calls: list[Call], descs: dict[tuple[str, Any]
         for b in spec.bindings:
             if b.param and not b.many and b.param in c.args and (b.entity, c.args[b.param]) in descs:
                 d[b.param] = descs[(b.entity, c.args[b.param])]
+            elif b.many and b.item is None and isinstance(ids := c.args.get(b.param or ""), list) and ids:
+                if all((b.entity, k) in descs for k in ids):  # a list of ids: every row it names, described
+                    d[b.param or ""] = [descs[(b.entity, k)] for k in ids]  # type: ignore[assignment]
         out.append(d)
     return out

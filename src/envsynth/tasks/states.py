@@ -275,5 +275,18 @@ def _remap_call(app: App, call: Call, mapping: dict[tuple[str, Any], Any]) -> Ca
     args = dict(call.args)
     for p in spec.params:
         if p.name in args and p.ref:
-            args[p.name] = mapping.get((p.ref, args[p.name]), args[p.name])
+            args[p.name] = _remapped(mapping, p.ref, args[p.name])
+        elif p.name in args and p.item_fields and isinstance(args[p.name], list):  # a list of objects: their ids
+            refs = {f.name: f.ref for f in p.item_fields if f.ref}
+            args[p.name] = [
+                {k: _remapped(mapping, refs[k], v) if k in refs else v for k, v in item.items()} if isinstance(item, dict) else item
+                for item in args[p.name]
+            ]
     return call.model_copy(update={"args": args})
+
+
+def _remapped(mapping: dict[tuple[str, Any], Any], table: str, value: Any) -> Any:
+    """``value`` (an id, or a list of ids) with the ids of ``table`` the mapping renames renamed."""
+    if isinstance(value, list):
+        return [mapping.get((table, v), v) for v in value]
+    return mapping.get((table, value), value)

@@ -126,10 +126,13 @@ def add_row(solver: Solver, fx: Fixture, ent: Entity, values: dict[str, Any]) ->
     return row
 
 
-def spoil(solver: Solver, fx: Fixture, ent: Entity, row: dict[str, Any], where: dict[str, Any]) -> None:
-    """Change one filtered, non-key field of ``row`` so that it no longer passes ``where``."""
+def spoil(solver: Solver, fx: Fixture, ent: Entity, row: dict[str, Any], where: dict[str, Any], refs: bool = False) -> None:
+    """Change one filtered, non-key field of ``row`` so that it no longer passes ``where`` (``refs``: a
+    reference may change too, after the plain fields, when none of them can)."""
     keys = [k for k in where if ent.field(_key(ent, k)[0]).type not in ("id", "ref")]
     solver.rng.shuffle(keys)
+    if refs:
+        keys += [k for k in where if ent.field(_key(ent, k)[0]).type == "ref"]
     for key in keys:
         try:
             row[_key(ent, key)[0]] = passing_value(solver, fx, ent, key, where[key], want=False)
@@ -172,7 +175,7 @@ def make_rows(solver: Solver, fx: Fixture, node: ast.Call, want: bool) -> None:
         return
     if selected:
         row = solver.rng.choice(selected)
-        spoil(solver, fx, ent, row, test)
+        spoil(solver, fx, ent, row, test, refs=True)  # a row that belongs elsewhere (a line of another order)
         return
     values = concrete(solver, fx, ent, sel)
     key = solver.rng.choice(list(test))

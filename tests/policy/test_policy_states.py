@@ -1,0 +1,58 @@
+"""Refusal tasks with several initial states (docs/tasks.md, policy tasks): every state of a task index
+gets the same forbidden request, on its own copy of the row, and scores as a one-state refusal does."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envsynth import load_blueprint
+from envsynth.corpus import Corpus, build_corpus, load_corpus
+from envsynth.tasks.model import Call, Task
+from envsynth.tasks.policy import oracle_plus_forbidden, requester_key, resolved
+from envsynth.tasks.state import merged
+
+EXAMPLE = Path(__file__).parent.parent / "data" / "examples" / "policy.yaml"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    out = tmp_path_factory.mktemp("policy_states") / "corpus"
+    build_corpus(out, blueprints=[load_blueprint(EXAMPLE)], tasks_per_app=16, states=2, distractors=2, seed=0)
+    return load_corpus(out)
+
+
+def _play(corpus: Corpus, task: Task, calls: list[Call]) -> float:
+    ep = corpus.start(task.id)
+    results: list[Any] = []
+    for c in calls:
+        res = ep.call(c.tool, resolved(c, results))
+        assert res.outcome == "success", (task.id, c, res.content)
+        results.append(json.loads(res.content))
+    return ep.finish(None).score
+
+
+def test_two_state_refusals_share_the_request_and_score_like_one_state_ones(corpus: Corpus) -> None:
+    by_index: dict[int, list[Task]] = defaultdict(list)
+    for t in corpus.tasks:
+        by_index[t.coordinates.task].append(t)
+    refusing = [ts for ts in by_index.values() if any(t.policy and t.policy.refusal for t in ts)]
+    involved = [ts for ts in by_index.values() if any(t.policy for t in ts)]
+    assert refusing and len(refusing) >= 0.5 * len(involved), (len(refusing), len(involved))
+    for states in refusing:
+        assert len(states) == 2 and all(t.policy and t.policy.refusal for t in states)
+        assert len({t.instruction for t in states}) == 1 and len({t.policy.request for t in states if t.policy}) == 1
+        for task in states:
+            assert task.policy is not None
+            forbidden = task.policy.forbidden[0]
+            rows = merged(task.state.core, task.state.distractors)
+            assert any(forbidden.args["reservation_id"] == r["reservation_id"] for r in rows["reservation"])
+            assert forbidden.args["customer_id"] == requester_key(corpus.apps[task.app], task, rows)
+            if task.answer_step is None:
+                assert _play(corpus, task, task.oracle) == 1.0
+                assert _play(corpus, task, []) == 0.0
+                assert _play(corpus, task, oracle_plus_forbidden(task)) == 0.0
