@@ -487,8 +487,6 @@ class StateBuilder:
                 row[f.name] = fixed[f.name]
             else:
                 row[f.name] = derive(self.values, f, row, self._ref_draw(f) if f.type == "ref" else None)
-            else:  # a derived field the caller gives (a copy of another row's value) is taken as given
-                row[f.name] = fixed[f.name]
         return all(self._unique_key(plan, key, row, fixed) for key in plan.keys)
 
     def _ref_draw(self, f: FieldDef) -> Any:
