@@ -20,6 +20,7 @@ from envsynth.blueprint import BlueprintError, from_dict
 from envsynth.blueprint import expr as X
 from envsynth.compiler.codegen import py
 from envsynth.compiler.compile import app_files, compile_app
+from envsynth.runtime import evaluate as E
 from envsynth.runtime import toolkit as F
 from envsynth.runtime.toolkit import Context
 
@@ -45,7 +46,7 @@ def _load_error(data: dict[str, Any], mutate: Any) -> str:
 
 def _eval(source: str, **names: Any) -> Any:
     ns = {"_now": lambda: "2026-03-15T12:00:00", "_today": lambda: "2026-03-15", **names}
-    return X.evaluate(X.compile_eval(X.parse(source)), ns)
+    return E.evaluate(X.compile_eval(X.parse(source)), ns)
 
 
 def test_date_arithmetic_evaluates() -> None:
@@ -69,8 +70,8 @@ def test_row_functions_min_max_lookup_evaluate() -> None:
     ns = {
         "_exists": lambda t, w: any(F.row_matches(x, w) for x in rows[t]),
         "_count": lambda t, w: sum(F.row_matches(x, w) for x in rows[t]),
-        "_all": X.all_rows(rows),
-        "_lookup": X.table_lookup({"bags": {"gold": {"eco": 2}}}),
+        "_all": E.all_rows(rows),
+        "_lookup": E.table_lookup({"bags": {"gold": {"eco": 2}}}),
     }
     assert _eval("any(seg, r=1, status=['cancelled', 'delayed'])", **ns) is True
     assert _eval("exists(seg, r=2, status=['cancelled', 'delayed'])", **ns) is False

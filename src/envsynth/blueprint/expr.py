@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from envsynth.runtime import toolkit as F
-
 FUNCTIONS = {"old", "now", "today", "exists", "count", "len", "abs", "round", "lower"}
 DURATION_FUNCTIONS = ("weeks", "days", "hours", "minutes")
 ROW_FUNCTIONS = ("exists", "count", "any", "all")  # look for rows: an entity name, then filters
@@ -289,29 +287,6 @@ def plain(node: ast.AST) -> str | None:
 def compile_eval(expr: Expr, hook: Renderer = plain) -> Any:
     """Compile to a code object that ``evaluate`` can run."""
     return compile(render(expr, hook), f"<condition {expr.source}>", "eval")
-
-
-def evaluate(code: Any, namespace: dict[str, Any]) -> Any:
-    """Evaluate a compiled, whitelisted expression with only ``namespace`` in scope."""
-    return eval(code, _GLOBALS, namespace)
-
-
-def all_rows(rows: Any) -> Callable[[str, dict[str, Any], dict[str, Any]], bool]:
-    """``_all`` over ``rows`` (table -> list of row dicts): every row passing ``sel`` passes ``test``."""
-    return lambda t, sel, test: all(F.row_matches(x, test) for x in rows.get(t, ()) if F.row_matches(x, sel))
-
-
-def table_lookup(tables: dict[str, Any] | None) -> Callable[..., Any]:
-    """``_lookup('name', key, ...)`` over a blueprint's lookup tables."""
-    return lambda name, *keys: F.lookup((tables or {}).get(name, {}), *keys)
-
-
-_GLOBALS: dict[str, Any] = {
-    "__builtins__": {"len": len, "abs": abs, "round": round, "str": str, "min": min, "max": max},
-    "_date_add": F.date_add,
-    "_date_sub": F.date_sub,
-    **{f"_{d}": getattr(F, d) for d in DURATION_FUNCTIONS},
-}
 
 
 def conjuncts(expr: Expr) -> list[ast.expr]:

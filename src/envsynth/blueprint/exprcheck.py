@@ -16,9 +16,9 @@ from itertools import pairwise
 from typing import Any
 
 from envsynth.blueprint import expr as X
+from envsynth.blueprint.filters import LOOKUPS, split_key
 from envsynth.blueprint.models import Blueprint, Entity
 from envsynth.blueprint.tables import depth
-from envsynth.runtime.toolkit import LOOKUPS, split_key
 
 _DATES = ("date", "datetime")
 _FIELD_KINDS = {

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envsynth.runtime.toolkit import table_key
+from envsynth.blueprint.filters import table_key
 
 
 def normalise_table(name: str, table: Any) -> dict[str, Any]:

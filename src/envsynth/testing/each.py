@@ -15,6 +15,7 @@ from typing import Any
 from envsynth.blueprint import expr as X
 from envsynth.blueprint.models import Blueprint
 from envsynth.blueprint.spec import Check, EachEffect, ToolSpec
+from envsynth.runtime import evaluate as E
 from envsynth.runtime import toolkit as F
 from envsynth.runtime.state import Rows
 
@@ -109,15 +110,15 @@ def _helpers(rows: Rows, now: str, tables: dict[str, Any] | None = None) -> dict
     return {
         "_exists": lambda t, w: bool(match(t, w)),
         "_count": lambda t, w: len(match(t, w)),
-        "_all": X.all_rows(rows),
-        "_lookup": X.table_lookup(tables),
+        "_all": E.all_rows(rows),
+        "_lookup": E.table_lookup(tables),
         "_now": lambda: now,
         "_today": lambda: now[:10],
     }
 
 
 def _eval(source: str, ns: dict[str, Any]) -> Any:
-    return X.evaluate(X.compile_eval(X.parse(source)), ns)
+    return E.evaluate(X.compile_eval(X.parse(source)), ns)
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -23,6 +23,7 @@ from envsynth.blueprint import expr as X
 from envsynth.blueprint.correlate import derived_order
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import Check, ParamSpec, ToolSpec
+from envsynth.runtime import evaluate as E
 from envsynth.runtime import toolkit as F
 from envsynth.runtime.state import Rows, StateBuilder
 from envsynth.testing import lists as L
@@ -139,7 +140,7 @@ def _eval_ns(fx: Fixture, now: str, tables: dict[str, Any] | None = None) -> dic
             return sum(F.row_matches(r, where) for r in fx.rows.get(table, []))
 
         fx.helpers = (now, {"_exists": _exists, "_count": _count, "_now": lambda: now, "_today": lambda: now[:10]})
-        fx.helpers[1].update(_all=lambda t, sel, test: X.all_rows(fx.rows)(t, sel, test), _lookup=X.table_lookup(tables))
+        fx.helpers[1].update(_all=lambda t, sel, test: E.all_rows(fx.rows)(t, sel, test), _lookup=E.table_lookup(tables))
     return {**fx.args, **fx.aliases, **fx.helpers[1]}
 
 
@@ -317,12 +318,12 @@ class Solver:
     def holds(self, fx: Fixture, check: Check | ast.expr) -> bool:
         node = _tree(check) if isinstance(check, Check) else check
         try:
-            return bool(X.evaluate(_code(node), _eval_ns(fx, self.now, self.bp.tables)))
+            return bool(E.evaluate(_code(node), _eval_ns(fx, self.now, self.bp.tables)))
         except Exception:
             return False
 
     def value(self, fx: Fixture, node: ast.expr) -> Any:
-        return X.evaluate(_code(node), _eval_ns(fx, self.now, self.bp.tables))
+        return E.evaluate(_code(node), _eval_ns(fx, self.now, self.bp.tables))
 
     # -- solving -----------------------------------------------------------------
     def satisfy(self, fx: Fixture, checks: list[Check], rounds: int = 12) -> bool:
@@ -344,7 +345,7 @@ class Solver:
         for c in checks:
             node = _tree(c)
             try:
-                if X.evaluate(_code(node), ns):
+                if E.evaluate(_code(node), ns):
                     continue
             except Exception:
                 pass

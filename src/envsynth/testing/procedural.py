@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from envsynth.blueprint import expr as X
 from envsynth.blueprint.spec import Check, ParamSpec, ToolSpec
+from envsynth.runtime import evaluate as E
 from envsynth.runtime import toolkit as F
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import FAILURE, REJECTION, SUCCESS
@@ -305,15 +306,15 @@ class ToolTester:
             _count=lambda t, w: len(_match(after[t], w)),
             _exists_before=lambda t, w: bool(_match(before[t], w)),
             _count_before=lambda t, w: len(_match(before[t], w)),
-            _all=X.all_rows(after),
-            _all_before=X.all_rows(before),
-            _lookup=X.table_lookup(self.bp.tables),
+            _all=E.all_rows(after),
+            _all_before=E.all_rows(before),
+            _lookup=E.table_lookup(self.bp.tables),
         )
         problems = []
         for c in spec.post:
             code = compile(X.render(X.parse(c.check), _post_hook), "<post>", "eval")
             try:
-                ok = X.evaluate(code, ns)
+                ok = E.evaluate(code, ns)
             except Exception as exc:
                 ok = False
                 c = c.model_copy(update={"message": f"{c.message} ({type(exc).__name__}: {exc})"})
