@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agent_helpers import ORACLE, first_write, kinds, oracle_plan, planned, run
@@ -77,18 +78,30 @@ def wide_corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     from envsynth.corpus import build_corpus, load_corpus
 
     out = tmp_path_factory.mktemp("wide") / "corpus"
-    build_corpus(out, blueprints=[catalog.load("tempo_music")], tasks_per_app=16, states=1, distractors=0, seed=0)
+    build_corpus(out, blueprints=[catalog.load("harbor_market")], tasks_per_app=16, states=1, distractors=0, seed=0)
     return load_corpus(out)
+
+
+def _executed_calls(traj: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The tool calls of a trajectory, in order, with the arguments the agent sent."""
+    return [
+        (call["function"]["name"], json.loads(call["function"]["arguments"]))
+        for m in traj.messages
+        if m.get("role") == "assistant"
+        for call in m.get("tool_calls") or []
+        if call["function"]["name"] != "complete_task"
+    ]
 
 
 def test_extra_harmful_write_scores_zero(wide_corpus: Corpus) -> None:
     corpus = wide_corpus
     found = None
     for task in corpus.tasks:  # a create that, repeated after the oracle, succeeds: one row too many
-        for c in task.oracle:
-            if c.refs or not corpus.apps[task.app].spec_by_name[c.tool].creates:
+        executed = _executed_calls(run(corpus, task, oracle_plan(task)))  # arguments as sent (ids from earlier results filled in)
+        for c, (tool, args) in zip(task.oracle, executed, strict=False):
+            if not corpus.apps[task.app].spec_by_name[c.tool].creates:
                 continue
-            plan = [*oracle_plan(task)[:-1], tool_reply((c.tool, c.args)), ORACLE]
+            plan = [*oracle_plan(task)[:-1], tool_reply((tool, args)), ORACLE]
             traj = run(corpus, task, plan)
             if traj.tool_calls[-2]["outcome"] == "success":
                 found = traj
@@ -108,7 +121,7 @@ def test_wrong_argument_value_scores_zero(corpus: Corpus) -> None:
         for i, c in enumerate(task.oracle):
             props = schemas[c.tool]["properties"]
             enum_arg = next((k for k, v in c.args.items() if "enum" in props.get(k, {}) and len(props[k]["enum"]) > 1), None)
-            if enum_arg is None or c.refs:
+            if enum_arg is None or c.refs or corpus.apps[task.app].spec_by_name[c.tool].mode != "write":
                 continue
             other = next(v for v in props[enum_arg]["enum"] if v != c.args[enum_arg])
             wrong = tool_reply(tool_call(c.tool, {**c.args, enum_arg: other}, call_id=f"oracle-{i}"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 
 from sandbox_helpers import oracle_block
 
@@ -14,16 +15,17 @@ def test_printing_tool_results(sbx_corpus: Corpus, sandbox: CodeSandbox) -> None
     task = sbx_corpus.tasks[0]
     tep = sbx_corpus.start(task)
     ep = sandbox.episode(tep)
-    # a get_ tool the task can see, called with an id from the oracle's arguments
-    calls = [
-        (t, p)
-        for t in task.visible_tools
-        if t.startswith("get_")
-        for s in tep.tools
-        if s["function"]["name"] == t
-        for p in s["function"]["parameters"]["properties"]
-    ]
-    reader, param, value = next((t, p, c.args[p]) for t, p in calls for c in task.oracle if p in c.args)
+    # a get_ tool the task can see, called with the key of a row of the task's initial state
+    s0 = sqlite3.connect(":memory:")
+    s0.deserialize(sbx_corpus.state_bytes(task))
+    app = sbx_corpus.apps[task.app]
+    reader, param, value = next(
+        (t, spec.params[0].name, row[0])
+        for t in sorted(task.visible_tools)
+        if t.startswith("get_") and (spec := app.spec_by_name[t]).params and spec.bindings
+        for row in [s0.execute(f'SELECT "{spec.params[0].name}" FROM "{spec.bindings[0].entity}" LIMIT 1').fetchone()]
+        if row is not None
+    )
     obs = ep.run(f"r = {reader}({param}={json.dumps(value)})\nprint(type(r).__name__, r)")
     assert obs.error is None, obs.text
     assert obs.text.startswith("dict "), obs.text
