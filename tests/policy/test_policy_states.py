@@ -43,8 +43,9 @@ def test_two_state_refusals_share_the_request_and_score_like_one_state_ones(corp
     refusing = [ts for ts in by_index.values() if any(t.policy and t.policy.refusal for t in ts)]
     involved = [ts for ts in by_index.values() if any(t.policy for t in ts)]
     assert refusing and len(refusing) >= 0.5 * len(involved), (len(refusing), len(involved))
-    for states in refusing:
-        assert len(states) == 2 and all(t.policy and t.policy.refusal for t in states)
+    assert any(len(states) == 2 for states in refusing)  # both states refuse, each on its own copy of the row
+    for states in refusing:  # else (no forbidden row fits every state) the first state alone
+        assert [t.coordinates.state for t in states] in ([0, 1], [0]) and all(t.policy and t.policy.refusal for t in states)
         assert len({t.instruction for t in states}) == 1 and len({t.policy.request for t in states if t.policy}) == 1
         for task in states:
             assert task.policy is not None

@@ -66,14 +66,14 @@ def shape(app: App, result: list[Task] | Rejection, base: int) -> list[Task] | R
             return Rejection(app=app.name, coordinates=task.coordinates, reason="policy_forbids_oracle", detail=f"step {step}: {rule}")
         involved = involved or rule
     rng = random.Random(base * 13 + 7)
-    if len(result) == 1 and task.expected_effects and rng.random() < REFUSAL_SHARE:
-        made = refusal_task(app, task, rules, rng)
+    if task.expected_effects and rng.random() < REFUSAL_SHARE:
+        if len(result) > 1:  # every state gets the forbidden request on its own copy of the row
+            states = refusal_states(app, result, rules, rng)
+            if states is not None:
+                return states
+        made = refusal_task(app, task, rules, rng)  # else the first state alone: its request names a row of it
         if made is not None:
             return [made]
-    elif len(result) > 1 and task.expected_effects and rng.random() < REFUSAL_SHARE:
-        states = refusal_states(app, result, rules, rng)
-        if states is not None:
-            return states
     if involved is None:
         return result
     return [t.model_copy(update={"policy": TaskPolicy(rule=involved, refusal=False)}).sealed() for t in result]
