@@ -59,7 +59,7 @@ Mutation = Callable[[dict], Any]
     [
         (lambda d: _action(d, "cancel_purchase").update(say="cancel {purchse}"), "say", "slot {purchse} names nothing; use one of"),
         (lambda d: _action(d, "cancel_purchase").update(say="cancel {purchase"), "say", "is not a slot template"),
-        (lambda d: _action(d, "cancel_purchase").update(say="cancel\n{purchase}"), "say", "String should match pattern"),
+        (lambda d: _action(d, "cancel_purchase").update(say="cancel\n{purchase}"), "say", "is not one line of text"),
         (lambda d: _entity(d, "book").update(known_by=["colour"]), "entities[1]", "'colour' is not a field of this entity"),
         (lambda d: _entity(d, "book").update(never_describe=["title"]), "entities[1]", "the label 'title'"),
         (lambda d: _entity(d, "book").update(known_by=["stock"], never_describe=["stock"]), "entities[1]", "both in known_by"),

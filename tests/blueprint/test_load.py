@@ -10,6 +10,11 @@ import yaml
 
 from envsynth.blueprint import BlueprintError, expand, from_dict, load_blueprint
 from envsynth.blueprint import expr as X
+from envsynth.blueprint.models import Blueprint, FieldDef
+from envsynth.blueprint.problems import keys_of
+
+TOP_KEYS = ", ".join(keys_of(Blueprint))  # the keys the models take (others' additions keep this test true)
+FIELD_KEYS = ", ".join(keys_of(FieldDef))
 
 
 @pytest.fixture
@@ -47,7 +52,11 @@ def _error(data: dict, mutate) -> BlueprintError:  # type: ignore[no-untyped-def
 @pytest.mark.parametrize(
     ("mutate", "path", "words"),
     [
-        (lambda d: d["entities"][2]["fields"][1].update(type="reference"), "entities[2].fields[1].type", "Input should be"),
+        (
+            lambda d: d["entities"][2]["fields"][1].update(type="reference"),
+            "entities[2].fields[1].type",
+            "'reference' is not allowed here; allowed: id, ref,",
+        ),
         (lambda d: d["entities"][2]["fields"][1].update(ref="nowhere"), "entities[2].fields[1].ref", "unknown entity 'nowhere'"),
         (lambda d: d["entities"][0]["fields"].insert(0, {"name": "x", "type": "string"}), "entities[0]", "first field"),
         (
@@ -127,12 +136,21 @@ def test_condition_language_whitelist(source: str, ok: bool) -> None:
 @pytest.mark.parametrize(
     ("mutate", "expected"),
     [
-        (lambda d: d.update(acitons=d.pop("actions")), "x.yaml: acitons: unknown key; did you mean actions?"),
-        (lambda d: d.update(titel=d.pop("title")), "x.yaml: titel: unknown key; did you mean title?"),
-        (lambda d: d.update(colour="red"), "x.yaml: colour: unknown key"),
+        (
+            lambda d: d.update(acitons=d.pop("actions")),
+            f"x.yaml: acitons: unknown key 'acitons'; did you mean actions? (allowed here: {TOP_KEYS})",
+        ),
+        (
+            lambda d: d.update(titel=d.pop("title")),
+            f"x.yaml: titel: unknown key 'titel'; did you mean title? (allowed here: {TOP_KEYS})",
+        ),
+        (
+            lambda d: d.update(colour="red"),
+            f"x.yaml: colour: unknown key 'colour' (allowed here: {TOP_KEYS})",
+        ),
         (
             lambda d: d["entities"][0]["fields"][1].update(tpye=d["entities"][0]["fields"][1].pop("type")),
-            "x.yaml: entities[0].fields[1].tpye: unknown key; did you mean type?",
+            f"x.yaml: entities[0].fields[1].tpye: unknown key 'tpye'; did you mean type? (allowed here: {FIELD_KEYS})",
         ),
     ],
 )

@@ -11,8 +11,9 @@ from envsynth.compiler.compile import compile_app
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, StateBuilder
 from envsynth.tasks.chain import Step
+from envsynth.tasks.core import _guarded, _prune
 from envsynth.tasks.distractors import add_distractors
-from envsynth.tasks.synth import _guarded, _prune, value_pool
+from envsynth.tasks.world import value_pool
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,9 @@ from envsynth.runtime.state import StateBuilder
 from envsynth.tasks import chain
 from envsynth.tasks.instantiate import ChainFailed, instantiate
 from envsynth.tasks.model import Ref
+from envsynth.tasks.plan import KINDS, task_seed
 from envsynth.tasks.rowfacts import RowFacts
-from envsynth.tasks.synth import KINDS, STEP_ATTEMPTS, WORLD_ROWS, _world_tables, task_seed, value_pool
+from envsynth.tasks.world import STEP_ATTEMPTS, WORLD_ROWS, value_pool, world_tables
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +90,7 @@ def test_refused_chains_are_never_instantiable(name, monkeypatch):
             continue
         refused += 1
         world = StateBuilder(app.blueprint, base, app.order).use_pool(value_pool(app))
-        world = world.fill(dict.fromkeys(_world_tables(app, steps), WORLD_ROWS))
+        world = world.fill(dict.fromkeys(world_tables(app, steps), WORLD_ROWS))
         with pytest.raises(ChainFailed):
             instantiate(app, steps, world, base, attempts=STEP_ATTEMPTS, pool=value_pool(app))
     assert refused > 0

@@ -93,3 +93,14 @@ def test_a_person_of_no_declared_role_is_found_by_the_email_they_give(bookshop_b
     alice = Requester(UserProfile(name="Alice Moreau", role="customer"), "customer", "cus_1", ("alice@example.net",))
     found = lookups(shop, rows, {}, alice)
     assert found.lost == () and found.tools == ("get_customer_by_email",)
+
+
+def test_a_row_described_through_its_parent_is_found_by_a_search_on_that_parent(harbor: App) -> None:
+    """ "The stock entry of the product X": find X by its name, then list the stock entries of X."""
+    product = {"product_id": "prd_1", "name": "Ivory Bath Towel Set", "sku": "HM-1", "status": "active"}
+    stock = {"inventory_id": "inv_1", "product_id": "prd_1", "warehouse_id": "wh_1", "stocked": 40, "allocated": 0}
+    rows = {**ROWS, "product": [product], "inventory": [stock]}
+    described = Description("inventory", {}, ("product_id", Description("product", {"name": "Ivory Bath Towel Set"})))
+    found = lookups(harbor, rows, {("inventory", "inv_1"): described}, STAFF_ASKS)
+    assert found.lost == ()
+    assert "search_inventory" in found.tools and "search_products" in found.tools

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+from collections.abc import Iterator
 from typing import Any
 
 from envsynth.blueprint import effects as V2
@@ -19,7 +20,7 @@ from envsynth.blueprint import expr as X
 from envsynth.blueprint import exprcheck
 from envsynth.blueprint.correlate import composite_unique_checks
 from envsynth.blueprint.errors import BlueprintError
-from envsynth.blueprint.language import check_language
+from envsynth.blueprint.language import language_problems
 from envsynth.blueprint.machines import state_move_checks
 from envsynth.blueprint.models import (
     Action,
@@ -40,6 +41,7 @@ from envsynth.blueprint.models import (
     UpdateAction,
 )
 from envsynth.blueprint.policy import apply as apply_policy
+from envsynth.blueprint.problems import suggest
 from envsynth.blueprint.spec import Binding, Check, EachEffect, Effect, FilterSpec, ParamSpec, Query, ToolSpec
 
 _STRING_TYPES = {"id", "ref", "string", "text", "name", "email", "phone", "url", "address", "company", "enum", "state", "date", "datetime"}
@@ -107,13 +109,14 @@ class _Expander:
     def entity(self, name: str, where: str = "entity") -> Entity:
         if not self.bp.has_entity(name):
             known = ", ".join(e.name for e in self.bp.entities)
-            raise self.err(where, f"unknown entity {name!r} (entities: {known})")
+            raise self.err(where, f"unknown entity {name!r}{suggest(name, [e.name for e in self.bp.entities])} (entities: {known})")
         return self.bp.entity(name)
 
     def field(self, ent: Entity, name: str, where: str) -> FieldDef:
         if not ent.has(name):
             known = ", ".join(f.name for f in ent.fields)
-            raise self.err(where, f"entity {ent.name!r} has no field {name!r} (fields: {known})")
+            meant = suggest(name, [f.name for f in ent.fields])
+            raise self.err(where, f"entity {ent.name!r} has no field {name!r}{meant} (fields: {known})")
         return ent.field(name)
 
     def param_from_field(self, name: str, f: FieldDef, ent: Entity, *, required: bool = True, description: str = "") -> ParamSpec:
@@ -255,21 +258,31 @@ class _Expander:
 
     def declared(self, conds: list[Condition], kind: str) -> list[Check]:
         out = []
+        problems: list[BlueprintError] = []
         for j, c in enumerate(conds):
             try:
-                e = X.parse(c.check)
-            except X.ExprError as exc:
-                raise self.err(f"{kind}[{j}]", str(exc)) from None
-            self.check_names(e, f"{kind}[{j}]", post=(kind == "post"))
-            if kind == "pre" and e.uses_old():
-                raise self.err(f"{kind}[{j}]", "old() only makes sense in post-conditions")
-            for placeholder in re.findall(r"\{([^{}]+)\}", c.message or ""):
-                try:
-                    self.check_names(X.parse(placeholder), f"{kind}[{j}].message")
-                except X.ExprError as exc:
-                    raise self.err(f"{kind}[{j}].message", f"placeholder {{{placeholder}}}: {exc}") from None
-            out.append(Check(id=f"{kind}[{j}]", check=c.check, message=c.message or f"Condition not met: {c.check}."))
+                out.append(self.declared_one(c, kind, j))
+            except BlueprintError as exc:  # each condition is checked, all problems are reported together
+                problems.append(exc)
+        if problems:
+            raise BlueprintError.collected(problems)
         return out
+
+    def declared_one(self, c: Condition, kind: str, j: int) -> Check:
+        """The check of one declared condition (``kind`` is pre or post, ``j`` its index)."""
+        try:
+            e = X.parse(c.check)
+        except X.ExprError as exc:
+            raise self.err(f"{kind}[{j}]", str(exc)) from None
+        self.check_names(e, f"{kind}[{j}]", post=(kind == "post"))
+        if kind == "pre" and e.uses_old():
+            raise self.err(f"{kind}[{j}]", "old() only makes sense in post-conditions")
+        for placeholder in re.findall(r"\{([^{}]+)\}", c.message or ""):
+            try:
+                self.check_names(X.parse(placeholder), f"{kind}[{j}].message")
+            except X.ExprError as exc:
+                raise self.err(f"{kind}[{j}].message", f"placeholder {{{placeholder}}}: {exc}") from None
+        return Check(id=f"{kind}[{j}]", check=c.check, message=c.message or f"Condition not met: {c.check}.")
 
     def check_names(self, e: X.Expr, where: str, *, post: bool = False) -> None:
         aliases = {b.alias for b in self.bindings} | ({"new", "result"} if post else set())
@@ -378,10 +391,16 @@ class _Expander:
     def build(self, **kw: Any) -> ToolSpec:
         a = self.a
         self.check_stored_values()
-        self.pre.extend(self.declared(a.pre, "pre"))
+        problems: list[BlueprintError] = []
+        for conds, kind, checks in ((a.pre, "pre", self.pre), (a.post, "post", self.post)):
+            try:
+                checks.extend(self.declared(conds, kind))
+            except BlueprintError as exc:
+                problems.append(exc)
+        if problems:
+            raise BlueprintError.collected(problems)
         self.pre.extend(state_move_checks(self.bp.entity, self.bindings, self.params, self.pre, self.effects, self.err))
         self.pre.extend(composite_unique_checks(self.bp.entity, self.effects, {b.alias for b in self.bindings}))
-        self.post.extend(self.declared(a.post, "post"))
         reads = sorted(
             {b.entity for b in self.bindings}
             | ({kw["query"].entity} if kw.get("query") else set())
@@ -872,39 +891,75 @@ _BY_KIND = {
 
 
 def expand(bp: Blueprint) -> list[ToolSpec]:
-    """Expand every action of a blueprint; raises BlueprintError at the first problem."""
-    _check_entities(bp)
+    """Expand every action of a blueprint.
+
+    Raises:
+        BlueprintError: the first problem, carrying every problem found (see :func:`expand_all`).
+    """
+    specs, problems = expand_all(bp)
+    if problems:
+        raise BlueprintError.collected(problems)
+    return specs  # type: ignore[return-value]
+
+
+_CONSEQUENCES = (KeyError, TypeError, ValueError, AttributeError)
+"""What expanding an action may raise when it trips over an entity problem already reported."""
+
+
+def expand_all(bp: Blueprint) -> tuple[list[ToolSpec | None], list[BlueprintError]]:
+    """Expand every action, collecting problems: the entities', then each action's, then the words'.
+
+    Returns the tool specs (None for an action that has a problem) and the problems, in the
+    order :func:`expand` reports them (its first problem is the first of this list).
+    """
+    problems = list(_entity_problems(bp))
+    unknown = {f.ref for e in bp.entities for f in e.fields if f.type == "ref" and not bp.has_entity(f.ref or "")}  # reported once
     names: set[str] = set()
-    specs = []
+    specs: list[ToolSpec | None] = []
     for i, action in enumerate(bp.actions):
         if action.name in names:
-            raise BlueprintError(f"actions[{i}].name", f"duplicate action name {action.name!r}")
+            problems.append(BlueprintError(f"actions[{i}].name", f"duplicate action name {action.name!r}"))
         names.add(action.name)
-        x = _Expander(bp, i, action)
-        specs.append(_BY_KIND[action.kind](x, action))  # type: ignore[operator]
-    specs = apply_policy(bp, specs)  # policy rules and authorization (blueprint/policy.py)
-    check_language(bp, specs)
-    return specs
+        try:
+            specs.append(_BY_KIND[action.kind](_Expander(bp, i, action), action))  # type: ignore[operator]
+        except BlueprintError as exc:
+            problems.extend(p for p in exc.all if not any(f"unknown entity {r!r}" in p.message for r in unknown))
+            specs.append(None)
+        except _CONSEQUENCES:
+            if not problems:  # nothing reported explains it: a bug, not a blueprint problem
+                raise
+            specs.append(None)
+    if all(s is not None for s in specs):
+        try:
+            specs = list(apply_policy(bp, specs))  # type: ignore[arg-type]  # policy rules and authorization (blueprint/policy.py)
+        except BlueprintError as exc:
+            problems.extend(exc.all)
+    problems.extend(language_problems(bp, specs))
+    return specs, problems
 
 
-def _check_entities(bp: Blueprint) -> None:
+def _entity_problems(bp: Blueprint) -> Iterator[BlueprintError]:
+    """The problems of the entities together: duplicate names and prefixes, labels, references, cycles."""
     seen: set[str] = set()
     prefixes: dict[str, str] = {}
     for i, ent in enumerate(bp.entities):
         if ent.name in seen:
-            raise BlueprintError(f"entities[{i}].name", f"duplicate entity {ent.name!r}")
+            yield BlueprintError(f"entities[{i}].name", f"duplicate entity {ent.name!r}")
         seen.add(ent.name)
         if ent.prefix in prefixes:
-            raise BlueprintError(
+            yield BlueprintError(
                 f"entities[{i}].id_prefix", f"id prefix {ent.prefix!r} is also used by {prefixes[ent.prefix]!r}; set id_prefix"
             )
-        prefixes[ent.prefix] = ent.name
+        prefixes.setdefault(ent.prefix, ent.name)
         if ent.label is not None and ent.field(ent.label).type not in _STRING_TYPES:
-            raise BlueprintError(f"entities[{i}].label", "the label must be a text field")
+            yield BlueprintError(f"entities[{i}].label", "the label must be a text field")
     for i, ent in enumerate(bp.entities):
         for j, f in enumerate(ent.fields):
             if f.type == "ref" and not bp.has_entity(f.ref or ""):
-                raise BlueprintError(f"entities[{i}].fields[{j}].ref", f"unknown entity {f.ref!r}")
+                known = [e.name for e in bp.entities]
+                yield BlueprintError(
+                    f"entities[{i}].fields[{j}].ref", f"unknown entity {f.ref!r}{suggest(f.ref, known)} (entities: {', '.join(known)})"
+                )
     # references must not form a cycle through non-nullable fields (rows could not be created)
     import networkx as nx
 
@@ -918,4 +973,4 @@ def _check_entities(bp: Blueprint) -> None:
         cycle = nx.find_cycle(g)
     except nx.NetworkXNoCycle:
         return
-    raise BlueprintError("entities", f"required references form a cycle {cycle}; make one of them nullable")
+    yield BlueprintError("entities", f"required references form a cycle {cycle}; make one of them nullable")

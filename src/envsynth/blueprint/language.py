@@ -8,6 +8,7 @@ whole blueprint or an action's expanded tool spec is checked here.
 from __future__ import annotations
 
 import string
+from collections.abc import Iterator
 
 from envsynth.blueprint.errors import BlueprintError
 from envsynth.blueprint.models import Blueprint, Entity
@@ -43,37 +44,66 @@ def person_name(ent: Entity) -> str | None:
 
 def check_language(bp: Blueprint, specs: list[ToolSpec]) -> None:
     """Raise :class:`BlueprintError` at the first phrase slot or user role that names nothing."""
+    first = next(iter(language_problems(bp, list(specs))), None)
+    if first is not None:
+        raise first
+
+
+def language_problems(bp: Blueprint, specs: list[ToolSpec | None]) -> Iterator[BlueprintError]:
+    """Every phrase slot and user role that names nothing (actions whose spec is None are skipped)."""
     for i, (action, spec) in enumerate(zip(bp.actions, specs, strict=True)):
-        if action.say is None:
+        if action.say is None or spec is None:
             continue
         try:
             used = slots(action.say)
         except ValueError as exc:
-            raise BlueprintError(f"actions[{i}].say", str(exc)) from None
+            yield BlueprintError(f"actions[{i}].say", str(exc))
+            continue
         allowed = [p.name for p in spec.params if p.name not in ("limit", "offset")] + [b.alias for b in spec.bindings]
         for name in used:
             if name not in allowed:
-                raise BlueprintError(f"actions[{i}].say", f"slot {{{name}}} names nothing; use one of {sorted(set(allowed))}")
-    _check_users(bp)
+                yield BlueprintError(f"actions[{i}].say", f"slot {{{name}}} names nothing; use one of {sorted(set(allowed))}")
+    yield from _user_problems(bp)
+    yield from _workflow_problems(bp, specs)
 
 
-def _check_users(bp: Blueprint) -> None:
+def _user_problems(bp: Blueprint) -> Iterator[BlueprintError]:
     seen: set[str] = set()
     for i, user in enumerate(bp.users):
         if user.role in seen:
-            raise BlueprintError(f"users[{i}].role", f"duplicate role {user.role!r}")
+            yield BlueprintError(f"users[{i}].role", f"duplicate role {user.role!r}")
         seen.add(user.role)
         if user.entity is None:
             continue
         if not bp.has_entity(user.entity):
-            raise BlueprintError(f"users[{i}].entity", f"unknown entity {user.entity!r}")
+            yield BlueprintError(f"users[{i}].entity", f"unknown entity {user.entity!r}")
+            continue
         ent = bp.entity(user.entity)
         if person_name(ent) is None:
-            raise BlueprintError(f"users[{i}].entity", f"{user.entity!r} has no field of type name, so its rows name no person")
+            yield BlueprintError(f"users[{i}].entity", f"{user.entity!r} has no field of type name, so its rows name no person")
         for j, name in enumerate(user.identify_by):
             if not ent.has(name):
-                raise BlueprintError(f"users[{i}].identify_by[{j}]", f"{name!r} is not a field of {user.entity!r}")
-            if not ent.field(name).unique:
-                raise BlueprintError(
+                yield BlueprintError(f"users[{i}].identify_by[{j}]", f"{name!r} is not a field of {user.entity!r}")
+            elif not ent.field(name).unique:
+                yield BlueprintError(
                     f"users[{i}].identify_by[{j}]", f"{user.entity}.{name} is not unique, so it cannot tell one user from another"
                 )
+
+
+def _workflow_problems(bp: Blueprint, specs: list[ToolSpec | None]) -> Iterator[BlueprintError]:
+    """Every workflow step that is no write action, or that comes twice, and duplicate workflows."""
+    by_name = {s.name: s for s in specs if s is not None}
+    names: set[str] = set()
+    for i, flow in enumerate(bp.workflows):
+        if flow.name in names:
+            yield BlueprintError(f"workflows[{i}].name", f"duplicate workflow {flow.name!r}")
+        names.add(flow.name)
+        for j, step in enumerate(flow.steps):
+            spec = by_name.get(step)
+            if spec is None:
+                if not any(a.name == step for a in bp.actions):  # an action with a problem of its own is reported there
+                    yield BlueprintError(f"workflows[{i}].steps[{j}]", f"{step!r} is not an action of this blueprint")
+            elif spec.mode != "write":
+                yield BlueprintError(f"workflows[{i}].steps[{j}]", f"{step!r} only reads; a workflow's steps change something")
+            if step in flow.steps[:j]:
+                yield BlueprintError(f"workflows[{i}].steps[{j}]", f"{step!r} comes twice; a workflow does each step once")

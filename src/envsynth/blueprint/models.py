@@ -630,6 +630,20 @@ class Authorization(_Model):
     owns: dict[Ident, Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)?$")]] = Field(min_length=1)
 
 
+class Workflow(_Model):
+    """A goal a person reaches in several steps, in order ("place an order": start it, add items, pay).
+
+    ``name`` is the goal in the user's words (a verb phrase: "place an order"); ``steps`` are
+    write actions, each following up on a row an earlier step made or touched.
+    """
+
+    name: Annotated[str, Field(min_length=3, max_length=80, pattern=r"^[a-z][^{}\n.!?]*$")]
+    steps: list[Ident] = Field(min_length=2, max_length=8)
+    reasons: list[Annotated[str, Field(min_length=3, max_length=200)]] = Field(
+        default_factory=list, description="why a person sets out to do this, in their words"
+    )
+
+
 class Blueprint(_Model):
     """A whole domain: what the compiler turns into an app."""
 
@@ -645,6 +659,7 @@ class Blueprint(_Model):
     policy: Policy | None = Field(None, description="what the agent must read and follow (11.8)")
     authorization: Authorization | None = Field(None, description="who acts and which rows they own (11.9)")
     tables: dict[Ident, Any] = Field(default_factory=dict, description="lookup tables read with lookup('name', key, ...)")
+    workflows: list[Workflow] = Field(default_factory=list, description="goals people reach in several steps, in order")
 
     @field_validator("tables")
     @classmethod

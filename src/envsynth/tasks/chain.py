@@ -225,9 +225,10 @@ def _reader(app: App, rng: random.Random, steps: list[Step], slot: int | None = 
 def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind, slot: int | None = None) -> list[Step] | None:
     """Plan the steps of one task; None when the graph offers no chain of this kind here.
 
-    ``slot`` (the task index) picks the first tool in turn, so that consecutive tasks of an
-    app start with different write tools (or, for information tasks, different reads) and a
-    corpus covers an app's tools; without it the first tool is drawn at random.
+    ``slot`` picks the first tool in turn (the ``slot``-th write, or for an information task
+    without earlier steps the ``slot``-th read), so that the tasks of an app start with
+    different tools and a corpus covers an app's tools; without it the first tool is drawn
+    at random. Synthesis passes the number of earlier tasks of the app that start the same way.
     """
     steps: list[Step] = []
     facts = RowFacts(app)  # continuations whose pre-conditions the earlier steps rule out are not offered
@@ -255,3 +256,32 @@ def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind, s
             return None
         steps.append(reader)
     return steps
+
+
+def plan_workflow(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind, steps: list[str]) -> list[Step] | None:
+    """The chain of a declared workflow: its tools in order, each following up on an earlier step's row.
+
+    None when some tool cannot follow here (no data or logic edge from an earlier step, or
+    the earlier steps rule out its pre-conditions); an information or mixed task ends with a
+    read as :func:`plan_chain` does.
+    """
+    planned: list[Step] = []
+    facts = RowFacts(app)
+    nexts: list[list[tuple[ToolSpec, str, str, str]]] = []
+    for i, name in enumerate(steps):
+        if i == 0:
+            step = Step(app.spec_by_name[name])
+        else:
+            options = [c for c in _continuations(nexts, {s.spec.name for s in planned}, facts) if c[0].name == name]
+            if not options:
+                return None
+            step = _step(rng.choice(options))
+        planned.append(step)
+        facts.add(step.spec, step.refs, step.pins)
+        nexts.append(_next_of(app, graph, step.spec))
+    if kind in ("info", "mixed"):
+        reader = _reader(app, rng, planned)
+        if reader is None:
+            return None
+        planned.append(reader)
+    return planned

@@ -50,11 +50,17 @@ def scenario_of(
     instruction: str,
     kind: str,
     rng: random.Random,
+    client: str | None = None,
 ) -> Scenario:
-    """The task as the requester brings it: who they are, why, what they can tell and what they cannot."""
+    """The task as the requester brings it: who they are, why, what they can tell and what they cannot.
+
+    ``client`` is whom a staff member acts for, as the request names them ("the customer Ann Lee (ann@example.com)").
+    """
     bp = app.blueprint
     user = requester.user
     persona = f"{user.name}, {'a ' if not requester.staff else ''}{user.role} {'of' if not requester.staff else 'at'} {bp.title}"
+    if client is not None:
+        persona += f", acting for {client}"
     rows = [
         render(bp, d, possessive="my" if k in mine else "the")
         for (_t, k), d in descs.items()
@@ -69,7 +75,7 @@ def scenario_of(
         identity=list(requester.identity),
         style=rng.choice(STYLES),
         reason=reason,
-        knows=[*user.knows, *(f"they mean {r}" for r in rows)],
+        knows=[*user.knows, *([f"they act for {client}"] if client else []), *(f"they mean {r}" for r in rows)],
         unknowns=unknowns,
         request=instruction,
     )
@@ -107,3 +113,26 @@ def owned(app: App, rows: Rows, table: str, key: Any, requester: Requester) -> b
     ids = id_fields(app.blueprint)
     row = next((r for r in rows.get(table, ()) if r[ids[table]] == key), None)
     return row is not None and any(t == requester.table and row.get(f) == requester.key for f, t in ref_fields(app.blueprint.entity(table)))
+
+
+def acted_for(app: App, rows: Rows, targets: list[tuple[str, Any]], hops: int = 3) -> tuple[str, Any] | None:
+    """(table, id) of the person of a declared role the named rows belong to, through up to ``hops`` references.
+
+    A staff member acts for this person (the customer whose card they lock); None when the
+    rows belong to nobody (the store's own catalogue).
+    """
+    roles = {u.entity for u in app.blueprint.users if u.entity}
+    ids = id_fields(app.blueprint)
+    level = list(targets)
+    for _ in range(hops):
+        parents: list[tuple[str, Any]] = []
+        for t, k in level:
+            row = next((r for r in rows.get(t, ()) if r[ids[t]] == k), None)
+            for f, target in ref_fields(app.blueprint.entity(t)) if row is not None else ():
+                if row.get(f) is not None:  # type: ignore[union-attr]
+                    parents.append((target, row[f]))  # type: ignore[index]
+        hit = next((p for p in parents if p[0] in roles), None)
+        if hit is not None:
+            return hit
+        level = parents
+    return None

@@ -86,6 +86,8 @@ class _Finder:
     def _stated(self, table: str, key: Any) -> set[str]:
         d = self.descs.get((table, key)) or self.parents.get((table, key))
         stated = set(d.facts) if d is not None else set()
+        if d is not None and d.parent is not None:  # "the stock entry of the product X": a search can filter on X once X is found
+            stated.add(d.parent[0])
         if (table, key) == self.me:
             stated |= self.identify_by
         return stated
@@ -107,10 +109,11 @@ class _Finder:
             return None
         tools = [spec.name]
         for p in spec.params:
-            if not p.required or p.name in ("limit", "offset"):
-                continue
             field = p.field.split(".", 1)[1] if p.field else p.name
             parent = refers_to(self.bp, p)
+            through_parent = parent is not None and parent != table and field in stated  # the row's parent, as described
+            if not (p.required or through_parent) or p.name in ("limit", "offset"):
+                continue
             if parent is not None and parent != table and depth < MAX_DEPTH and row.get(field) is not None:
                 sub = self.route(parent, row[field], depth + 1)  # the rows of a parent that can be found
                 if sub is None:

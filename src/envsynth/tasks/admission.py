@@ -1,0 +1,141 @@
+"""Stage 7, admit: a task state and its request -> a sealed Task, admitted or rejected with the reason.
+
+After admission, variant stages (:data:`envsynth.tasks.synth.VARIANTS`) may turn the
+admitted task into a variant (each is admitted again on its own state before it is kept).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from envsynth.runtime.app import App
+from envsynth.runtime.reward import Effects, compare, effects_of
+from envsynth.runtime.state import Rows
+from envsynth.tasks.answer import Question, extract
+from envsynth.tasks.instantiate import ChainFailed, Run, execute
+from envsynth.tasks.model import Rejection, Task, TaskState
+from envsynth.tasks.oracle import oracle_program
+from envsynth.tasks.request import Request
+from envsynth.tasks.state import count_rows
+from envsynth.tasks.states import TaskStateDraw
+from envsynth.tasks.world import Instance
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """An admitted task and the full initial state (core plus distractors) it was admitted on."""
+
+    task: Task
+    state: Rows
+
+
+Variant = Callable[[App, Admitted], "Admitted | Rejection"]
+"""A stage after admission: an admitted task -> a variant of it (admitted anew when its task changed), or a Rejection."""
+
+
+def admit_state(
+    inst: Instance, draw: TaskStateDraw, question: Question, request: Request, expected: Effects, answer: Any
+) -> Admitted | Rejection:
+    """The task of one state, sealed and admitted (see :func:`admit`)."""
+    plan = inst.plan
+    task = _task(inst, draw, question, request, expected, answer)
+    problem = admit(plan.app, task, draw.full, draw.check, expected if draw.check is draw.run else None, expected)
+    if problem:
+        return plan.reject(problem)
+    return Admitted(task, draw.full)
+
+
+def vary(app: App, admitted: Admitted, variants: tuple[Variant, ...]) -> Admitted | Rejection:
+    """``admitted`` through each of ``variants``; a variant whose task changed must pass :func:`admit` on its state
+    (run in a workspace of its own: no other workspace may be open).
+    """
+    for variant in variants:
+        out = variant(app, admitted)
+        if isinstance(out, Rejection):
+            return out
+        if out.task != admitted.task:
+            problem = admit(app, out.task, out.state)
+            if problem:
+                return Rejection(
+                    app=app.name,
+                    coordinates=out.task.coordinates,
+                    reason=problem,
+                    detail=f"variant {getattr(variant, '__name__', variant)}",
+                )
+        admitted = out
+    return admitted
+
+
+def _task(inst: Instance, draw: TaskStateDraw, question: Question, request: Request, expected: Effects, answer: Any) -> Task:
+    plan, calls = inst.plan, draw.calls
+    app, s = plan.app, draw.index
+    extra = draw.extra
+    return Task(
+        id=f"{app.name}-t{plan.coords.task:05d}-s{s}",
+        app=app.name,
+        kind=plan.kind,
+        instruction=request.instruction,
+        user=request.user,
+        scenario=request.scenario,
+        state=TaskState(core=_nonempty(draw.core), distractors=_nonempty(extra), distractor_depth=draw.per_level),
+        oracle=calls,
+        oracle_program=oracle_program(calls, question.step, question.field),
+        answer_step=question.step,
+        answer_field=question.field,
+        expected_answer=answer,
+        expected_effects=expected.to_dict(),
+        visible_tools=request.visible,
+        coordinates=plan.coords.model_copy(update={"state": s}),
+        seed=plan.base,
+        stats={
+            "chain_length": len(calls),
+            "writes": sum(app.spec_by_name[c.tool].mode == "write" for c in calls),
+            "core_rows": count_rows(draw.core),
+            "distractor_rows": count_rows(extra),
+            "visible_tools": len(request.visible),
+        },
+    ).sealed()
+
+
+def _nonempty(rows: Rows) -> Rows:
+    return {k: v for k, v in rows.items() if v}
+
+
+def admit(
+    app: App,
+    task: Task,
+    s0: Rows,
+    replay: Run | None = None,
+    replay_effects: Effects | None = None,
+    expected: Effects | None = None,
+) -> str | None:
+    """The admission rule; None when admitted, else the reason.
+
+    The verifier must fail on s0 (a do-nothing agent scores 0), every oracle tool must be
+    visible, and the oracle, replayed with another episode seed than the one the chain
+    was built with (so generated ids differ, and an oracle that hard-codes an id the
+    chain itself created fails), must score 1.0. ``replay`` is that run when the caller
+    already made it (seed 1 on s0; for a chain that draws no ids, any seed's run), and
+    ``replay_effects`` its effects on s0 when those are known too. ``expected`` is the
+    task's expected effects as :class:`Effects`, when the caller has them at hand.
+    """
+    if expected is None:
+        expected = Effects.from_dict(task.expected_effects)
+    # doing nothing scores 0 exactly when some effect or an answer is expected (see runtime.reward.compare)
+    if not expected and task.expected_answer is None:
+        return "verifier_passes_on_s0"
+    if not {c.tool for c in task.oracle} <= set(task.visible_tools):
+        return "tool_not_visible"
+    run = replay
+    if run is None:
+        try:
+            run = execute(app, s0, list(task.oracle), seed=1)
+        except ChainFailed:
+            return "oracle_fails"
+    actual = replay_effects if replay_effects is not None and replay is not None else effects_of(app.blueprint, s0, run.final, now=app.now)
+    answer = extract(run.results, task.answer_step, task.answer_field)
+    if compare(expected, actual, expected_answer=task.expected_answer, answer=answer).score != 1.0:
+        return "oracle_not_rewarded"
+    return None

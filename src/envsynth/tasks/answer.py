@@ -1,0 +1,99 @@
+"""What an information task asks: the step whose result is the answer, and the field of it.
+
+Part of the core stage: drawn once per task (from the plan's stream), before the states.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from envsynth.runtime.app import App
+from envsynth.runtime.state import Rows
+from envsynth.tasks.chain import Step
+from envsynth.tasks.instruction import identity_fields
+from envsynth.tasks.model import Call
+from envsynth.tasks.world import Instance
+
+ANSWER_TYPES = ("money", "quantity", "int", "float", "enum", "state", "date", "string", "name", "email", "company")
+
+
+@dataclass(frozen=True)
+class Question:
+    """The answer of a task: ``step``'s result's ``field`` (both None for a task without a question).
+
+    ``avoid`` maps (table, key) of the row a get reads to the field its description must
+    not use (it is the answer).
+    """
+
+    step: int | None
+    field: str | None
+    avoid: dict[tuple[str, Any], tuple[str, ...]]
+
+    def answer(self, results: list[Any]) -> Any:
+        """The answer in a run's results (None when the task asks nothing or the result lacks it)."""
+        return extract(results, self.step, self.field)
+
+
+def ask(inst: Instance, core: Rows) -> Question:
+    """The task's question (drawn from the plan's stream; none when the chain ends with a write)."""
+    plan = inst.plan
+    step, field = _answer_spec(plan.app, plan.steps, inst.calls, plan.rng, core)
+    return Question(step, field, _answered_rows(plan.app, inst.calls, step, field))
+
+
+def extract(results: list[Any], step: int | None, field: str | None) -> Any:
+    """``field`` of the result of ``step`` (None when either is None or the result is no dict)."""
+    if step is None or field is None:
+        return None
+    res = results[step]
+    return res.get(field) if isinstance(res, dict) else None
+
+
+def _answer_spec(app: App, steps: list[Step], calls: list[Call], rng: random.Random, core: Rows) -> tuple[int | None, str | None]:
+    last = steps[-1].spec
+    if last.mode == "write" or last.query is None:
+        return None, None
+    i = len(steps) - 1
+    if last.query.op == "get":
+        ent = app.blueprint.entity(last.entity)
+        stated, computed = _set_by_chain(app, steps[:-1], ent.name)
+        stated |= identity_fields(app.blueprint, ent)  # nobody asks for their own name or email
+        # never a field the request itself gives (an argument, a state its verb names); the row's description leaves it out
+        fields = [f.name for f in ent.fields if f.type in ANSWER_TYPES and f.name not in stated]
+        preferred = [f for f in fields if f in computed] or fields  # what the chain worked out is worth asking about
+        return i, rng.choice(preferred) if preferred else None
+    if last.query.op == "aggregate":
+        return i, "value"
+    return i, "total"
+
+
+def _answered_rows(app: App, calls: list[Call], step: int | None, field: str | None) -> dict[tuple[str, Any], tuple[str, ...]]:
+    """(table, key) of the row a get answer reads -> the field its description must not use (it is the answer)."""
+    if step is None or field is None or app.spec_by_name[calls[step].tool].kind != "get":
+        return {}
+    b = app.spec_by_name[calls[step].tool].bindings[0]
+    key = calls[step].args.get(b.param or "")
+    return {(b.entity, key): (field,)} if key is not None else {}
+
+
+def _set_by_chain(app: App, steps: list[Step], entity: str) -> tuple[set[str], set[str]]:
+    """Fields of ``entity`` the steps write: (stated by the request, worked out by the tools).
+
+    A field set to an argument as given, or a state field (the request's verb names the
+    state), is stated; anything else the steps write (a new balance, a timestamp) is worked out.
+    """
+    stated: set[str] = set()
+    computed: set[str] = set()
+    states = {f.name for f in app.blueprint.entity(entity).fields if f.type == "state"}
+    for st in steps:
+        params = {p.name for p in st.spec.params}
+        for ef in st.spec.effects:
+            if ef.entity != entity:
+                continue
+            for f, expr in ef.values.items():
+                (stated if f in states or expr.strip() in params else computed).add(f)
+        for f in st.spec.writes.get(entity, []) if not st.spec.effects else []:  # custom code: only what it may write is known
+            (stated if f in states or f in params else computed).add(f)
+    return stated, computed - stated

@@ -1,0 +1,84 @@
+"""Stage 1, plan: a task index of an app -> the kind of task and its chain of tool calls."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from envsynth.blueprint.models import Workflow
+from envsynth.graph.model import ToolGraph
+from envsynth.runtime.app import App
+from envsynth.tasks.chain import Step, plan_chain, plan_workflow
+from envsynth.tasks.model import Coordinates, Rejection, TaskKind
+
+KINDS: tuple[tuple[TaskKind, float], ...] = (("action", 0.55), ("info", 0.2), ("mixed", 0.25))
+BLOCK = 20  # task indexes per block of kinds: each kind's share of a block is exact
+
+
+def task_seed(seed: int, app_index: int, task_index: int) -> int:
+    """The seed every random choice of one task index of one app derives from."""
+    return (seed * 1_000_003 + app_index) * 1_000_033 + task_index
+
+
+def kind_and_turn(seed: int, app_index: int, task_index: int) -> tuple[TaskKind, int]:
+    """The kind of a task, and how many earlier task indexes of the app start their chain the same way.
+
+    Kinds come in blocks of 20 task indexes holding each kind in its share of :data:`KINDS`
+    (11 action, 4 info, 5 mixed), shuffled per block. The turn counts the earlier tasks that
+    start with a write (action and mixed), or for an information task the earlier information
+    tasks: the first tool of a chain goes round the app's tools by it, so the n-th task that
+    starts with a write starts with the n-th write tool. O(1) in the task index.
+    """
+    block, pos = divmod(task_index, BLOCK)
+    kinds = [k for k, w in KINDS for _ in range(round(w * BLOCK))]
+    random.Random(task_seed(seed, app_index, block) * 2 + 1).shuffle(kinds)
+    kind = kinds[pos]
+    same = [(k == "info") == (kind == "info") for k in kinds]
+    return kind, block * sum(same) + sum(same[:pos])
+
+
+@dataclass
+class Plan:
+    """A planned task: its kind, its chain, and the random stream later stages draw from.
+
+    ``rng`` is the task's stream (the kind, the chain, the question and the visible tools
+    are drawn from it in that order); ``base`` is the task seed the other streams derive from.
+    ``workflow`` is the declared workflow the chain follows, if any (its goal is the request's).
+    """
+
+    app: App
+    graph: ToolGraph
+    kind: TaskKind
+    steps: list[Step]
+    rng: random.Random
+    base: int
+    coords: Coordinates
+    workflow: Workflow | None = None
+
+    def reject(self, reason: str, detail: str = "") -> Rejection:
+        """A rejection of this task index with ``reason`` (and a detail, cut to 300 characters)."""
+        return Rejection(app=self.app.name, coordinates=self.coords, reason=reason, detail=detail[:300])
+
+
+def plan_task(app: App, graph: ToolGraph, *, app_index: int, task_index: int, depth: int, seed: int) -> Plan | Rejection:
+    """Draw the task's kind and plan its chain on the tool graph (reason ``no_chain`` when none fits)."""
+    base = task_seed(seed, app_index, task_index)
+    rng = random.Random(base)
+    coords = Coordinates(app=app_index, task=task_index, state=0, distractors=depth)
+    kind, turn = kind_and_turn(seed, app_index, task_index)
+    flow = _workflow(app, kind, turn)
+    steps = plan_workflow(app, graph, rng, kind, flow.steps) if flow is not None else None
+    if steps is None:
+        flow = None
+        steps = plan_chain(app, graph, rng, kind, slot=turn)
+    plan = Plan(app, graph, kind, steps or [], rng, base, coords, flow)
+    return plan if steps else plan.reject("no_chain", f"no {kind} chain")
+
+
+def _workflow(app: App, kind: TaskKind, turn: int) -> Workflow | None:
+    """The declared workflow that starts with the write tool whose turn it is (for a task that starts with a write)."""
+    if kind == "info" or not app.blueprint.workflows:
+        return None
+    writes = [s.name for s in app.specs if s.mode == "write"]
+    first = writes[turn % len(writes)]
+    return next((w for w in app.blueprint.workflows if w.steps[0] == first), None)

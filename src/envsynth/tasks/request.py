@@ -1,0 +1,166 @@
+"""Stages 5 and 6, describe and scenario: the targets of state 0 -> descriptions, then the request.
+
+Describe names every row the request must name by facts no other row of the state shares
+(it judges state 0's draws of distractors, see :mod:`envsynth.tasks.states`). Scenario
+finds who is asking, phrases the request in their words, checks that the agent can solve
+it from what it states (:mod:`envsynth.tasks.solvable`), and writes the tau2-style scenario.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import re
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from envsynth.runtime.app import App
+from envsynth.runtime.state import Rows, id_fields
+from envsynth.tasks.answer import Question
+from envsynth.tasks.describe import Description, describe
+from envsynth.tasks.instruction import Phraser, Requester, compose, greeting, leaks_id, profile
+from envsynth.tasks.model import Call, Rejection, Scenario, UserProfile
+from envsynth.tasks.scenario import acted_for, owned, owners, people_in_filters, reason_for, scenario_of
+from envsynth.tasks.solvable import lookups
+from envsynth.tasks.states import Describer, Descriptions, TaskStateDraw
+from envsynth.tasks.world import Instance, staff_names
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the user asks: the instruction, who they are, their scenario, and the tools the agent sees."""
+
+    instruction: str
+    user: UserProfile
+    scenario: Scenario
+    visible: list[str]
+
+
+def describer(app: App, question: Question) -> Describer:
+    """The describe stage for :func:`~envsynth.tasks.states.draw_state`: a description per target, or None."""
+
+    def describe_targets(full: Rows, targets: list[tuple[str, Any]], rng: random.Random) -> Descriptions | None:
+        ids = id_fields(app.blueprint)
+        descs: Descriptions = {}
+        for t, k in targets:
+            row = next(r for r in full[t] if r[ids[t]] == k)
+            d = describe(app.blueprint, full, t, row, rng, avoid=question.avoid.get((t, k), ()))
+            if d is None:
+                return None
+            descs[(t, k)] = d
+        return descs
+
+    return describe_targets
+
+
+def request_of(inst: Instance, draw: TaskStateDraw, question: Question, visible: list[str], answer: Any = None) -> Request | Rejection:
+    """The request of state 0: who asks, in their words, solvable from what it states (or why not).
+
+    ``answer`` is the answer to the request's question (None for none); a request that says it is rejected.
+    """
+    plan, calls, full, rng = inst.plan, inst.calls, draw.full, draw.rng
+    app, descs, targets = plan.app, draw.descs, draw.targets
+    # "my orders": a search or count over a person's rows, then the owners of the rows the request names
+    people = targets + people_in_filters(app, calls) + owners(app, full, targets)
+    requester = profile(app.blueprint, full, people, rng, lambda: random.Random(plan.base).choice(staff_names(app)), _made(app, calls))
+    me = descs.get((requester.table, requester.key)) if not requester.staff else None
+    mine = frozenset(k for t, k in targets if requester.key is not None and owned(app, full, t, k, requester))
+    phraser = Phraser(app.blueprint, app.spec_by_name, rng, me, requester.key, requester.made_at, mine)
+    params = _param_descriptions(app, calls, descs)
+    n_writes = len(calls) - (1 if question.step is not None else 0)
+    clauses = [phraser.clause(i, calls, params[i]) for i in range(n_writes)]
+    asked = phraser.question(calls[question.step], question.field, params[question.step], calls) if question.step is not None else None
+    opening, reason, client = _opening(inst, full, targets, requester, rng)
+    instruction = compose(clauses, asked, rng, opening.strip())
+    if leaks_id(instruction):
+        return plan.reject("id_in_instruction", instruction)
+    if says_answer(instruction, answer) or _set_by_request(calls, answer):
+        return plan.reject("answer_in_question", instruction)
+    found = lookups(app, full, descs, requester)
+    if found.lost:
+        return plan.reject("not_solvable", f"nothing the request states finds {found.lost[0]}")
+    visible = [*visible, *(t for t in found.tools if t not in visible)]  # the tools that find them are visible
+    scenario = scenario_of(app, requester, reason, descs, mine, instruction, plan.kind, rng, client[1] if client else None)
+    user = requester.user.model_copy(update={"knows": [instruction, *requester.user.knows]})
+    return Request(instruction, user, scenario, visible)
+
+
+def says_answer(text: str, answer: Any) -> bool:
+    """Whether ``text`` states ``answer`` (a text of 3+ characters, a date, or a number of 2+ digits, as a person writes it)."""
+    if isinstance(answer, bool) or answer is None:
+        return False
+    if isinstance(answer, (float, int)):
+        forms = [str(answer), f"{answer:,}", f"{answer:,.2f}"] if abs(answer) >= 10 else []
+    elif isinstance(answer, str) and len(answer) >= 3:
+        forms = [answer, answer.replace("_", " ")]
+        with contextlib.suppress(ValueError):  # a date is written as a person writes it
+            day = date.fromisoformat(answer[:10])
+            forms.append(f"{day:%B} {day.day}, {day.year}")
+    else:
+        return False
+    low = text.lower()
+    return any(re.search(rf"(?<![\w.,]){re.escape(f.lower())}(?![\w]|[.,]\d)", low) for f in forms)
+
+
+def _set_by_request(calls: list[Call], answer: Any) -> bool:
+    """Whether the answer is a value the request itself passes to a call (the 3 credits it gives)."""
+    if answer is None or isinstance(answer, (bool, list, dict)):
+        return False
+    return any(v == answer and not isinstance(v, bool) for c in calls for v in c.args.values())
+
+
+def _opening(
+    inst: Instance, full: Rows, targets: list[tuple[str, Any]], requester: Requester, rng: random.Random
+) -> tuple[str, str | None, tuple[str, str] | None]:
+    """How the request opens (who asks, why, for whom, the goal of a workflow), the reason and the client (see :func:`_client`)."""
+    app, flow = inst.plan.app, inst.plan.workflow
+    if flow is not None and flow.reasons and not requester.staff:
+        reason: str | None = rng.choice(flow.reasons)
+    else:
+        reason = reason_for(app, inst.calls, requester, rng)
+    client = _client(app, full, targets, requester, rng)
+    opening = greeting(requester, rng) + (f" {reason[0].upper()}{reason[1:]}." if reason else "")
+    opening += f" I'm helping {client[0]}." if client is not None else ""
+    opening += f" I'd like to {flow.name}." if flow is not None else ""
+    return opening, reason, client
+
+
+def _client(app: App, full: Rows, targets: list[tuple[str, Any]], requester: Requester, rng: random.Random) -> tuple[str, str] | None:
+    """Whom a staff member acts for, as (the words the request uses, the scenario's words); None for a person asking for themselves.
+
+    The person of a declared role the named rows belong to, named with what the app finds them by.
+    """
+    if not requester.staff:
+        return None
+    owner = acted_for(app, full, targets)
+    if owner is None:
+        return None
+    person = profile(app.blueprint, full, [owner], rng, lambda: "")
+    role = next(u for u in app.blueprint.users if u.entity == owner[0])
+    who = f"{role.called or role.role.replace('_', ' ')} {person.user.name}"
+    ids = f" ({' / '.join(person.identity)})" if person.identity else ""
+    return f"our {who}{ids}", f"the {who}{ids}"
+
+
+def _made(app: App, calls: list[Call]) -> list[tuple[int, str, dict[str, Any], Any]]:
+    """(step, entity, arguments, the action's words) of the calls that create a row."""
+    actions = app.blueprint.index.actions
+    return [
+        (i, app.spec_by_name[c.tool].entity, c.args, actions[c.tool].say if c.tool in actions else None)
+        for i, c in enumerate(calls)
+        if app.spec_by_name[c.tool].kind == "create"
+    ]
+
+
+def _param_descriptions(app: App, calls: list[Call], descs: dict[tuple[str, Any], Description]) -> list[dict[str, Description]]:
+    """Per call, the description of each pre-existing row an id parameter names."""
+    out = []
+    for c in calls:
+        spec = app.spec_by_name[c.tool]
+        d = {}
+        for b in spec.bindings:
+            if b.param and not b.many and b.param in c.args and (b.entity, c.args[b.param]) in descs:
+                d[b.param] = descs[(b.entity, c.args[b.param])]
+        out.append(d)
+    return out

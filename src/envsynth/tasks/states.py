@@ -1,0 +1,279 @@
+"""Stage 4, states and distractors: the core -> S task states, each with distractors, run by the oracle.
+
+State 0 is the core itself; state s > 0 is a copy of it under fresh ids. Each state gets
+up to 3 draws of distractors; a draw is kept when the chain runs on it (the ground-truth
+run, and the admission replay under another episode seed) and the judge accepts it: in
+state 0 the describe stage (every target gets a description no other row shares), in
+later states the check that state 0's descriptions still pick exactly their rows (the
+instruction is fixed by then). State 0 runs in the instantiation workspace, pruned to the
+core, by inserts and deletes instead of a fresh load.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from envsynth.runtime.app import App
+from envsynth.runtime.state import Rows, id_fields, ref_fields
+from envsynth.tasks.core import Core
+from envsynth.tasks.describe import Description
+from envsynth.tasks.distractors import add_distractors
+from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, execute
+from envsynth.tasks.model import Call, Rejection
+from envsynth.tasks.state import copy_rows, merged
+from envsynth.tasks.world import Instance, value_pool
+
+ATTEMPTS = 3  # draws of distractors per state
+
+Descriptions = dict[tuple[str, Any], Description]
+Describer = Callable[[Rows, list[tuple[str, Any]], random.Random], Descriptions | None]
+
+
+@dataclass
+class TaskStateDraw:
+    """One task state, run: its core, the oracle calls and targets under its ids, its distractors.
+
+    ``rng`` is the state's random stream (state 0's goes on into the describe and scenario
+    stages); ``run`` is the ground-truth run on ``full`` (core plus distractors), ``check``
+    the admission replay (``run`` itself for a chain whose result no episode seed changes).
+    """
+
+    index: int
+    rng: random.Random
+    core: Rows
+    calls: list[Call]
+    targets: list[tuple[str, Any]]
+    extra: Rows
+    per_level: dict[str, int]
+    full: Rows
+    run: Run
+    check: Run
+    descs: Descriptions
+
+
+@dataclass
+class _Frame:
+    """One state before its distractors: its core, calls and targets under the state's ids."""
+
+    index: int
+    rng: random.Random
+    core: Rows
+    calls: list[Call]
+    targets: list[tuple[str, Any]]
+    bound: frozenset[tuple[str, Any]]
+
+
+def draw_state(inst: Instance, core: Core, index: int, descs: Descriptions | None, describer: Describer) -> TaskStateDraw | Rejection:
+    """Task state ``index``: distractors drawn until the chain runs and the judge accepts (up to 3 draws).
+
+    ``core`` is the core stage's :class:`~envsynth.tasks.core.Core`; state 0 may widen its rows
+    to all of s0 (when the chain does not run on the core alone). ``descs`` is None for state 0
+    (``describer`` makes them) and state 0's descriptions for the others.
+    """
+    frame = _frame(inst, core, index)
+    why, detail = "description_ambiguous_in_state", ""
+    attempt = -1
+    while attempt < ATTEMPTS - 1:
+        attempt += 1
+        extra, per_level = _distractors(inst, core, frame, attempt, descs)
+        full = merged(frame.core, extra)
+        try:
+            runs = _ground_truth(inst, core, frame.calls, full, extra)
+        except ChainFailed as exc:
+            if index == 0 and not core.verified and _widen(inst, core, frame, extra):
+                attempt -= 1
+                continue
+            why, detail = "chain_broken_by_distractors", str(exc)
+            continue
+        if isinstance(runs, Rejection):
+            return runs
+        judged = _judge(inst.plan.app, frame, full, descs, describer)
+        if isinstance(judged, str):
+            why, detail = judged, ""
+            continue
+        return TaskStateDraw(index, frame.rng, frame.core, frame.calls, frame.targets, extra, per_level, full, *runs, judged)
+    return inst.plan.reject(why, detail)
+
+
+def _frame(inst: Instance, core: Core, index: int) -> _Frame:
+    """State ``index``'s core, calls, targets and bound rows (fresh ids for every state but 0)."""
+    rng = random.Random(inst.plan.base * 31 + index)
+    if index > 0 and inst.ws0.conn is not None:
+        inst.ws0.close()
+        core.derived = False
+    if index == 0:
+        return _Frame(0, rng, core.rows, inst.calls, list(core.targets), core.acted_on)
+    rows, mapping = _remap_ids(inst.plan.app, core.rows, rng)
+    calls = [_remap_call(inst.plan.app, c, mapping) for c in inst.calls]
+    targets = [(t, mapping.get((t, k), k)) for t, k in core.targets]
+    bound = frozenset((t, mapping.get((t, k), k)) for t, k in core.acted_on)
+    return _Frame(index, rng, rows, calls, targets, bound)
+
+
+def _distractors(inst: Instance, core: Core, frame: _Frame, attempt: int, descs: Descriptions | None) -> tuple[Rows, dict[str, int]]:
+    """Draw ``attempt`` of the state's distractors (none that a fixed description would also match)."""
+    app, plan = inst.plan.app, inst.plan
+    extra, per_level = add_distractors(
+        app.blueprint,
+        app.order,
+        frame.core,
+        frame.targets,
+        plan.coords.distractors,
+        plan.base * 7 + frame.index * 101 + attempt,
+        value_pool(app),
+        core.guarded,
+        frame.bound,
+    )
+    if descs is not None:  # the instruction is fixed: drop distractors its descriptions would also match
+        extra = _without_matches(app, frame.core, extra, [descs[tk] for tk in core.targets])
+    return extra, per_level
+
+
+def _widen(inst: Instance, core: Core, frame: _Frame, extra: Rows) -> bool:
+    """After the first failed run of state 0: when the chain does not run on the core alone, widen it to all of s0.
+
+    True when widened (draw again); False when the distractors broke the chain.
+    """
+    core.verified = True
+    calls = inst.calls
+    if extra and (_runs_in(inst.ws0, calls) if core.derived else _runs(inst.plan.app, core.rows, calls)):
+        return False
+    core.rows = frame.core = copy_rows(inst.s0)  # pruning broke the chain: keep all of s0
+    if core.derived:
+        inst.ws0.unprune(core.rows)
+    return True
+
+
+def _ground_truth(inst: Instance, core: Core, calls: list[Call], full: Rows, extra: Rows) -> tuple[Run, Run] | Rejection:
+    """The ground-truth run on ``full`` and the admission replay (ChainFailed when the chain breaks).
+
+    Custom code may draw anything from the episode's random stream, so such a chain is
+    replayed under seed 1. Generated (archetype) tools draw only the ids of the rows they
+    insert (ctx.new_id), and effects and answers leave generated ids out, so their chain
+    scores the same under every seed unless an argument hard-codes an id the chain itself
+    drew: that is checked on the ground-truth run instead (see :func:`_drawn_ids_in_arguments`);
+    a chain without inserts runs the same under every seed.
+    """
+    app, plan = inst.plan.app, inst.plan
+    seeded = any(app.spec_by_name[c.tool].code is not None for c in calls)
+    creates = sorted({t for c in calls for t in app.spec_by_name[c.tool].creates})
+    with inst.ws0.adding(full, extra) if core.derived else Workspace(app, full) as ws:
+        run = ws.run(calls)
+        try:
+            check = ws.run(calls, seed=1) if seeded else run
+        except ChainFailed as exc:  # the oracle depends on the ids its own calls drew: other distractors won't help
+            return plan.reject("oracle_fails", f"with another episode seed: {exc}")
+        drawn = _drawn_ids_in_arguments(app, calls, full, run.final, creates) if creates and not seeded else []
+        if drawn:
+            return plan.reject("oracle_fails", f"an argument is an id the chain itself drew: {drawn[0]}")
+    return run, check
+
+
+def _judge(app: App, frame: _Frame, full: Rows, descs: Descriptions | None, describer: Describer) -> Descriptions | str:
+    """State 0: the describer's descriptions of the targets; later states: whether ``descs`` still pick their rows."""
+    if descs is None:
+        made = describer(full, frame.targets, frame.rng)
+        return made if made is not None else "target_not_describable"
+    ids = id_fields(app.blueprint)
+    for d, (t, k) in zip(descs.values(), frame.targets, strict=True):  # descs are in the order of state 0's targets
+        if d.count(app.blueprint, full) != 1 or any(r[ids[t]] != k for r in full[t] if d.matches(app.blueprint, full, r)):
+            return "description_ambiguous_in_state"
+    return descs
+
+
+def _without_matches(app: App, core: Rows, extra: Rows, descs: list[Description]) -> Rows:
+    """``extra`` minus rows that a description matches, and rows that refer to those."""
+    bp = app.blueprint
+    ids = id_fields(bp)
+    full = merged(core, extra)
+    dropped: set[tuple[str, Any]] = set()
+    for d in descs:
+        idf = ids[d.entity]
+        for r in extra.get(d.entity, []):
+            if d.matches(bp, full, r):
+                dropped.add((d.entity, r[idf]))
+    changed = True
+    while changed:
+        changed = False
+        for ent in bp.entities:
+            idf = ids[ent.name]
+            refs = ref_fields(ent)
+            for r in extra.get(ent.name, []):
+                key = (ent.name, r[idf])
+                if key not in dropped and any((ref, r.get(name)) in dropped for name, ref in refs):
+                    dropped.add(key)
+                    changed = True
+    return {t: [r for r in rows if (t, r[ids[t]]) not in dropped] for t, rows in extra.items()}
+
+
+def _drawn_ids_in_arguments(app: App, calls: list[Call], before: Rows, after: Rows, tables: list[str]) -> list[Any]:
+    """Literal arguments of ``calls`` that are ids of rows the run (``before`` -> ``after``) inserted into ``tables``.
+
+    Such an oracle would name a row by an id another episode seed would not draw.
+    """
+    ids = id_fields(app.blueprint)
+    drawn = set()
+    for t in tables:
+        key = ids[t]
+        drawn |= {r[key] for r in after.get(t, ())} - {r[key] for r in before.get(t, ())}
+    return [v for c in calls for v in c.args.values() if isinstance(v, str) and v in drawn]
+
+
+def _runs(app: App, rows: Rows, calls: list[Call]) -> bool:
+    """Whether the chain runs on ``rows`` with every call a Success."""
+    try:
+        execute(app, rows, calls)
+    except ChainFailed:
+        return False
+    return True
+
+
+def _runs_in(ws: Workspace, calls: list[Call]) -> bool:
+    """Whether the chain runs on the workspace's loaded rows with every call a Success."""
+    try:
+        ws.run(calls)
+    except ChainFailed:
+        return False
+    return True
+
+
+def _remap_ids(app: App, core: Rows, rng: random.Random) -> tuple[Rows, dict[tuple[str, Any], Any]]:
+    """A copy of the core rows under fresh ids (references follow)."""
+    bp = app.blueprint
+    mapping: dict[tuple[str, Any], Any] = {}
+    for ent in bp.entities:
+        taken: set[str] = set()
+        for r in core.get(ent.name, []):
+            while True:
+                new = f"{ent.prefix}_{rng.randrange(100000, 1000000)}"
+                if new not in taken:
+                    taken.add(new)
+                    break
+            mapping[(ent.name, r[ent.id_field])] = new
+    out: Rows = {}
+    for ent in bp.entities:
+        rows = []
+        for r in core.get(ent.name, []):
+            n = dict(r)
+            n[ent.id_field] = mapping[(ent.name, r[ent.id_field])]
+            for f in ent.fields:
+                if f.type == "ref" and n.get(f.name) is not None:
+                    n[f.name] = mapping.get((f.ref, n[f.name]), n[f.name])
+            rows.append(n)
+        if rows:
+            out[ent.name] = rows
+    return out, mapping
+
+
+def _remap_call(app: App, call: Call, mapping: dict[tuple[str, Any], Any]) -> Call:
+    if not mapping:
+        return call
+    spec = app.spec_by_name[call.tool]
+    args = dict(call.args)
+    for p in spec.params:
+        if p.name in args and p.ref:
+            args[p.name] = mapping.get((p.ref, args[p.name]), args[p.name])
+    return call.model_copy(update={"args": args})
