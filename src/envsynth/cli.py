@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,6 +27,23 @@ PLAIN_WIDTH = 1000
 # and models and are printed as they are ("[positive]", "[bold]"); styles are given as Text.
 console = Console(emoji=False, markup=False, highlight=False, width=None if sys.stdout.isatty() else PLAIN_WIDTH)
 err = Console(stderr=True, emoji=False, markup=False, highlight=False)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from envsynth import __version__
+
+        print(f"envsynth {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the envsynth version and exit.")
+    ] = False,
+) -> None:
+    """Mill executable, verifiable tool-use environments (apps) and tasks for training LLM agents."""
 
 
 def styled(text: str, style: str) -> Text:
@@ -409,7 +427,8 @@ def test_cmd(
         fail(f"--seed must be 0 or more, got {seed}")
     a = _load_app(app_dir)
     s = a.manifest.get("provenance", {}).get("seed", 0) if seed is None else seed
-    report = test_app(a, s)
+    with err.status(f"testing {a.name}: {len(a.specs)} tools"):  # a spinner on a terminal, nothing in a pipe
+        report = test_app(a, s)
     if write:
         (app_dir / "tests.json").write_text(canonical_json(report.to_json()), encoding="utf-8")
     if as_json:
@@ -543,6 +562,7 @@ def run(
     from envsynth.rollout import RunError
     from envsynth.rollout.command import run_command, summary_rows
 
+    started = time.perf_counter()
     with Progress(TextColumn("run"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True) as bar:
         job = bar.add_task("run", total=None)
 
@@ -583,7 +603,17 @@ def run(
         print(json.dumps(summary, indent=2))
     else:
         console.print(_value_table(f"run {out}", summary_rows(summary)))
+        console.print(_run_line(summary, out, time.perf_counter() - started))
     _report_failed_episodes(summary)
+
+
+def _run_line(summary: dict[str, Any], out: Path, seconds: float) -> str:
+    """The one-line summary that ends ``envsynth run``."""
+    k = summary.get("attempts_per_task") or 0
+    rates = [f"pass@1 {summary['pass@1']:.3f}"] if summary.get("pass@1") is not None else []
+    if k > 1 and summary.get(f"pass@{k}") is not None:
+        rates.append(f"pass@{k} {summary[f'pass@{k}']:.3f}")
+    return f"run: {summary['episodes']} episodes of {summary['tasks']} tasks{', ' if rates else ''}{', '.join(rates)} in {seconds:.1f}s -> {out}"
 
 
 def _all_episodes(n: int) -> str:
@@ -840,7 +870,8 @@ def export_sft_cmd(
     from envsynth.export import ExportError, export_sft
 
     try:
-        summary = export_sft(run_dir, out, format=fmt, corpus=corpus)
+        with err.status(f"exporting SFT rows from {run_dir}"):
+            summary = export_sft(run_dir, out, format=fmt, corpus=corpus)
     except (ExportError, ValueError, ImportError) as exc:
         fail(str(exc))
     _print_export(summary, as_json)
@@ -857,7 +888,8 @@ def export_rl_cmd(
     from envsynth.export import ExportError, export_rl
 
     try:
-        summary = export_rl(corpus, out, format=fmt)
+        with err.status(f"exporting RL prompts from {corpus}"):
+            summary = export_rl(corpus, out, format=fmt)
     except (ExportError, ValueError, ImportError) as exc:
         fail(str(exc))
     _print_export(summary, as_json)
@@ -888,7 +920,8 @@ def inspect(
         from envsynth.corpus import corpus_stats as stats_of
 
         try:
-            corpus_stats = stats_of(load_corpus(out))
+            with err.status(f"reading and linting the corpus in {out}"):
+                corpus_stats = stats_of(load_corpus(out))
         except CorpusError as exc:
             fail(str(exc))
     llm_build = json.loads((out / "llm_build.json").read_text(encoding="utf-8")) if (out / "llm_build.json").is_file() else None
@@ -960,6 +993,239 @@ def _inspect_app(d: Path) -> dict[str, Any]:
         "tests": tests.get("summary", {}),
         "provenance": manifest.get("provenance", {}),
     }
+
+
+def _stage_bar(label: str) -> Any:
+    """A transient progress bar on stderr for ``progress(stage, done, total)`` callbacks: (context, callback)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn(label),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+    jobs: dict[str, Any] = {}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage not in jobs:
+            jobs[stage] = bar.add_task(stage, total=total)
+        bar.update(jobs[stage], completed=done, total=total)
+
+    return bar, progress
+
+
+@app.command()
+def report(
+    corpus: Annotated[Path, typer.Argument(help="A corpus folder (envsynth build OUT --tasks-per-app T).")],
+    runs: Annotated[list[Path] | None, typer.Argument(help="Run folders on this corpus (envsynth run ... --out RUN_DIR).")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="The report folder (index.html inside; rewritten on a rerun).")] = Path("report"),
+    against: Annotated[
+        str, typer.Option("--against", help="Benchmarks for the OOD audit on the index, comma-separated ('' for none).")
+    ] = "tau2,appworld,bfcl",
+) -> None:
+    """Write a static HTML report of a corpus and its runs: apps, graphs, composition, quality, pass@k, every task.
+
+    Open OUT/index.html in a browser; no server is needed. Needs the report extra:
+    pip install 'envsynth[report]'.
+    """
+    from envsynth.corpus.errors import CorpusError
+
+    try:
+        from envsynth.view.html import ReportError, build_report
+    except ImportError as exc:
+        fail(f"envsynth report needs the report extra ({exc.name} is missing): pip install 'envsynth[report]'")
+    bar, progress = _stage_bar("report")
+    with bar:
+        try:
+            result = build_report(corpus, runs or [], out, progress=progress, against=[b.strip() for b in against.split(",") if b.strip()])
+        except (CorpusError, ReportError) as exc:
+            fail(str(exc))
+    runs_text = "1 run" if result.runs == 1 else f"{result.runs} runs"
+    console.print(f"report: {result.index} ({result.apps} apps, {result.tasks} task pages, {runs_text}) in {result.seconds:.1f}s")
+
+
+@app.command()
+def show(
+    task_id: Annotated[str, typer.Argument(help="The task id (as listed by envsynth report or in the task shards).")],
+    corpus: Annotated[Path, typer.Option("--corpus", "-C", help="The corpus folder holding the task.")],
+    run: Annotated[list[Path] | None, typer.Option("--run", help="A run folder whose episodes of the task to show (repeatable).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the task view as JSON.")] = False,
+) -> None:
+    """Show one task: request and scenario, visible tools, the rows of s0 by distractor level, the oracle, trajectories."""
+    from envsynth.corpus.errors import CorpusError
+    from envsynth.view.show import load_view, print_task
+
+    try:
+        view = load_view(corpus, task_id, run or [])
+    except (CorpusError, FileNotFoundError) as exc:
+        fail(str(exc))
+    except KeyError as exc:
+        fail(str(exc.args[0]) if exc.args else str(exc))
+    if as_json:
+        print(json.dumps(view, indent=2, default=str))
+    else:  # to a pipe or a file: wrapped at 140 columns (long cells fold, nothing is cut)
+        print_task(view, console if sys.stdout.isatty() else Console(emoji=False, markup=False, highlight=False, width=140))
+
+
+plan_app = typer.Typer(
+    help="Plan a corpus composition (SynthAPI): a sweep to train on, a scaling law fitted to its results, a suggestion for a budget.",
+    no_args_is_help=True,
+)
+app.add_typer(plan_app, name="plan")
+
+
+def _write_or_print(text: str, out: Path | None, what: str) -> None:
+    if out is None:
+        print(text, end="" if text.endswith("\n") else "\n")
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    console.print(f"{what}: {out}")
+
+
+def _max_apps(max_apps: int | None, catalogue: int) -> int:
+    if max_apps is None:
+        return catalogue
+    if not 1 <= max_apps <= catalogue:
+        fail(f"--max-apps {max_apps}: give 1 to {catalogue} (the catalogue's domains)")
+    return max_apps
+
+
+@plan_app.command("grid")
+def plan_grid(
+    budget: Annotated[int, typer.Option("--budget", "-N", help="The largest corpus of the sweep, in task records A*T*S.")],
+    points: Annotated[int, typer.Option(help="Corpora in the sweep (spread over budgets N/8, N/4, N/2, N).")] = 48,
+    seed: Annotated[int, typer.Option(help="Seed of the sweep's draw and of every corpus.")] = 0,
+    max_apps: Annotated[
+        int | None, typer.Option("--max-apps", help="The most apps a corpus may have (default: the catalogue's domains).")
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the sweep as CSV here (default: print it).")] = None,
+) -> None:
+    """Write the corpora specs (A, T, S, D, seed and the build command) of a sweep to train on with your own trainer.
+
+    Train one model per row, add its compute and normalised score (0..1) as columns compute and
+    score, and fit the results with envsynth plan fit.
+    """
+    from envsynth import catalog as cat
+    from envsynth.plan import grid, to_csv
+
+    try:
+        rows = grid(budget, _max_apps(max_apps, len(cat.entries())), points=points, seed=seed)
+    except ValueError as exc:
+        fail(str(exc))
+    _write_or_print(to_csv(rows), out, f"{len(rows)} corpora, {sum(r['records'] for r in rows)} task records in all")
+
+
+@plan_app.command("fit")
+def plan_fit(
+    results: Annotated[Path, typer.Argument(help="CSV: apps, tasks_per_app, states, distractors, score (0..1) [, compute].")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the fit (JSON) here, for envsynth plan suggest.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the fit as JSON.")] = False,
+) -> None:
+    """Fit the composition-aware law and the task-count-only law; hold out the top 25% compute runs; report both MAEs."""
+    from envsynth.plan import PlanError, fit_results, read_results
+
+    try:
+        fit = fit_results(read_results(results))
+    except PlanError as exc:
+        fail(str(exc))
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(fit, indent=2) + "\n", encoding="utf-8")
+    if as_json:
+        print(json.dumps(fit, indent=2))
+        return
+    law, base, best = fit["law"], fit["baseline"], fit["optimum"]
+    t = Table(title=f"{fit['runs']} runs; held out: the {fit['held_out']} of compute >= {fit['held_out_compute_from']:g}")
+    for col in ("law", "MAE fitted runs", "MAE held-out runs"):
+        t.add_column(col)
+    t.add_row("composition-aware", f"{law['mae_fit']:.4f}", f"{law['mae_held_out']:.4f}")
+    t.add_row("task count only", f"{base['mae_fit']:.4f}", f"{base['mae_held_out']:.4f}")
+    console.print(t)
+    console.print(
+        f"optimum at compute {best['compute']:g}: A = {best['apps']:.1f}, S = {best['states']:.1f}, D = {best['distractors']:.1f}"
+        + (f"; fit written to {out}" if out else "")
+    )
+
+
+@plan_app.command("suggest")
+def plan_suggest(
+    budget: Annotated[int, typer.Option("--budget", "-N", help="Task records to build (A*T*S), in the fit's compute unit.")],
+    fit: Annotated[Path, typer.Option("--fit", help="A fit file written by envsynth plan fit --out.")],
+    top: Annotated[int, typer.Option(help="Compositions to list.")] = 5,
+    max_apps: Annotated[int | None, typer.Option("--max-apps", help="The most apps to suggest (default: the catalogue's domains).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Recommend A, T, S, D for a budget: the composition the fitted law scores best, within what the catalogue supplies."""
+    from envsynth import catalog as cat
+    from envsynth.plan import PlanError, read_fit, suggest
+
+    try:
+        got = suggest(read_fit(fit), budget, _max_apps(max_apps, len(cat.entries())), top=max(top, 1))
+    except PlanError as exc:
+        fail(str(exc))
+    if as_json:
+        print(json.dumps(got, indent=2))
+        return
+    t = Table(title=f"budget {budget} task records ({got['searched']['compositions']} compositions searched)")
+    for col in ("A", "T", "S", "D", "records", "predicted score"):
+        t.add_column(col, justify="right")
+    for r in [got["best"], *got["alternatives"]]:
+        t.add_row(*(str(r[k]) for k in ("apps", "tasks_per_app", "states", "distractors", "records", "predicted_score")))
+    console.print(t)
+    if got["extrapolated"]:
+        warn("warning", f"the budget lies outside the compute the fit saw ({fit}): the prediction extrapolates", "yellow")
+    console.print(f"best: {got['best']['command']}")
+
+
+@app.command()
+def audit(
+    corpus: Annotated[Path, typer.Argument(help="A corpus folder, or a folder of apps written by envsynth build.")],
+    against: Annotated[
+        str, typer.Option("--against", help="Benchmarks to compare with, comma-separated: tau2, appworld, bfcl.")
+    ] = "tau2,appworld,bfcl",
+    top: Annotated[int, typer.Option(help="Closest tool pairs to list per app and benchmark.")] = 3,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Out-of-distribution audit: how close each app's description, tools and task requests are to benchmark domains.
+
+    A score (0..1, TF-IDF cosine) at or above the threshold flags an app to hold out when
+    evaluating on that benchmark; the nearest domain and the closest tools say why.
+    """
+    from envsynth.audit import AuditError
+    from envsynth.audit import audit as run_audit
+    from envsynth.corpus.errors import CorpusError
+
+    names = [n.strip() for n in against.split(",") if n.strip()]
+    try:
+        result = run_audit(corpus, names, top=max(top, 0))
+    except (AuditError, CorpusError) as exc:
+        fail(str(exc))
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    t = Table(title=f"OOD audit of {corpus} (TF-IDF cosine; overlap at >= {result['threshold']})")
+    t.add_column("app")
+    for b in names:
+        t.add_column(f"{b}: score (nearest domain)")
+    t.add_column("hold out for")
+    for a in result["apps"]:
+        cells = [f"{a['against'][b]['score']:.3f} ({a['against'][b]['nearest_domain']})" for b in names]
+        flagged = [b for b in names if a["against"][b]["overlap"]]
+        t.add_row(a["name"], *cells, styled(", ".join(flagged), "bold red") if flagged else "-")
+    console.print(t)
+    for a in result["apps"]:
+        for b in names:
+            r = a["against"][b]
+            if r["overlap"]:
+                pairs = "; ".join(f"{m['tool']} ~ {m['reference']} ({m['similarity']:.2f})" for m in r["closest_tools"])
+                console.print(f"{a['name']} ~ {b}/{r['nearest_domain']}: shares {', '.join(r['shared_terms'])}; closest tools: {pairs}")
+    flagged_apps = sum(any(a["against"][b]["overlap"] for b in names) for a in result["apps"])
+    console.print(f"audit: {len(result['apps'])} apps, {flagged_apps} overlapping {', '.join(names)}")
 
 
 def main() -> None:
