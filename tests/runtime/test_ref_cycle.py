@@ -71,3 +71,17 @@ def test_a_back_reference_to_no_row_is_still_refused(app: App, to_bytes) -> None
     with pytest.raises(sqlite3.IntegrityError, match=r"(?i)foreign key"):
         to_bytes(app.schema, app.order, rows)
     assert read_rows(app.episode(rows_bytes(app, _captained(app))).db, app.blueprint) == _captained(app)
+
+
+def test_a_reply_listed_before_the_message_it_answers_loads() -> None:
+    """A nullable reference into the same table: relay_chat's rows as read back (ordered by id) list
+    some replies before their thread's first message."""
+    from envsynth import catalog
+    from envsynth.compiler.compile import compile_app
+
+    chat = compile_app(catalog.load("messaging"), 0)
+    rows = read_rows(chat.episode().db, chat.blueprint)
+    place = {m["message_id"]: i for i, m in enumerate(rows["message"])}
+    assert any(m["parent_message_id"] and place[m["parent_message_id"]] > i for i, m in enumerate(rows["message"]))
+    for to_bytes in (rows_to_bytes, rows_to_bytes_fast):
+        assert read_rows(chat.episode(to_bytes(chat.schema, chat.order, rows)).db, chat.blueprint) == rows
