@@ -184,3 +184,23 @@ def test_play_track_records_a_play_and_counts_it() -> None:
         },
     )
     assert (long.outcome, long.code) == ("anticipated_rejection", "pre[2]")
+
+
+def test_finance_dates_are_computed_from_the_clock_not_written_out() -> None:
+    bp = catalog.load("finance")
+    app = compile_app(bp, 0)
+    ep = app.episode()
+    born = {"2008-03-15": "success", "2008-03-16": "anticipated_rejection"}  # 18 years before the reference date, and a day less
+    for dob, outcome in born.items():
+        args = {
+            "full_name": "Ann Lee",
+            "email": f"ann.{dob}@example.net",
+            "phone": "+1-555-0100",
+            "address": "1 Main St",
+            "date_of_birth": dob,
+        }
+        assert ep.call("register_customer", args).outcome == outcome, dob
+    account = _one(ep.db, "SELECT account_id FROM account WHERE status = 'open' LIMIT 1")["account_id"]
+    card = ep.call("request_card", {"account_id": account, "kind": "debit", "network": "visa", "daily_limit": 500})
+    assert card.outcome == "success", card.content
+    assert (bp.reference_date, card.data["expires_on"]) == ("2026-03-15", "2030-03-15")  # four years after issue
