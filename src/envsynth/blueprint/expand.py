@@ -655,14 +655,15 @@ def _update(x: _Expander, a: UpdateAction) -> ToolSpec:
         x.ref_param(f, ent, fname, required=False, alias=alias, where=f"fields[{j}]")
         values[fname] = fname
         when[fname] = fname
-    x.pre.append(
-        Check(
-            id="given",
-            check=" or ".join(f"{f} is not None" for f in a.fields),
-            message=f"Nothing to change: give at least one of {', '.join(a.fields)}.",
-            origin="implicit",
+    if a.fields:  # an update with only 'set' writes it on every call
+        x.pre.append(
+            Check(
+                id="given",
+                check=" or ".join(f"{f} is not None" for f in a.fields),
+                message=f"Nothing to change: give at least one of {', '.join(a.fields)}.",
+                origin="implicit",
+            )
         )
-    )
     x.explicit_params()
     x.extra_bindings()
     for fname, src in a.set.items():

@@ -431,10 +431,16 @@ class UpdateAction(_Action):
     """Change some fields of a row; each listed field is an optional parameter."""
 
     kind: Literal["update"]
-    fields: list[Ident] = Field(min_length=1)
+    fields: list[Ident] = Field(default_factory=list)
     set: dict[Ident, str] = Field(default_factory=dict)
     also: dict[Ident, dict[Ident, str]] = Field(default_factory=dict, description="updates of other bound rows: alias -> {field: expr}")
     for_each: list[ForEach] = Field(default_factory=list, description="effects repeated over many rows")
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> UpdateAction:
+        if not self.fields and not self.set:
+            raise ValueError("an update needs 'fields' (the fields the caller may change) or 'set' (values written on every call)")
+        return self
 
 
 class DeleteAction(_Action):

@@ -75,18 +75,80 @@ def _build_insert(ent: Entity) -> tuple[str, tuple[str, ...], itemgetter[Any]]:
 def insert_rows(conn: sqlite3.Connection, order: list[Entity], rows: Rows) -> None:
     """Insert rows table by table in creation order (inside the caller's transaction).
 
-    A column missing from a row is inserted as NULL.
+    A column missing from a row is inserted as NULL. A nullable reference to a row that is
+    not inserted yet (a table later in the order, in a ``ref`` cycle, or a later row of the
+    same table) is inserted as NULL and set once every row is in, so foreign keys hold at
+    every statement.
     """
+    held: list[tuple[Entity, str, list[tuple[Any, Any]]]] = []
     for ent in order:
         table = rows.get(ent.name)
         if not table:
             continue
         sql, cols, values = _insert_sql(ent)
+        later = _forward_refs(order).get(ent.name)
+        if later:
+            table = _hold_forward_refs(ent, table, later, held)
         try:
             params = list(map(values, table))
         except KeyError:  # a row without some column
             params = [tuple(map(r.get, cols)) for r in table]
         conn.executemany(sql, params)
+    for ent, name, pairs in held:
+        conn.executemany(f'UPDATE "{ent.name}" SET "{name}" = ? WHERE "{ent.id_field}" = ?', pairs)
+
+
+def _hold_forward_refs(
+    ent: Entity, table: list[dict[str, Any]], later: tuple[tuple[str, bool], ...], held: list[tuple[Entity, str, list[tuple[Any, Any]]]]
+) -> list[dict[str, Any]]:
+    """``table`` with the references in ``later`` that point at rows not inserted yet set to NULL;
+    their values are added to ``held`` as (entity, field, [(value, id)])."""
+    key = ent.id_field
+    out = table
+    for name, same_table in later:
+        seen: set[Any] = set()
+        pairs: list[tuple[Any, Any]] = []
+        rows_out: list[dict[str, Any]] = []
+        for r in out:
+            if same_table:
+                seen.add(r[key])  # a row may refer to itself or to an earlier row of its table
+            value = r.get(name)
+            if value is not None and not (same_table and value in seen):
+                pairs.append((value, r[key]))
+                r = {**r, name: None}
+            rows_out.append(r)
+        if pairs:
+            held.append((ent, name, pairs))
+            out = rows_out
+    return out
+
+
+def _forward_refs(order: list[Entity]) -> dict[str, tuple[tuple[str, bool], ...]]:
+    """Entity -> its nullable references to the same or a later table of ``order``, as
+    (field, same table); kept on the first entity's index for this ``order`` list."""
+    if not order:
+        return {}
+    return order[0].index.paired(_build_forward_refs, order[0], order)
+
+
+def _build_forward_refs(_first: Entity, order: list[Entity]) -> dict[str, tuple[tuple[str, bool], ...]]:
+    place = {e.name: i for i, e in enumerate(order)}
+    out: dict[str, tuple[tuple[str, bool], ...]] = {}
+    for i, ent in enumerate(order):
+        later = tuple((f.name, f.ref == ent.name) for f in ent.fields if f.type == "ref" and f.ref in place and place[f.ref] >= i)
+        if later:
+            out[ent.name] = later
+    return out
+
+
+def _empty_tables(conn: sqlite3.Connection, order: list[Entity]) -> None:
+    """Delete every row, children first; references into later tables are cleared first."""
+    for ent in order:
+        for name, same_table in _forward_refs(order).get(ent.name, ()):
+            if not same_table:
+                conn.execute(f'UPDATE "{ent.name}" SET "{name}" = NULL WHERE "{name}" IS NOT NULL')
+    for ent in reversed(order):
+        conn.execute(f'DELETE FROM "{ent.name}"')
 
 
 def rows_to_bytes(schema: str, order: list[Entity], rows: Rows) -> bytes:
@@ -130,8 +192,7 @@ def rows_to_bytes_fast(schema: str, order: list[Entity], rows: Rows) -> bytes:
             conn.execute("ROLLBACK")
         raise
     conn.execute("BEGIN")
-    for ent in reversed(order):
-        conn.execute(f'DELETE FROM "{ent.name}"')
+    _empty_tables(conn, order)
     conn.execute("COMMIT")
     return data
 

@@ -225,7 +225,7 @@ class Phraser:
             text = f"move {how_much} from {source} to {target}"
             values.pop(amount.name, None)
             others = []
-        elif spec.kind == "update":
+        elif spec.kind == "update" and any(c.id == "given" for c in spec.pre):  # an update with only 'set' reads as its verb
             target = self.row_text(spec, call, main, descs, calls) if main else human(spec.entity)
             changes = [f"its {self._words(spec, spec.entity, k)} to {_param_value(spec, bp, k, v)}" for k, v in values.items()]
             changes += [f"its {human(p).removesuffix(' id')} to {self.row_text(spec, call, p, descs, calls, role='other')}" for p in others]
