@@ -128,6 +128,20 @@ def test_unique_values_are_all_used_before_any_suffix() -> None:
         assert all(r.count("-") == 1 and r.split("-")[1] in ("One", "Two", "Three", "Four", "Five") for r in refs)
 
 
+def test_a_state_bigger_than_a_unique_generator_holds_what_it_can() -> None:
+    # 4 x 10 references the builder cannot list (a bothify part): 60 rows asked, at most 40 exist
+    d = copy.deepcopy(DATA)
+    _field(d, "booking", "reference")["gen"] = {
+        "template": "{a}-{b}",
+        "parts": {"a": {"choice": ["Red", "Blue", "Green", "Gold"]}, "b": {"bothify": "#"}},
+    }
+    d["entities"][1]["rows"] = 10
+    bp = from_dict(d)
+    refs = [b["reference"] for b in StateBuilder(bp, 1, creation_order(bp)).fill({"flight": 20, "booking": 60})["booking"]]
+    assert 30 <= len(refs) <= 40 and len(set(refs)) == len(refs)  # no row made up, no crash
+    assert all(r.split("-")[0] in ("Red", "Blue", "Green", "Gold") and len(r.split("-")[1]) == 1 for r in refs)
+
+
 def test_a_composite_key_with_too_few_values_is_a_load_error() -> None:
     d = copy.deepcopy(DATA)
     _field(d, "flight", "day")["gen"] = {"dates": ["-1d", "+2d"]}  # 4 numbers x 4 days = 16 < 20 rows

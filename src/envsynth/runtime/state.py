@@ -527,7 +527,7 @@ class StateBuilder:
             if v not in seen:
                 seen.add(v)
                 return v
-        raise ValueError(f"cannot draw a unique {ent.name}.{f.name}: 50 draws were all taken; give its generator more distinct values")
+        return EXHAUSTED  # 50 draws all taken (a generator of many values, nearly all used): the table is full
 
     def _unused(self, ent: Entity, f: FieldDef, seen: set[Any], values: list[Any]) -> Any:
         """One of ``values`` (every value ``f``'s generator draws) that no row has, drawn from the stream;
