@@ -57,3 +57,16 @@ def test_two_state_refusals_share_the_request_and_score_like_one_state_ones(corp
                 assert _play(corpus, task, task.oracle) == 1.0
                 assert _play(corpus, task, []) == 0.0
                 assert _play(corpus, task, oracle_plus_forbidden(task)) == 0.0
+
+
+def test_a_state_without_the_forbidden_rows_table_is_no_synthesis_error() -> None:
+    # juniper_goods task 44 of the catalogue corpus (app 6, T=40 S=2 D=4 seed 0): state 1 held no
+    # payment_method row, and carrying state 0's new forbidden row into it raised KeyError
+    from envsynth import catalog
+    from envsynth.compiler.compile import compile_app
+    from envsynth.graph import build_graph
+    from envsynth.tasks import Rejection, synthesize
+
+    app = compile_app(catalog.load("juniper_goods"))
+    out = synthesize(app, build_graph(app.specs), app_index=6, task_index=44, states=2, depth=4, seed=0)
+    assert not (isinstance(out, Rejection) and out.reason == "synthesis_error"), out

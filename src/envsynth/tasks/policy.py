@@ -204,7 +204,7 @@ def _same_refusal(app: App, task: Task, first: Task, found: dict[str, Any], rng:
         if row is None:
             return None
         rows = {t: list(v) for t, v in cx.rows.items()}
-        rows[ent.name].append(row)
+        rows.setdefault(ent.name, []).append(row)  # this state may hold no row of the table at all
     else:
         rows = cx.rows
         row = next((r for r in rows.get(ent.name, []) if d.matches(bp, rows, r)), None)
@@ -324,7 +324,7 @@ def _forbidden_row(cx: _Ctx, rule: PolicyRule, spec: ToolSpec, param: str) -> tu
         if row is None:
             return None
         rows = {t: list(v) for t, v in cx.rows.items()}
-        rows[ent.name].append(row)
+        rows.setdefault(ent.name, []).append(row)  # this state may hold no row of the table at all
         if _distinct(cx, ent.name, row) and _tempts(cx, rule, spec, param, rows, row[ent.id_field]) and _same_oracle(cx, rows):
             return rows, row
     return None
