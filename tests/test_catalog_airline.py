@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from typing import Any
 
@@ -15,8 +14,8 @@ from envsynth.corpus import Corpus, build_corpus, load_corpus
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import Episode
 from envsynth.tasks.instruction import leaks_id
-from envsynth.tasks.model import Call, Task
-from envsynth.tasks.policy import forbids, oracle_plus_forbidden, resolved
+from envsynth.tasks.policy import forbids, oracle_plus_forbidden
+from replay_helpers import play
 
 NOW = "2026-03-15T12:00:00"  # the episode clock
 
@@ -348,20 +347,6 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     return load_corpus(out)
 
 
-def _play(corpus: Corpus, task: Task, calls: list[Call]) -> float:
-    ep = corpus.start(task.id)
-    results: list[Any] = []
-    for c in calls:
-        res = ep.call(c.tool, resolved(c, results))
-        assert res.outcome == "success", (task.id, c, res.content)
-        results.append(json.loads(res.content))
-    answer = None
-    if task.answer_step is not None and task.answer_step < len(results):
-        got = results[task.answer_step]
-        answer = got.get(task.answer_field) if task.answer_field else got
-    return ep.finish(answer).score
-
-
 def test_policy_tasks_share_and_refusals_replayed(corpus: Corpus) -> None:
     tasks = corpus.tasks
     involved = [t for t in tasks if t.policy is not None]
@@ -370,9 +355,9 @@ def test_policy_tasks_share_and_refusals_replayed(corpus: Corpus) -> None:
     assert len(refusals) >= 0.5 * len(involved), (len(refusals), len(involved))
     assert {t.policy.rule for t in refusals if t.policy} >= {"refundable_cancellation", "keep_refund_method"}
     for task in refusals:
-        assert _play(corpus, task, list(task.oracle)) == 1.0, task.id
-        assert _play(corpus, task, oracle_plus_forbidden(task)) == 0.0, task.id
-        assert _play(corpus, task, []) == 0.0, task.id
+        assert play(corpus, task, list(task.oracle)) == 1.0, task.id
+        assert play(corpus, task, oracle_plus_forbidden(task)) == 0.0, task.id
+        assert play(corpus, task, []) == 0.0, task.id
 
 
 def test_airline_tasks_read_without_ids_or_raw_lists(corpus: Corpus) -> None:

@@ -18,8 +18,8 @@ from envsynth.corpus import Corpus, build_corpus, load_corpus
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import Episode
 from envsynth.runtime.toolkit import date_sub, days
-from envsynth.tasks.model import Call, Task
-from envsynth.tasks.policy import oracle_plus_forbidden, resolved
+from envsynth.tasks.policy import oracle_plus_forbidden
+from replay_helpers import play
 
 
 @pytest.fixture(scope="module")
@@ -237,20 +237,6 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     return load_corpus(out)
 
 
-def _play(corpus: Corpus, task: Task, calls: list[Call]) -> float:
-    ep = corpus.start(task.id)
-    results: list[Any] = []
-    for c in calls:
-        res = ep.call(c.tool, resolved(c, results))
-        assert res.outcome == "success", (task.id, c, res.content)
-        results.append(json.loads(res.content))
-    answer = None
-    if task.answer_step is not None:
-        got = results[task.answer_step]
-        answer = got.get(task.answer_field) if task.answer_field else got
-    return ep.finish(answer).score
-
-
 def test_a_refusal_scores_one_for_the_oracle_and_zero_with_the_forbidden_call(corpus: Corpus) -> None:
     tasks = corpus.tasks
     involved = [t for t in tasks if t.policy is not None]
@@ -258,6 +244,6 @@ def test_a_refusal_scores_one_for_the_oracle_and_zero_with_the_forbidden_call(co
     assert len(involved) >= 0.1 * len(tasks) and len(refusals) >= 0.5 * len(involved), (len(tasks), len(involved), len(refusals))
     for task in refusals:
         assert task.policy is not None and task.policy.request and task.policy.request in task.instruction
-        assert _play(corpus, task, task.oracle) == 1.0
-        assert _play(corpus, task, []) == 0.0
-        assert _play(corpus, task, oracle_plus_forbidden(task)) == 0.0  # the tools allow it; the final state gives it away
+        assert play(corpus, task, task.oracle) == 1.0
+        assert play(corpus, task, []) == 0.0
+        assert play(corpus, task, oracle_plus_forbidden(task)) == 0.0  # the tools allow it; the final state gives it away

@@ -3,18 +3,17 @@ gets the same forbidden request, on its own copy of the row, and scores as a one
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from envsynth import load_blueprint
 from envsynth.corpus import Corpus, build_corpus, load_corpus
-from envsynth.tasks.model import Call, Task
-from envsynth.tasks.policy import oracle_plus_forbidden, requester_key, resolved
+from envsynth.tasks.model import Task
+from envsynth.tasks.policy import oracle_plus_forbidden, requester_key
 from envsynth.tasks.state import merged
+from replay_helpers import play
 
 EXAMPLE = Path(__file__).parent.parent / "data" / "examples" / "policy.yaml"
 
@@ -24,16 +23,6 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     out = tmp_path_factory.mktemp("policy_states") / "corpus"
     build_corpus(out, blueprints=[load_blueprint(EXAMPLE)], tasks_per_app=16, states=2, distractors=2, seed=0)
     return load_corpus(out)
-
-
-def _play(corpus: Corpus, task: Task, calls: list[Call]) -> float:
-    ep = corpus.start(task.id)
-    results: list[Any] = []
-    for c in calls:
-        res = ep.call(c.tool, resolved(c, results))
-        assert res.outcome == "success", (task.id, c, res.content)
-        results.append(json.loads(res.content))
-    return ep.finish(None).score
 
 
 def test_two_state_refusals_share_the_request_and_score_like_one_state_ones(corpus: Corpus) -> None:
@@ -54,9 +43,9 @@ def test_two_state_refusals_share_the_request_and_score_like_one_state_ones(corp
             assert any(forbidden.args["reservation_id"] == r["reservation_id"] for r in rows["reservation"])
             assert forbidden.args["customer_id"] == requester_key(corpus.apps[task.app], task, rows)
             if task.answer_step is None:
-                assert _play(corpus, task, task.oracle) == 1.0
-                assert _play(corpus, task, []) == 0.0
-                assert _play(corpus, task, oracle_plus_forbidden(task)) == 0.0
+                assert play(corpus, task, task.oracle) == 1.0
+                assert play(corpus, task, []) == 0.0
+                assert play(corpus, task, oracle_plus_forbidden(task)) == 0.0
 
 
 def test_a_state_without_the_forbidden_rows_table_is_no_synthesis_error() -> None:

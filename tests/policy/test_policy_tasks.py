@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,9 +16,9 @@ from envsynth.blueprint.policy import policy_text
 from envsynth.corpus import Corpus, build_corpus, load_corpus
 from envsynth.export import export_rl
 from envsynth.tasks import policy as policy_tasks
-from envsynth.tasks.model import Call, Task
-from envsynth.tasks.policy import oracle_plus_forbidden, requester_key, resolved
+from envsynth.tasks.policy import oracle_plus_forbidden, requester_key
 from envsynth.tasks.state import merged
+from replay_helpers import play
 
 EXAMPLE = Path(__file__).parent.parent / "data" / "examples" / "policy.yaml"
 N_TASKS = 30
@@ -30,21 +29,6 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     out = tmp_path_factory.mktemp("policy_tasks") / "corpus"
     build_corpus(out, blueprints=[load_blueprint(EXAMPLE)], tasks_per_app=N_TASKS, seed=0)
     return load_corpus(out)
-
-
-def _play(corpus: Corpus, task: Task, calls: list[Call]) -> float:
-    """Make ``calls`` (refs resolved) in a fresh episode of ``task`` on the real runtime, then finish; the score."""
-    ep = corpus.start(task.id)
-    results: list[Any] = []
-    for c in calls:
-        res = ep.call(c.tool, resolved(c, results))
-        assert res.outcome == "success", (task.id, c, res.content)
-        results.append(json.loads(res.content))
-    answer = None
-    if task.answer_step is not None and task.answer_step < len(results):
-        got = results[task.answer_step]
-        answer = got.get(task.answer_field) if task.answer_field else got
-    return ep.finish(answer).score
 
 
 def test_share_of_policy_tasks_and_refusals(corpus: Corpus) -> None:
@@ -65,9 +49,9 @@ def test_refusal_scores_oracle_one_nothing_zero_and_forbidden_zero(corpus: Corpu
         assert task.scenario is not None and task.scenario.request == task.instruction
         assert any(k.startswith("they mean my reservation") for k in task.scenario.knows)
         assert task.policy.forbidden[0].tool in task.visible_tools
-        assert _play(corpus, task, task.oracle) == 1.0
-        assert _play(corpus, task, []) == 0.0
-        assert _play(corpus, task, oracle_plus_forbidden(task)) == 0.0  # the tools allow it; the verifier does not
+        assert play(corpus, task, task.oracle) == 1.0
+        assert play(corpus, task, []) == 0.0
+        assert play(corpus, task, oracle_plus_forbidden(task)) == 0.0  # the tools allow it; the verifier does not
 
 
 def test_the_acting_user_is_the_requester(corpus: Corpus) -> None:
