@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.graph.model import ToolGraph
 from envsynth.runtime.app import App
+from envsynth.tasks.instruction import refers_to
 from envsynth.tasks.model import Ref, TaskKind
 from envsynth.tasks.rowfacts import RowFacts
 
@@ -201,13 +202,33 @@ def _reads_of(app: App, source: ToolSpec) -> list[tuple[ToolSpec, str, str, str]
 def _find_reads(app: App, name: str) -> list[tuple[ToolSpec, str, str, str]]:
     source = app.spec_by_name[name]
     out: list[tuple[ToolSpec, str, str, str]] = []
-    for g, entity, param, id_field in _tools(app).gets:
+    for g, entity, param, id_field in [*_tools(app).gets, *_row_queries(app)]:
         if _created(source, entity):
             out.append((g, "ref", param, id_field))
         else:
             alias = _alias_of(source, entity)
             if alias is not None:
                 out.append((g, "pin", param, alias))
+    return out
+
+
+def _row_queries(app: App) -> list[tuple[ToolSpec, str, str, str]]:
+    """Searches and ungrouped aggregates that one parameter narrows to the rows of one row, as (tool, entity, param, id field).
+
+    After a step on a product, "how many reviews does that product have?" reads the product's reviews.
+    Only a query whose other required parameters are none (the row alone is the question).
+    """
+    bp = app.blueprint
+    out = []
+    for s in app.specs:
+        q = s.query
+        if q is None or not (q.op == "search" or (q.op == "aggregate" and not q.group_by)):
+            continue
+        rows = [(p, refers_to(bp, p)) for p in s.params if refers_to(bp, p) not in (None, q.entity) and p.type != "array"]
+        if len(rows) != 1 or any(p.required and p.name != rows[0][0].name for p in s.params):
+            continue
+        p, entity = rows[0]
+        out.append((s, entity or "", p.name, bp.entity(entity or "").id_field))
     return out
 
 

@@ -272,6 +272,9 @@ class Phraser:
             target = self.row_text(spec, call, spec.bindings[0].param or "", descs, calls)
             words = _field_of(self.bp, entity, field or "")
             return self.rng.choice((f"What is the {words} of {target}?", f"Tell me the {words} of {target}."))
+        of_row = self._of_row(spec, call, calls)
+        if of_row is not None:
+            return of_row
         phrase = self._say(spec.name)
         counts = q is not None and (q.op == "search" or q.agg == "count")  # the answer is a number: the question must ask how many
         fits = phrase is not None and phrase.endswith("?") and (not counts or phrase.lower().startswith("how many"))
@@ -284,6 +287,31 @@ class Phraser:
             word = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest"}[q.agg or "sum"]
             return f"What is the {word} {_field_of(self.bp, entity, q.field or '')} of the {many}{where}?"
         return self.rng.choice((f"How many {many} are there{where}?", f"Count the {many}{where} and tell me the number."))
+
+    def _of_row(self, spec: ToolSpec, call: Call, calls: list[Call]) -> str | None:
+        """A count or total over the rows of a row an earlier call named ("How many reviews does that product have?"), or None.
+
+        The row is the only filter of such a read (see :func:`envsynth.tasks.chain.plan_chain`):
+        the requester's own ("do I have"), one the request made, or one it named before ("that product").
+        """
+        q = spec.query
+        rows = [p for p in (*call.args, *call.refs) if refers_to(self.bp, spec.param(p)) not in (None, q.entity if q else None)]
+        others = [k for k in call.args if k not in rows and k not in ("limit", "offset")]
+        if q is None or len(rows) != 1 or others:
+            return None
+        param = rows[0]
+        value = call.args.get(param)
+        if param not in call.refs and (value is None or value not in self.mentioned | {self.me_key}):
+            return None
+        many = plural(noun(self.bp.entity(q.entity)))
+        mine = param not in call.refs and value == self.me_key
+        owner = self.rng.choice(("that ", "the same ")) + noun(self.bp.entity(refers_to(self.bp, spec.param(param)) or ""))
+        now = " now" if any(self.specs[c.tool].mode == "write" for c in calls) else ""
+        if q.op == "aggregate" and q.agg != "count":
+            word = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest"}[q.agg or "sum"]
+            whose = f"my {many}" if mine else f"the {many} of {owner}"
+            return f"What is the {word} {_field_of(self.bp, q.entity, q.field or '')} of {whose}{now}?"
+        return f"How many {many} do I have{now}?" if mine else f"How many {many} does {owner} have{now}?"
 
     def _filters(self, spec: ToolSpec, call: Call) -> list[str]:
         q = spec.query

@@ -1,0 +1,31 @@
+"""Tool coverage: reads that follow up on the row a request acted on, lookups of described rows."""
+
+from __future__ import annotations
+
+from envsynth.compiler.build import BuiltApp
+from envsynth.graph import build_graph
+from envsynth.runtime.app import App
+from envsynth.tasks import Rejection, Task, synthesize
+from envsynth.tasks.chain import _reads_of
+
+
+def _tasks(app: App, app_index: int, task_index: int) -> list[Task]:
+    out = synthesize(app, build_graph(app.specs), app_index=app_index, task_index=task_index, states=2, depth=4)
+    assert not isinstance(out, Rejection), out
+    return out
+
+
+def test_a_chain_can_end_with_a_count_over_the_row_it_acted_on(built_catalog: dict[str, BuiltApp]) -> None:
+    app = built_catalog["northwind_bank"].app
+    follow = {(s.name, how, param) for s, how, param, _ in _reads_of(app, app.spec_by_name["lock_card"])}
+    assert ("search_card_transactions", "pin", "card_id") in follow
+
+
+def test_the_follow_up_count_names_the_same_row_in_every_state(built_catalog: dict[str, BuiltApp]) -> None:
+    app = built_catalog["northwind_bank"].app
+    for task in _tasks(app, 1, 14):  # lock a card, ..., then "how many charges does that card have now?"
+        last = task.oracle[task.answer_step or 0]
+        assert last.tool == "search_card_transactions"
+        assert last.args["card_id"] == task.oracle[0].args["card_id"]  # the card the request acted on, remapped with it
+        assert set(last.args) == {"card_id", "limit", "offset"}  # no filter the user never asked for
+        assert "charges does that card have now?" in task.instruction or "charges does the same card have now?" in task.instruction
