@@ -29,3 +29,14 @@ def test_the_follow_up_count_names_the_same_row_in_every_state(built_catalog: di
         assert last.args["card_id"] == task.oracle[0].args["card_id"]  # the card the request acted on, remapped with it
         assert set(last.args) == {"card_id", "limit", "offset"}  # no filter the user never asked for
         assert "charges does that card have now?" in task.instruction or "charges does the same card have now?" in task.instruction
+
+
+def test_a_row_named_by_a_unique_value_is_looked_up_by_it_first(built_catalog: dict[str, BuiltApp]) -> None:
+    app = built_catalog["harbor_market"].app
+    for task in _tasks(app, 7, 22):  # "apply the coupon "SUMMER38" to my order ..."
+        lookup, apply = task.oracle[0], task.oracle[1]
+        assert lookup.tool == "get_coupon_by_code" and lookup.args["code"] in task.instruction
+        assert apply.tool == "apply_coupon" and "coupon_id" not in apply.args
+        assert apply.refs["coupon_id"].step == 0 and apply.refs["coupon_id"].field == "coupon_id"
+        assert "get_coupon_by_code" in task.visible_tools
+        assert "What is the total line total" not in task.instruction  # the field's own "total" is not said twice

@@ -310,7 +310,9 @@ class Phraser:
         if q.op == "aggregate" and q.agg != "count":
             word = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest"}[q.agg or "sum"]
             whose = f"my {many}" if mine else f"the {many} of {owner}"
-            return f"What is the {word} {_field_of(self.bp, q.entity, q.field or '')} of {whose}{now}?"
+            words = _field_of(self.bp, q.entity, q.field or "")
+            what = words if words.split(" ", 1)[0] == word else f"{word} {words}"  # never "the total line total"
+            return f"What is the {what} of {whose}{now}?"
         return f"How many {many} do I have{now}?" if mine else f"How many {many} does {owner} have{now}?"
 
     def _filters(self, spec: ToolSpec, call: Call) -> list[str]:
