@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import random
+
 from envsynth.compiler.build import BuiltApp
 from envsynth.graph import build_graph
 from envsynth.runtime.app import App
 from envsynth.tasks import Rejection, Task, synthesize
-from envsynth.tasks.chain import _reads_of
+from envsynth.tasks.chain import _reads_of, _tools, plan_chain
 
 
 def _tasks(app: App, app_index: int, task_index: int) -> list[Task]:
@@ -40,3 +42,18 @@ def test_a_row_named_by_a_unique_value_is_looked_up_by_it_first(built_catalog: d
         assert apply.refs["coupon_id"].step == 0 and apply.refs["coupon_id"].field == "coupon_id"
         assert "get_coupon_by_code" in task.visible_tools
         assert "What is the total line total" not in task.instruction  # the field's own "total" is not said twice
+
+
+def test_information_tasks_first_go_round_the_reads_no_mixed_task_ends_with(built_catalog: dict[str, BuiltApp]) -> None:
+    app = built_catalog["taskboard"].app
+    graph = build_graph(app.specs)
+    writes = [s for s in app.specs if s.mode == "write"]
+    followed = {g.name for w in writes for g, _, _, _ in _reads_of(app, w)}
+    others = [s.name for s in _tools(app).reads if s.name not in followed]  # the reads an information task may start with
+    first = []
+    for slot in range(len(others)):
+        steps = plan_chain(app, graph, random.Random(slot), "info", slot=slot)
+        assert steps is not None
+        first.append(steps[0].spec.name)
+    assert first and not set(first) & followed  # a get by id that mixed tasks end with comes later in the round
+    assert len(set(first)) == len(first)

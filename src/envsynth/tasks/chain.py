@@ -232,10 +232,25 @@ def _row_queries(app: App) -> list[tuple[ToolSpec, str, str, str]]:
     return out
 
 
+def _info_reads(app: App) -> list[ToolSpec]:
+    """The reads information tasks go round: first those no write can be followed up with, so that the
+    two kinds of task read with different tools (a mixed task ends with a read of a row its writes touched).
+
+    Depends only on the app: kept on the app's index.
+    """
+    return app.index.of(_find_info_reads, app)
+
+
+def _find_info_reads(app: App) -> list[ToolSpec]:
+    followed = {g.name for w in _tools(app).writes for g, _, _, _ in _reads_of(app, w)}
+    reads = _tools(app).reads
+    return [s for s in reads if s.name not in followed] + [s for s in reads if s.name in followed]
+
+
 def _reader(app: App, rng: random.Random, steps: list[Step], slot: int | None = None) -> Step | None:
     """A read step for the answer: about a row the chain touched, else about any row (the ``slot``-th, when given)."""
     if not steps:
-        reads = _tools(app).reads
+        reads = _info_reads(app)
         if not reads:
             return None
         return Step(reads[slot % len(reads)] if slot is not None else rng.choice(reads))
