@@ -75,10 +75,10 @@ def test_a_variant_that_fails_admission_rejects_the_task(built_catalog: dict[str
 def test_kinds_come_in_exact_shares_and_turns_count_the_tasks_that_start_alike() -> None:
     kinds, turns = zip(*(kind_and_turn(5, 3, t) for t in range(200)), strict=True)
     for block in range(10):
-        assert Counter(kinds[block * 20 : block * 20 + 20]) == {"action": 11, "info": 4, "mixed": 5}
+        assert Counter(kinds[block * 20 : block * 20 + 20]) == {"action": 10, "info": 5, "mixed": 5}
     info = [turn for k, turn in zip(kinds, turns, strict=True) if k == "info"]
     writes = [turn for k, turn in zip(kinds, turns, strict=True) if k != "info"]
-    assert info == list(range(40)) and writes == list(range(160))
+    assert info == list(range(50)) and writes == list(range(150))
     assert kind_and_turn(5, 3, 10**9) == kind_and_turn(5, 3, 10**9)  # no walk over the earlier indexes
     assert [kind_and_turn(6, 3, t)[0] for t in range(20)] != list(kinds[:20])  # another seed, another order
 
@@ -97,7 +97,8 @@ def test_the_tasks_that_start_with_a_write_go_round_the_write_tools(built_catalo
             continue
         kind, turn = kind_and_turn(5, 3, t)
         tools = reads if kind == "info" else writes
-        assert (plan.kind, plan.steps[0].spec.name) == (kind, tools[turn % len(tools)]), t
+        assert plan.steps[0].spec.name == tools[turn % len(tools)], t
+        assert plan.kind == kind or (kind, plan.kind) == ("mixed", "action"), t  # a write no read can follow up is a task alone
         checked[kind == "info"] += 1
     assert checked[False] > len(writes) and checked[True] >= 10
 

@@ -311,7 +311,7 @@ class Phraser:
             word = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest"}[q.agg or "sum"]
             whose = f"my {many}" if mine else f"the {many} of {owner}"
             words = _field_of(self.bp, q.entity, q.field or "")
-            what = words if words.split(" ", 1)[0] == word else f"{word} {words}"  # never "the total line total"
+            what = words if word in words.split() else f"{word} {words}"  # never "the total line total"
             return f"What is the {what} of {whose}{now}?"
         return f"How many {many} do I have{now}?" if mine else f"How many {many} does {owner} have{now}?"
 
