@@ -13,7 +13,9 @@ from envsynth.agents import ChatAgent, OracleAgent
 from envsynth.corpus import Corpus
 from envsynth.llm import Fail, LLMError, RetryPolicy, ScriptedProvider, text_reply, tool_call, tool_reply
 from envsynth.rollout import run_batch, run_episode, summarize
+from envsynth.tasks.instantiate import execute
 from envsynth.tasks.model import Task
+from envsynth.tasks.state import merged
 
 
 def _tasks(corpus: Corpus, kind: str) -> list[Task]:
@@ -77,7 +79,7 @@ def wide_corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     from envsynth.corpus import build_corpus, load_corpus
 
     out = tmp_path_factory.mktemp("wide") / "corpus"
-    build_corpus(out, blueprints=[catalog.load("tempo_music")], tasks_per_app=16, states=1, distractors=0, seed=0)
+    build_corpus(out, blueprints=[catalog.load("peak_fitness")], tasks_per_app=16, states=1, distractors=0, seed=0)
     return load_corpus(out)
 
 
@@ -85,10 +87,14 @@ def test_extra_harmful_write_scores_zero(wide_corpus: Corpus) -> None:
     corpus = wide_corpus
     found = None
     for task in corpus.tasks:  # a create that, repeated after the oracle, succeeds: one row too many
+        app = corpus.apps[task.app]
         for c in task.oracle:
-            if c.refs or not corpus.apps[task.app].spec_by_name[c.tool].creates:
-                continue
-            plan = [*oracle_plan(task)[:-1], tool_reply((c.tool, c.args)), ORACLE]
+            looked_up = all(app.spec_by_name[task.oracle[r.step].tool].mode == "read" for r in c.refs.values())
+            if not looked_up or not app.spec_by_name[c.tool].creates:
+                continue  # (arguments taken from a lookup, such as the requester's, are passed as the lookup gave them)
+            results = execute(app, merged(task.state.core, task.state.distractors), list(task.oracle)).results
+            args = {**c.args, **{p: results[r.step][r.field] for p, r in c.refs.items()}}
+            plan = [*oracle_plan(task)[:-1], tool_reply((c.tool, args)), ORACLE]
             traj = run(corpus, task, plan)
             if traj.tool_calls[-2]["outcome"] == "success":
                 found = traj
@@ -108,8 +114,8 @@ def test_wrong_argument_value_scores_zero(corpus: Corpus) -> None:
         for i, c in enumerate(task.oracle):
             props = schemas[c.tool]["properties"]
             enum_arg = next((k for k, v in c.args.items() if "enum" in props.get(k, {}) and len(props[k]["enum"]) > 1), None)
-            if enum_arg is None or c.refs:
-                continue
+            if enum_arg is None or c.refs or corpus.apps[task.app].spec_by_name[c.tool].mode != "write":
+                continue  # (a wrong filter of a read changes only the answer)
             other = next(v for v in props[enum_arg]["enum"] if v != c.args[enum_arg])
             wrong = tool_reply(tool_call(c.tool, {**c.args, enum_arg: other}, call_id=f"oracle-{i}"))
             plan = [*[ORACLE] * i, wrong, *[ORACLE] * (len(task.oracle) - i)]

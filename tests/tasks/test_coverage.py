@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
+from envsynth.agents.oracle_code import oracle_code as oracle_code_program
 from envsynth.compiler.build import BuiltApp
 from envsynth.graph import build_graph
 from envsynth.runtime.app import App
 from envsynth.tasks import Rejection, Task, synthesize
+from envsynth.tasks.answerpath import answer_expr, answer_in, group_field, has_answer
 from envsynth.tasks.chain import _reads_of, _tools, plan_chain
 from envsynth.tasks.plan import kind_and_turn, plan_task
 
@@ -78,3 +81,25 @@ def test_a_mixed_task_whose_write_no_read_follows_up_is_planned_as_an_action(bui
             fallen.append(plan)
     assert fallen
     assert all(all(s.spec.mode == "write" for s in p.steps) for p in fallen)
+
+
+def test_a_grouped_count_answers_with_one_groups_value(built_catalog: dict[str, BuiltApp]) -> None:
+    app = built_catalog["harbor_market"].app
+    for task in _tasks(app, 7, 14):  # "How many orders are there that are paid?"
+        last = task.oracle[task.answer_step or 0]
+        assert last.tool == "count_orders_by_status" and task.answer_field == group_field("status", "paid")
+        assert "orders" in task.instruction and "paid" in task.instruction and "each" not in task.instruction
+        namespace: dict[str, Any] = {}
+        exec(task.oracle_program, namespace)  # the program reads the group's value from the result
+        result = {"groups": [{"status": "pending", "value": 7}, {"status": "paid", "value": task.expected_answer}]}
+        assert namespace["solve"](type("Env", (), {"call": staticmethod(lambda name, args, r=result: r)})) == task.expected_answer
+        code = oracle_code_program(task)
+        assert "next(g['value'] for g in r" in code and "if g['status'] == 'paid'" in code
+
+
+def test_an_answer_path_reads_a_field_or_a_group() -> None:
+    grouped = {"groups": [{"currency": "USD", "value": 10.5}, {"currency": "EUR", "value": 3.0}]}
+    assert answer_in(grouped, group_field("currency", "EUR")) == 3.0
+    assert answer_in(grouped, group_field("currency", "GBP")) is None and not has_answer(grouped, group_field("currency", "GBP"))
+    assert answer_in({"total": 4}, "total") == 4 and has_answer({"total": 4}, "total")
+    assert eval(answer_expr("r0", group_field("currency", "USD")), {"r0": grouped}) == 10.5  # the line the code oracle runs

@@ -186,9 +186,19 @@ def _find_tools(app: App) -> _Tools:
     reads = [
         s
         for s in app.specs
-        if (s.kind == "get" and by_id(s)) or s.kind == "search" or (s.kind == "aggregate" and s.query and not s.query.group_by)
+        if (s.kind == "get" and by_id(s)) or s.kind == "search" or (s.kind == "aggregate" and s.query and _groups_by_words(app, s))
     ]
     return _Tools(writes, gets, reads)
+
+
+def _groups_by_words(app: App, spec: ToolSpec) -> bool:
+    """An aggregate an information task can ask about: ungrouped, or grouped by a field people say (a status, a currency),
+    whose one group's value is the answer."""
+    q = spec.query
+    if q is None or not q.group_by:
+        return True
+    ent = app.blueprint.entity(q.entity)
+    return ent.has(q.group_by) and ent.field(q.group_by).type in ("enum", "state", "string")
 
 
 def _reads_of(app: App, source: ToolSpec) -> list[tuple[ToolSpec, str, str, str]]:

@@ -16,6 +16,7 @@ from typing import Any
 from envsynth.blueprint.language import person_name, slots
 from envsynth.blueprint.models import Blueprint, Entity, FieldDef, UserRole
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
+from envsynth.tasks.answerpath import group_of
 from envsynth.tasks.describe import Description, field_words, fmt_value, human, noun, quoted, render
 from envsynth.tasks.model import Call, UserProfile
 
@@ -275,6 +276,9 @@ class Phraser:
         of_row = self._of_row(spec, call, calls)
         if of_row is not None:
             return of_row
+        group = group_of(field) if field else None
+        if group is not None and q is not None:  # one group of a grouped count or total: the group is one more filter
+            return self._group_question(spec, call, q.entity, group)
         phrase = self._say(spec.name)
         counts = q is not None and (q.op == "search" or q.agg == "count")  # the answer is a number: the question must ask how many
         fits = phrase is not None and phrase.endswith("?") and (not counts or phrase.lower().startswith("how many"))
@@ -286,6 +290,21 @@ class Phraser:
         if q is not None and q.op == "aggregate" and q.agg != "count":
             word = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest"}[q.agg or "sum"]
             return f"What is the {word} {_field_of(self.bp, entity, q.field or '')} of the {many}{where}?"
+        return self.rng.choice((f"How many {many} are there{where}?", f"Count the {many}{where} and tell me the number."))
+
+    def _group_question(self, spec: ToolSpec, call: Call, entity: str, group: tuple[str, str]) -> str:
+        """ "How many orders are there that are pending?", "What is the total balance of the accounts where the currency is EUR?" """
+        q = spec.query
+        ent = self.bp.entity(entity)
+        f = ent.field(group[0])
+        conds = [*self._filters(spec, call), _matching_phrase(f, field_words(f), group[1], fmt_value(f, group[1]))]
+        where = " " + " and ".join(conds)
+        many = plural(noun(ent))
+        if q is not None and q.agg not in (None, "count"):
+            word = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest"}[q.agg or "sum"]
+            words = _field_of(self.bp, entity, q.field or "")
+            what = words if word in words.split() else f"{word} {words}"
+            return f"What is the {what} of the {many}{where}?"
         return self.rng.choice((f"How many {many} are there{where}?", f"Count the {many}{where} and tell me the number."))
 
     def _of_row(self, spec: ToolSpec, call: Call, calls: list[Call]) -> str | None:
