@@ -325,7 +325,7 @@ class Phraser:
         many = plural(noun(self.bp.entity(q.entity)))
         mine = param not in call.refs and value == self.me_key
         owner = self.rng.choice(("that ", "the same ")) + noun(self.bp.entity(refers_to(self.bp, spec.param(param)) or ""))
-        now = " now" if any(self.specs[c.tool].mode == "write" for c in calls) else ""
+        now = " now" if any(_changes(self.specs[c.tool], q.entity) for c in calls) else ""  # after a write to such rows
         if q.op == "aggregate" and q.agg != "count":
             word = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest"}[q.agg or "sum"]
             whose = f"my {many}" if mine else f"the {many} of {owner}"
@@ -361,6 +361,11 @@ class Phraser:
             else:
                 out.append(_matching_phrase(f, words, v, val))
         return out
+
+
+def _changes(spec: ToolSpec, entity: str) -> bool:
+    """Whether a write tool may add, change or remove rows of ``entity``."""
+    return spec.mode == "write" and (entity in spec.writes or any(ef.entity == entity for ef in spec.effects))
 
 
 def in_first_person(phrase: str) -> bool:
