@@ -10,6 +10,7 @@ from envsynth import catalog
 from envsynth.compiler.build import BuiltApp
 from envsynth.graph import build_graph
 from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synthesize
+from envsynth.tasks.answerpath import answer_in
 from envsynth.tasks.instruction import leaks_id
 
 PER_APP = 3
@@ -49,7 +50,7 @@ def run_oracle(ep: TaskEpisode, task: Task, extra_reads: bool = False, results: 
                 if spec.kind == "search":
                     ep.call(tool, {"limit": 3})
                     break
-    return results[task.answer_step][task.answer_field] if task.answer_step is not None else None
+    return answer_in(results[task.answer_step], task.answer_field) if task.answer_step is not None else None
 
 
 @pytest.mark.parametrize("name", catalog.names())
