@@ -9,11 +9,12 @@ import pytest
 from envsynth.compiler.build import BuiltApp
 from envsynth.graph import build_graph
 from envsynth.runtime.app import App
-from envsynth.tasks import Rejection, Task, chain, synth, synthesize
+from envsynth.tasks import Rejection, Task, admission, chain, synth, synthesize
 from envsynth.tasks.admission import Admitted
 from envsynth.tasks.model import Call
 from envsynth.tasks.plan import kind_and_turn, plan_task
 from envsynth.tasks.request import _set_by_request, says_answer
+from envsynth.tasks.state import merged
 from envsynth.tasks.world import instantiate_plan
 
 
@@ -144,3 +145,19 @@ def test_the_oracle_first_looks_up_the_requester_by_the_email_they_give(built_ca
             assert task.answer_step is None or task.oracle_program.endswith(f"return r{task.answer_step}[{task.answer_field!r}]\n")
         seen += 1
     assert seen >= 3
+
+
+def test_a_task_two_variants_change_is_admitted_once(built_catalog: dict[str, BuiltApp], monkeypatch: pytest.MonkeyPatch) -> None:
+    app = built_catalog["harbor_market"].app
+    _, plain = _first_tasks(app)
+    calls = []
+    real = admission.admit
+
+    def counting(*args: object, **kwargs: object) -> str | None:
+        calls.append(args[1])
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(admission, "admit", counting)
+    out = admission.vary(app, Admitted(plain[0], merged(plain[0].state.core, plain[0].state.distractors)), (_polite, _polite))
+    assert not isinstance(out, Rejection) and out.task.instruction.endswith("Thanks! Thanks!")
+    assert len(calls) == 1 and calls[0] == out.task  # the final task, checked once
