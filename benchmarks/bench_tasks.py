@@ -25,6 +25,7 @@ from envsynth.graph import build_graph
 from envsynth.runtime.reward import effects_of
 from envsynth.runtime.state import StateBuilder, open_state, read_rows
 from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synthesize
+from envsynth.tasks.answerpath import answer_in
 from envsynth.tasks.episode import EpisodePool
 from envsynth.tasks.instantiate import ChainFailed, execute
 from envsynth.tasks.state import merged
@@ -64,7 +65,7 @@ def replay(ep: TaskEpisode, task: Task) -> Any:
         for p, ref in c.refs.items():
             args[p] = results[ref.step][ref.field]
         results.append(ep.call(c.tool, args).data)
-    return results[task.answer_step][task.answer_field] if task.answer_step is not None else None
+    return answer_in(results[task.answer_step], task.answer_field) if task.answer_step is not None else None
 
 
 def padded(app: Any, task: Task, rows_per_table: int, seed: int) -> Task | None:

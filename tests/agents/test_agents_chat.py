@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from agent_helpers import ORACLE, first_write, kinds, oracle_plan, planned, run
@@ -14,7 +13,9 @@ from envsynth.agents import ChatAgent, OracleAgent
 from envsynth.corpus import Corpus
 from envsynth.llm import Fail, LLMError, RetryPolicy, ScriptedProvider, text_reply, tool_call, tool_reply
 from envsynth.rollout import run_batch, run_episode, summarize
+from envsynth.tasks.instantiate import execute
 from envsynth.tasks.model import Task
+from envsynth.tasks.state import merged
 
 
 def _tasks(corpus: Corpus, kind: str) -> list[Task]:
@@ -78,30 +79,22 @@ def wide_corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     from envsynth.corpus import build_corpus, load_corpus
 
     out = tmp_path_factory.mktemp("wide") / "corpus"
-    build_corpus(out, blueprints=[catalog.load("harbor_market")], tasks_per_app=16, states=1, distractors=0, seed=0)
+    build_corpus(out, blueprints=[catalog.load("peak_fitness")], tasks_per_app=16, states=1, distractors=0, seed=0)
     return load_corpus(out)
-
-
-def _executed_calls(traj: Any) -> list[tuple[str, dict[str, Any]]]:
-    """The tool calls of a trajectory, in order, with the arguments the agent sent."""
-    return [
-        (call["function"]["name"], json.loads(call["function"]["arguments"]))
-        for m in traj.messages
-        if m.get("role") == "assistant"
-        for call in m.get("tool_calls") or []
-        if call["function"]["name"] != "complete_task"
-    ]
 
 
 def test_extra_harmful_write_scores_zero(wide_corpus: Corpus) -> None:
     corpus = wide_corpus
     found = None
     for task in corpus.tasks:  # a create that, repeated after the oracle, succeeds: one row too many
-        executed = _executed_calls(run(corpus, task, oracle_plan(task)))  # arguments as sent (ids from earlier results filled in)
-        for c, (tool, args) in zip(task.oracle, executed, strict=False):
-            if not corpus.apps[task.app].spec_by_name[c.tool].creates:
-                continue
-            plan = [*oracle_plan(task)[:-1], tool_reply((tool, args)), ORACLE]
+        app = corpus.apps[task.app]
+        for c in task.oracle:
+            looked_up = all(app.spec_by_name[task.oracle[r.step].tool].mode == "read" for r in c.refs.values())
+            if not looked_up or not app.spec_by_name[c.tool].creates:
+                continue  # (arguments taken from a lookup, such as the requester's, are passed as the lookup gave them)
+            results = execute(app, merged(task.state.core, task.state.distractors), list(task.oracle)).results
+            args = {**c.args, **{p: results[r.step][r.field] for p, r in c.refs.items()}}
+            plan = [*oracle_plan(task)[:-1], tool_reply((c.tool, args)), ORACLE]
             traj = run(corpus, task, plan)
             if traj.tool_calls[-2]["outcome"] == "success":
                 found = traj
@@ -122,7 +115,7 @@ def test_wrong_argument_value_scores_zero(corpus: Corpus) -> None:
             props = schemas[c.tool]["properties"]
             enum_arg = next((k for k, v in c.args.items() if "enum" in props.get(k, {}) and len(props[k]["enum"]) > 1), None)
             if enum_arg is None or c.refs or corpus.apps[task.app].spec_by_name[c.tool].mode != "write":
-                continue
+                continue  # (a wrong filter of a read changes only the answer)
             other = next(v for v in props[enum_arg]["enum"] if v != c.args[enum_arg])
             wrong = tool_reply(tool_call(c.tool, {**c.args, enum_arg: other}, call_id=f"oracle-{i}"))
             plan = [*[ORACLE] * i, wrong, *[ORACLE] * (len(task.oracle) - i)]

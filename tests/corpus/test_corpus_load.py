@@ -12,6 +12,7 @@ import pytest
 import envsynth
 from envsynth.corpus import Corpus, CorpusError, CorpusSummary, load_corpus
 from envsynth.runtime.state import open_state, read_rows
+from envsynth.tasks.answerpath import answer_in
 from envsynth.tasks.model import Task
 
 
@@ -29,7 +30,7 @@ def _oracle_answer(corpus: Corpus, task: Task) -> tuple[Any, Any]:
         res = ep.call(call.tool, args)
         assert res.outcome == "success", (task.id, call.tool, res.content)
         results.append(res.data)
-    answer = results[task.answer_step][task.answer_field] if task.answer_step is not None and task.answer_field else None
+    answer = answer_in(results[task.answer_step], task.answer_field) if task.answer_step is not None and task.answer_field else None
     return ep, answer
 
 

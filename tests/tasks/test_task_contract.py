@@ -10,6 +10,7 @@ from envsynth import catalog
 from envsynth.compiler.build import BuiltApp
 from envsynth.graph import build_graph
 from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synthesize
+from envsynth.tasks.answerpath import answer_in
 from envsynth.tasks.instruction import leaks_id
 
 PER_APP = 3
@@ -17,14 +18,14 @@ STATES = 2
 DEPTH = 2
 
 
-def _tasks_for(built: BuiltApp, seed: int = 0) -> list[list[Task]]:
+def _tasks_for(built: BuiltApp, seed: int = 0, per_app: int = PER_APP) -> list[list[Task]]:
     graph = build_graph(built.app)
     out: list[list[Task]] = []
     for t in range(40):
         res = synthesize(built.app, graph, app_index=0, task_index=t, states=STATES, depth=DEPTH, seed=seed)
         if not isinstance(res, Rejection):
             out.append(res)
-        if len(out) == PER_APP:
+        if len(out) == per_app:
             break
     return out
 
@@ -34,8 +35,8 @@ def corpus(built_catalog: dict[str, BuiltApp]) -> dict[str, list[list[Task]]]:
     return {name: _tasks_for(b) for name, b in built_catalog.items()}
 
 
-def run_oracle(ep: TaskEpisode, task: Task, extra_reads: bool = False) -> Any:
-    results: list[Any] = []
+def run_oracle(ep: TaskEpisode, task: Task, extra_reads: bool = False, results: list[Any] | None = None) -> Any:
+    results = [] if results is None else results
     for c in task.oracle:
         args = dict(c.args)
         for p, ref in c.refs.items():
@@ -49,7 +50,7 @@ def run_oracle(ep: TaskEpisode, task: Task, extra_reads: bool = False) -> Any:
                 if spec.kind == "search":
                     ep.call(tool, {"limit": 3})
                     break
-    return results[task.answer_step][task.answer_field] if task.answer_step is not None else None
+    return answer_in(results[task.answer_step], task.answer_field) if task.answer_step is not None else None
 
 
 @pytest.mark.parametrize("name", catalog.names())
@@ -102,14 +103,17 @@ def test_extra_reads_do_not_change_the_reward(built_catalog: dict[str, BuiltApp]
 
 def test_extra_harmful_write_scores_zero_and_is_named(built_catalog: dict[str, BuiltApp], corpus: dict[str, list[list[Task]]]) -> None:
     checked = 0
-    for name, task in _all_tasks(corpus):
-        first = task.oracle[0]
-        if first.refs or built_catalog[name].app.spec_by_name[first.tool].kind != "create":
-            continue
+    more = {"brightline_utilities": _tasks_for(built_catalog["brightline_utilities"], per_app=6)[PER_APP:]}  # one starts with a create
+    for name, task in _all_tasks(corpus) + _all_tasks(more):
         app = built_catalog[name].app
+        first = next((c for c in task.oracle if app.spec_by_name[c.tool].kind == "create"), None)
+        if first is None or any(app.spec_by_name[task.oracle[r.step].tool].mode == "write" for r in first.refs.values()):
+            continue  # (a create whose arguments come from a lookup, such as the requester's, is made again the same way)
         ep = TaskEpisode(app, task, state_bytes(app, task))
-        answer = run_oracle(ep, task)
-        if not ep.call(first.tool, first.args).ok:  # the same create once more: one row too many
+        results: list[Any] = []
+        answer = run_oracle(ep, task, results=results)
+        args = {**first.args, **{p: results[r.step][r.field] for p, r in first.refs.items()}}
+        if not ep.call(first.tool, args).ok:  # the same create once more: one row too many
             continue
         reward = ep.finish(answer)
         assert reward.score == 0.0

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from envsynth.llm.types import Message, Usage
+from envsynth.tasks.answerpath import answer_in, has_answer
 from envsynth.tasks.model import Task
 
 
@@ -44,9 +45,9 @@ class OracleAgent:
     @staticmethod
     def _field(results: dict[int, Any], step: int, field: str) -> Any:
         value = results.get(step)
-        if not isinstance(value, dict) or field not in value:
+        if not has_answer(value, field):
             raise OracleError(f"oracle step {step} gave no {field!r} (result: {str(value)[:200]})")
-        return value[field]
+        return answer_in(value, field)
 
     def reply(self, messages: list[Message]) -> Message:
         """The next oracle call, or ``complete_task`` with the answer once every call is made.

@@ -6,6 +6,7 @@ import keyword
 
 from envsynth.agents.codeact import CODE_SYSTEM_PROMPT
 from envsynth.llm.types import Message, Usage
+from envsynth.tasks.answerpath import answer_expr
 from envsynth.tasks.model import Task
 
 
@@ -31,7 +32,7 @@ def oracle_code(task: Task) -> str:
         items += [(k, f"r{ref.step}[{ref.field!r}]") for k, ref in c.refs.items()]
         lines.append(f"r{i} = {c.tool}({_arguments(items)})")
     if task.answer_step is not None and task.answer_field:
-        lines.append(f"complete_task(answer=r{task.answer_step}[{task.answer_field!r}])")
+        lines.append(f"complete_task(answer={answer_expr(f'r{task.answer_step}', task.answer_field)})")
     else:
         lines.append("complete_task()")
     return "\n".join(lines) + "\n"

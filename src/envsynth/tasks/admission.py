@@ -48,23 +48,22 @@ def admit_state(
 
 
 def vary(app: App, admitted: Admitted, variants: tuple[Variant, ...]) -> Admitted | Rejection:
-    """``admitted`` through each of ``variants``; a variant whose task changed must pass :func:`admit` on its state
-    (run in a workspace of its own: no other workspace may be open).
+    """``admitted`` through each of ``variants``; a task some variant changed must pass :func:`admit` on its state
+    (once, after the last variant; run in a workspace of its own: no other workspace may be open).
     """
+    original = admitted.task
+    changed: list[str] = []
     for variant in variants:
         out = variant(app, admitted)
         if isinstance(out, Rejection):
             return out
         if out.task != admitted.task:
-            problem = admit(app, out.task, out.state)
-            if problem:
-                return Rejection(
-                    app=app.name,
-                    coordinates=out.task.coordinates,
-                    reason=problem,
-                    detail=f"variant {getattr(variant, '__name__', variant)}",
-                )
+            changed.append(getattr(variant, "__name__", str(variant)))
         admitted = out
+    if changed and admitted.task != original:
+        problem = admit(app, admitted.task, admitted.state)
+        if problem:
+            return Rejection(app=app.name, coordinates=admitted.task.coordinates, reason=problem, detail=f"variant {', '.join(changed)}")
     return admitted
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows
+from envsynth.tasks.answerpath import answer_in, group_field
 from envsynth.tasks.chain import Step
 from envsynth.tasks.instruction import identity_fields
 from envsynth.tasks.model import Call
@@ -47,8 +48,7 @@ def extract(results: list[Any], step: int | None, field: str | None) -> Any:
     """``field`` of the result of ``step`` (None when either is None or the result is no dict)."""
     if step is None or field is None:
         return None
-    res = results[step]
-    return res.get(field) if isinstance(res, dict) else None
+    return answer_in(results[step], field)
 
 
 def _answer_spec(app: App, steps: list[Step], calls: list[Call], rng: random.Random, core: Rows) -> tuple[int | None, str | None]:
@@ -64,6 +64,9 @@ def _answer_spec(app: App, steps: list[Step], calls: list[Call], rng: random.Ran
         fields = [f.name for f in ent.fields if f.type in ANSWER_TYPES and f.name not in stated]
         preferred = [f for f in fields if f in computed] or fields  # what the chain worked out is worth asking about
         return i, rng.choice(preferred) if preferred else None
+    if last.query.op == "aggregate" and last.query.group_by:  # one group's value: "how many of the orders are pending?"
+        keys = sorted({r[last.query.group_by] for r in core.get(last.query.entity, ()) if isinstance(r.get(last.query.group_by), str)})
+        return (i, group_field(last.query.group_by, rng.choice(keys))) if keys else (i, None)
     if last.query.op == "aggregate":
         return i, "value"
     return i, "total"

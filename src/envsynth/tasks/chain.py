@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.graph.model import ToolGraph
 from envsynth.runtime.app import App
+from envsynth.tasks.instruction import refers_to
 from envsynth.tasks.model import Ref, TaskKind
 from envsynth.tasks.rowfacts import RowFacts
 
@@ -195,9 +196,19 @@ def _find_tools(app: App) -> _Tools:
     reads = [
         s
         for s in app.specs
-        if (s.kind == "get" and by_id(s)) or s.kind == "search" or (s.kind == "aggregate" and s.query and not s.query.group_by)
+        if (s.kind == "get" and by_id(s)) or s.kind == "search" or (s.kind == "aggregate" and s.query and _groups_by_words(app, s))
     ]
     return _Tools(writes, gets, reads)
+
+
+def _groups_by_words(app: App, spec: ToolSpec) -> bool:
+    """An aggregate an information task can ask about: ungrouped, or grouped by a field people say (a status, a currency),
+    whose one group's value is the answer."""
+    q = spec.query
+    if q is None or not q.group_by:
+        return True
+    ent = app.blueprint.entity(q.entity)
+    return ent.has(q.group_by) and ent.field(q.group_by).type in ("enum", "state", "string")
 
 
 def _reads_of(app: App, source: ToolSpec) -> list[tuple[ToolSpec, str, str, str]]:
@@ -211,7 +222,7 @@ def _reads_of(app: App, source: ToolSpec) -> list[tuple[ToolSpec, str, str, str]
 def _find_reads(app: App, name: str) -> list[tuple[ToolSpec, str, str, str]]:
     source = app.spec_by_name[name]
     out: list[tuple[ToolSpec, str, str, str]] = []
-    for g, entity, param, id_field in _tools(app).gets:
+    for g, entity, param, id_field in [*_tools(app).gets, *_row_queries(app)]:
         if _created(source, entity):
             out.append((g, "ref", param, id_field))
         else:
@@ -221,10 +232,45 @@ def _find_reads(app: App, name: str) -> list[tuple[ToolSpec, str, str, str]]:
     return out
 
 
+def _row_queries(app: App) -> list[tuple[ToolSpec, str, str, str]]:
+    """Searches and ungrouped aggregates that one parameter narrows to the rows of one row, as (tool, entity, param, id field).
+
+    After a step on a product, "how many reviews does that product have?" reads the product's reviews.
+    Only a query whose other required parameters are none (the row alone is the question).
+    """
+    bp = app.blueprint
+    out = []
+    for s in app.specs:
+        q = s.query
+        if q is None or not (q.op == "search" or (q.op == "aggregate" and not q.group_by)):
+            continue
+        rows = [(p, refers_to(bp, p)) for p in s.params if refers_to(bp, p) not in (None, q.entity) and p.type != "array"]
+        if len(rows) != 1 or any(p.required and p.name != rows[0][0].name for p in s.params):
+            continue
+        p, entity = rows[0]
+        out.append((s, entity or "", p.name, bp.entity(entity or "").id_field))
+    return out
+
+
+def _info_reads(app: App) -> list[ToolSpec]:
+    """The reads information tasks go round: first those no write can be followed up with, so that the
+    two kinds of task read with different tools (a mixed task ends with a read of a row its writes touched).
+
+    Depends only on the app: kept on the app's index.
+    """
+    return app.index.of(_find_info_reads, app)
+
+
+def _find_info_reads(app: App) -> list[ToolSpec]:
+    followed = {g.name for w in _tools(app).writes for g, _, _, _ in _reads_of(app, w)}
+    reads = _tools(app).reads
+    return [s for s in reads if s.name not in followed] + [s for s in reads if s.name in followed]
+
+
 def _reader(app: App, rng: random.Random, steps: list[Step], slot: int | None = None) -> Step | None:
     """A read step for the answer: about a row the chain touched, else about any row (the ``slot``-th, when given)."""
     if not steps:
-        reads = _tools(app).reads
+        reads = _info_reads(app)
         if not reads:
             return None
         return Step(reads[slot % len(reads)] if slot is not None else rng.choice(reads))

@@ -368,14 +368,20 @@ def _created_rows(app: App, steps: list[Step], results: list[Any]) -> dict[tuple
 
 
 def _id_filters(app: App, step: Step) -> list[str]:
-    """Filter parameters of a search or aggregate step on id or ref fields: left unset (people filter by names and values, not by ids)."""
+    """Filter parameters of a search or aggregate step left unset.
+
+    Those on id or ref fields (people filter by names and values, not by ids); for a read
+    that follows up on a row of an earlier step ("how many reviews does that product have
+    now?"), every filter but the one naming that row.
+    """
     query = step.spec.query
     if query is None or query.op not in ("search", "aggregate"):
         return []
+    follow_up = set(step.pins) | set(step.refs)
     out = []
     for flt in query.filters:
         f = app.blueprint.entity(query.entity).field(flt.field)
-        if f.type in ("id", "ref"):
+        if flt.param not in follow_up and (follow_up or f.type in ("id", "ref")):
             out.append(flt.param)
     return out
 

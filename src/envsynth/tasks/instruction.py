@@ -16,6 +16,7 @@ from typing import Any
 from envsynth.blueprint.language import person_name, slots
 from envsynth.blueprint.models import Blueprint, Entity, FieldDef, UserRole
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
+from envsynth.tasks.answerpath import group_of
 from envsynth.tasks.describe import Description, field_words, fmt_value, human, noun, quoted, render
 from envsynth.tasks.model import Call, UserProfile
 
@@ -276,6 +277,12 @@ class Phraser:
             target = self.row_text(spec, call, spec.bindings[0].param or "", descs, calls)
             words = _field_of(self.bp, entity, field or "")
             return self.rng.choice((f"What is the {words} of {target}?", f"Tell me the {words} of {target}."))
+        of_row = self._of_row(spec, call, calls)
+        if of_row is not None:
+            return of_row
+        group = group_of(field) if field else None
+        if group is not None and q is not None:  # one group of a grouped count or total: the group is one more filter
+            return self._group_question(spec, call, q.entity, group)
         phrase = self._say(spec.name)
         counts = q is not None and (q.op == "search" or q.agg == "count")  # the answer is a number: the question must ask how many
         fits = phrase is not None and phrase.endswith("?") and (not counts or phrase.lower().startswith("how many"))
@@ -288,6 +295,48 @@ class Phraser:
             word = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest"}[q.agg or "sum"]
             return f"What is the {word} {_field_of(self.bp, entity, q.field or '')} of the {many}{where}?"
         return self.rng.choice((f"How many {many} are there{where}?", f"Count the {many}{where} and tell me the number."))
+
+    def _group_question(self, spec: ToolSpec, call: Call, entity: str, group: tuple[str, str]) -> str:
+        """ "How many orders are there that are pending?", "What is the total balance of the accounts where the currency is EUR?" """
+        q = spec.query
+        ent = self.bp.entity(entity)
+        f = ent.field(group[0])
+        conds = [*self._filters(spec, call), _matching_phrase(f, field_words(f), group[1], fmt_value(f, group[1]))]
+        where = " " + " and ".join(conds)
+        many = plural(noun(ent))
+        if q is not None and q.agg not in (None, "count"):
+            word = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest"}[q.agg or "sum"]
+            words = _field_of(self.bp, entity, q.field or "")
+            what = words if word in words.split() else f"{word} {words}"
+            return f"What is the {what} of the {many}{where}?"
+        return self.rng.choice((f"How many {many} are there{where}?", f"Count the {many}{where} and tell me the number."))
+
+    def _of_row(self, spec: ToolSpec, call: Call, calls: list[Call]) -> str | None:
+        """A count or total over the rows of a row an earlier call named ("How many reviews does that product have?"), or None.
+
+        The row is the only filter of such a read (see :func:`envsynth.tasks.chain.plan_chain`):
+        the requester's own ("do I have"), one the request made, or one it named before ("that product").
+        """
+        q = spec.query
+        rows = [p for p in (*call.args, *call.refs) if refers_to(self.bp, spec.param(p)) not in (None, q.entity if q else None)]
+        others = [k for k in call.args if k not in rows and k not in ("limit", "offset")]
+        if q is None or len(rows) != 1 or others:
+            return None
+        param = rows[0]
+        value = call.args.get(param)
+        if param not in call.refs and (value is None or value not in self.mentioned | {self.me_key}):
+            return None
+        many = plural(noun(self.bp.entity(q.entity)))
+        mine = param not in call.refs and value == self.me_key
+        owner = self.rng.choice(("that ", "the same ")) + noun(self.bp.entity(refers_to(self.bp, spec.param(param)) or ""))
+        now = " now" if any(_changes(self.specs[c.tool], q.entity) for c in calls) else ""  # after a write to such rows
+        if q.op == "aggregate" and q.agg != "count":
+            word = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest"}[q.agg or "sum"]
+            whose = f"my {many}" if mine else f"the {many} of {owner}"
+            words = _field_of(self.bp, q.entity, q.field or "")
+            what = words if word in words.split() else f"{word} {words}"  # never "the total line total"
+            return f"What is the {what} of {whose}{now}?"
+        return f"How many {many} do I have{now}?" if mine else f"How many {many} does {owner} have{now}?"
 
     def _filters(self, spec: ToolSpec, call: Call) -> list[str]:
         q = spec.query
@@ -316,6 +365,11 @@ class Phraser:
             else:
                 out.append(_matching_phrase(f, words, v, val))
         return out
+
+
+def _changes(spec: ToolSpec, entity: str) -> bool:
+    """Whether a write tool may add, change or remove rows of ``entity``."""
+    return spec.mode == "write" and (entity in spec.writes or any(ef.entity == entity for ef in spec.effects))
 
 
 def in_first_person(phrase: str) -> bool:

@@ -8,6 +8,7 @@ act on their row then take its id from that lookup's result. Registered in
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from envsynth.blueprint.spec import ToolSpec
@@ -79,4 +80,81 @@ def _shifted(app: App, call: Call, table: str, key: Any, id_field: str) -> Call:
         if args.get(p.name) == key and refers_to(app.blueprint, p) == table:
             del args[p.name]
             refs[p.name] = Ref(step=0, field=id_field)
+    return call.model_copy(update={"args": args, "refs": refs})
+
+
+def look_up_named_rows(app: App, admitted: Admitted) -> Admitted | Rejection:
+    """``admitted`` with a lookup first for every row the request names by a unique value the app has a get by.
+
+    "Apply the coupon SPRING10 to my order": the agent finds the coupon with
+    ``get_coupon_by_code`` and passes on its id; so does the oracle. Unchanged when the
+    request names no row that way. Runs after :func:`look_up_requester` (the requester's row
+    is already taken from their lookup).
+    """
+    task = admitted.task
+    found = _named_rows(app, admitted)
+    if not found:
+        return admitted
+    lookups = [Call(tool=get.name, args={get.bindings[0].param or "": row[get.bindings[0].key]}) for get, _, row in found]
+    step_of = {(table, row[app.blueprint.entity(table).id_field]): i for i, (_, table, row) in enumerate(found)}
+    oracle = [_taken(app, c, step_of, len(found)) for c in task.oracle]
+    calls = [*lookups, *oracle]
+    answer_step = task.answer_step + len(found) if task.answer_step is not None else None
+    visible = [*task.visible_tools, *dict.fromkeys(g.name for g, _, _ in found if g.name not in task.visible_tools)]
+    varied = task.model_copy(
+        update={
+            "oracle": calls,
+            "oracle_program": oracle_program(calls, answer_step, task.answer_field),
+            "answer_step": answer_step,
+            "visible_tools": visible,
+            "stats": {**task.stats, "chain_length": len(calls), "visible_tools": len(visible)},
+        }
+    ).sealed()
+    return Admitted(varied, admitted.state)
+
+
+def _named_rows(app: App, admitted: Admitted) -> list[tuple[ToolSpec, str, dict[str, Any]]]:
+    """(the get by a unique field, the table, the row) of each pre-existing row an oracle call passes the id of
+    whose value of that field the request states, in the order the calls first name them."""
+    task, bp = admitted.task, app.blueprint
+    gets = [s for s in app.specs if s.kind == "get" and s.bindings and _by_unique_value(app, s)]
+    out: list[tuple[ToolSpec, str, dict[str, Any]]] = []
+    seen: set[tuple[str, Any]] = set()
+    for call in task.oracle:
+        spec = app.spec_by_name[call.tool]
+        for p in spec.params:
+            table, key = refers_to(bp, p), call.args.get(p.name)
+            if table is None or not isinstance(key, str) or (table, key) in seen:
+                continue
+            seen.add((table, key))
+            row = next((r for r in admitted.state.get(table, ()) if r.get(bp.entity(table).id_field) == key), None)
+            get = next((g for g in gets if g.bindings[0].entity == table and row is not None and _stated(row, g, task.instruction)), None)
+            if get is not None and row is not None:
+                out.append((get, table, row))
+    return out
+
+
+def _by_unique_value(app: App, get: ToolSpec) -> bool:
+    ent = app.blueprint.entity(get.bindings[0].entity)
+    key = get.bindings[0].key
+    return key != ent.id_field and ent.has(key) and ent.field(key).unique
+
+
+def _stated(row: dict[str, Any], get: ToolSpec, text: str) -> bool:
+    """Whether the request states the row's value of the get's field (as a word of 3+ characters)."""
+    value = row.get(get.bindings[0].key)
+    return isinstance(value, str) and len(value) >= 3 and re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text) is not None
+
+
+def _taken(app: App, call: Call, step_of: dict[tuple[str, Any], int], n: int) -> Call:
+    """``call`` ``n`` steps later, the ids of the looked-up rows taken from their lookups."""
+    spec = app.spec_by_name[call.tool]
+    refs = {k: Ref(step=r.step + n, field=r.field) for k, r in call.refs.items()}
+    args = dict(call.args)
+    for p in spec.params:
+        table = refers_to(app.blueprint, p)
+        step = step_of.get((table or "", args.get(p.name))) if isinstance(args.get(p.name), str) else None
+        if step is not None:
+            del args[p.name]
+            refs[p.name] = Ref(step=step, field=app.blueprint.entity(table or "").id_field)
     return call.model_copy(update={"args": args, "refs": refs})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from envsynth.tasks.answerpath import answer_expr
 from envsynth.tasks.model import Call
 
 _JSON = json.JSONEncoder(ensure_ascii=False)  # what json.dumps(v, ensure_ascii=False) would build per value
@@ -20,7 +21,7 @@ def oracle_program(calls: list[Call], answer_step: int | None, answer_field: str
         parts += [f"{k!r}: r{ref.step}[{ref.field!r}]" for k, ref in c.refs.items()]
         lines.append(f"    r{i} = env.call({c.tool!r}, {{{', '.join(parts)}}})")
     if answer_step is not None and answer_field is not None:
-        lines.append(f"    return r{answer_step}[{answer_field!r}]")
+        lines.append(f"    return {answer_expr(f'r{answer_step}', answer_field)}")
     else:
         lines.append("    return None")
     return "\n".join(lines) + "\n"

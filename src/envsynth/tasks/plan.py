@@ -11,7 +11,7 @@ from envsynth.runtime.app import App
 from envsynth.tasks.chain import Step, plan_chain, plan_workflow
 from envsynth.tasks.model import Coordinates, Rejection, TaskKind
 
-KINDS: tuple[tuple[TaskKind, float], ...] = (("action", 0.55), ("info", 0.2), ("mixed", 0.25))
+KINDS: tuple[tuple[TaskKind, float], ...] = (("action", 0.5), ("info", 0.25), ("mixed", 0.25))
 BLOCK = 20  # task indexes per block of kinds: each kind's share of a block is exact
 
 
@@ -24,7 +24,7 @@ def kind_and_turn(seed: int, app_index: int, task_index: int) -> tuple[TaskKind,
     """The kind of a task, and how many earlier task indexes of the app start their chain the same way.
 
     Kinds come in blocks of 20 task indexes holding each kind in its share of :data:`KINDS`
-    (11 action, 4 info, 5 mixed), shuffled per block. The turn counts the earlier tasks that
+    (10 action, 5 info, 5 mixed), shuffled per block. The turn counts the earlier tasks that
     start with a write (action and mixed), or for an information task the earlier information
     tasks: the first tool of a chain goes round the app's tools by it, so the n-th task that
     starts with a write starts with the n-th write tool. O(1) in the task index.
@@ -61,7 +61,8 @@ class Plan:
 
 
 def plan_task(app: App, graph: ToolGraph, *, app_index: int, task_index: int, depth: int, seed: int) -> Plan | Rejection:
-    """Draw the task's kind and plan its chain on the tool graph (reason ``no_chain`` when none fits)."""
+    """Draw the task's kind and plan its chain on the tool graph (reason ``no_chain`` when none fits; a mixed
+    task whose first write no read follows up on is planned as an action task)."""
     base = task_seed(seed, app_index, task_index)
     rng = random.Random(base)
     coords = Coordinates(app=app_index, task=task_index, state=0, distractors=depth)
@@ -70,6 +71,9 @@ def plan_task(app: App, graph: ToolGraph, *, app_index: int, task_index: int, de
     steps = plan_workflow(app, graph, rng, kind, flow.steps) if flow is not None else None
     if steps is None:
         flow = None
+        steps = plan_chain(app, graph, rng, kind, slot=turn)
+    if steps is None and kind == "mixed":  # no read follows up on what this write touches: the write alone is the task
+        kind = "action"
         steps = plan_chain(app, graph, rng, kind, slot=turn)
     plan = Plan(app, graph, kind, steps or [], rng, base, coords, flow)
     return plan if steps else plan.reject("no_chain", f"no {kind} chain")

@@ -34,6 +34,7 @@ from envsynth.runtime.app import App
 from envsynth.runtime.episode import SUCCESS, Episode
 from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import Rows, read_rows
+from envsynth.tasks.answerpath import answer_in
 from envsynth.tasks.describe import Description, describe, noun, render
 from envsynth.tasks.instruction import Phraser, leaks_id
 from envsynth.tasks.model import Call, Rejection, Task, TaskPolicy
@@ -426,7 +427,7 @@ def _same_oracle(cx: _Ctx, rows: Rows) -> bool:
     task = cx.task
     answer = None
     if task.answer_step is not None and isinstance(results[task.answer_step], dict):
-        answer = results[task.answer_step].get(task.answer_field) if task.answer_field else results[task.answer_step]
+        answer = answer_in(results[task.answer_step], task.answer_field) if task.answer_field else results[task.answer_step]
     effects = effects_of(app.blueprint, rows, final, now=app.now)
     reward = compare(Effects.from_dict(task.expected_effects), effects, expected_answer=task.expected_answer, answer=answer)
     return bool(reward.passed)

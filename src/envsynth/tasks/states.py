@@ -22,6 +22,7 @@ from envsynth.tasks.core import Core
 from envsynth.tasks.describe import Description
 from envsynth.tasks.distractors import add_distractors
 from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, execute
+from envsynth.tasks.instruction import refers_to
 from envsynth.tasks.model import Call, Rejection
 from envsynth.tasks.state import copy_rows, merged
 from envsynth.tasks.world import Instance, value_pool
@@ -274,6 +275,7 @@ def _remap_call(app: App, call: Call, mapping: dict[tuple[str, Any], Any]) -> Ca
     spec = app.spec_by_name[call.tool]
     args = dict(call.args)
     for p in spec.params:
+        table = refers_to(app.blueprint, p)  # a row parameter, or a search's filter on a row (the reviews of a product)
         if p.name in args and p.ref:
             args[p.name] = _remapped(mapping, p.ref, args[p.name])
         elif p.name in args and p.item_fields and isinstance(args[p.name], list):  # a list of objects: their ids
@@ -282,6 +284,8 @@ def _remap_call(app: App, call: Call, mapping: dict[tuple[str, Any], Any]) -> Ca
                 {k: _remapped(mapping, refs[k], v) if k in refs else v for k, v in item.items()} if isinstance(item, dict) else item
                 for item in args[p.name]
             ]
+        elif p.name in args and table is not None and isinstance(args[p.name], str):
+            args[p.name] = mapping.get((table, args[p.name]), args[p.name])
     return call.model_copy(update={"args": args})
 
 
