@@ -116,6 +116,8 @@ def test_wrong_argument_value_scores_zero(corpus: Corpus) -> None:
             enum_arg = next((k for k, v in c.args.items() if "enum" in props.get(k, {}) and len(props[k]["enum"]) > 1), None)
             if enum_arg is None or c.refs or corpus.apps[task.app].spec_by_name[c.tool].mode != "write":
                 continue  # (a wrong filter of a read changes only the answer)
+            if any(enum_arg in later.args for later in task.oracle[i + 1 :]):
+                continue  # a later step writes the same field again (register, then update the profile's country)
             other = next(v for v in props[enum_arg]["enum"] if v != c.args[enum_arg])
             wrong = tool_reply(tool_call(c.tool, {**c.args, enum_arg: other}, call_id=f"oracle-{i}"))
             plan = [*[ORACLE] * i, wrong, *[ORACLE] * (len(task.oracle) - i)]
