@@ -4,28 +4,36 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import Any
 
 from sandbox_helpers import oracle_block
 
 from envsynth.corpus import Corpus
 from envsynth.sandbox import CodeSandbox, tool_documentation
+from envsynth.tasks.model import Task
+
+
+def _get_call(corpus: Corpus, task: Task) -> tuple[str, str, Any] | None:
+    """A get_ tool the task can see, with its key parameter and the key of a row of the task's initial state."""
+    s0 = sqlite3.connect(":memory:")
+    s0.deserialize(corpus.state_bytes(task))
+    app = corpus.apps[task.app]
+    return next(
+        (
+            (t, spec.params[0].name, row[0])
+            for t in sorted(task.visible_tools)
+            if t.startswith("get_") and (spec := app.spec_by_name[t]).params and spec.bindings
+            for row in [s0.execute(f'SELECT "{spec.params[0].name}" FROM "{spec.bindings[0].entity}" LIMIT 1').fetchone()]
+            if row is not None
+        ),
+        None,
+    )
 
 
 def test_printing_tool_results(sbx_corpus: Corpus, sandbox: CodeSandbox) -> None:
-    task = sbx_corpus.tasks[0]
+    task, (reader, param, value) = next((t, call) for t in sbx_corpus.tasks if (call := _get_call(sbx_corpus, t)) is not None)
     tep = sbx_corpus.start(task)
     ep = sandbox.episode(tep)
-    # a get_ tool the task can see, called with the key of a row of the task's initial state
-    s0 = sqlite3.connect(":memory:")
-    s0.deserialize(sbx_corpus.state_bytes(task))
-    app = sbx_corpus.apps[task.app]
-    reader, param, value = next(
-        (t, spec.params[0].name, row[0])
-        for t in sorted(task.visible_tools)
-        if t.startswith("get_") and (spec := app.spec_by_name[t]).params and spec.bindings
-        for row in [s0.execute(f'SELECT "{spec.params[0].name}" FROM "{spec.bindings[0].entity}" LIMIT 1').fetchone()]
-        if row is not None
-    )
     obs = ep.run(f"r = {reader}({param}={json.dumps(value)})\nprint(type(r).__name__, r)")
     assert obs.error is None, obs.text
     assert obs.text.startswith("dict "), obs.text
