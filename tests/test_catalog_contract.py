@@ -67,3 +67,26 @@ def test_catalogue_lists_the_airline_and_retail_domains() -> None:
     names = catalog.names()
     assert len(names) == len(set(names))
     assert {catalog.load("northstar_air").category, catalog.load("juniper_goods").category} == {"travel", "shopping"}
+
+
+@pytest.mark.parametrize("name", catalog.names())
+def test_language_v2_contract(name: str, built_catalog: dict[str, BuiltApp]) -> None:
+    """The v2 keys hold across the catalogue: the blueprint checks clean, every enforced policy rule and
+    rule left to the agent is not one, and an app with authorization checks ownership."""
+    from envsynth.blueprint.policy import agent_rules
+    from envsynth.check import check_file
+
+    built = built_catalog[name]
+    bp, specs = built.app.blueprint, built.app.specs
+    lines = check_file(next(e.path for e in catalog.entries() if e.name == name)).lines()
+    assert len(lines) == 1 and ": ok: " in lines[0], lines
+    by_name = {s.name: s for s in specs}
+    if bp.policy is not None:
+        assert bp.policy.text.strip()
+        for rule in bp.policy.rules:
+            for action in rule.actions:
+                ids = [c.id for c in by_name[action].pre]
+                assert (f"policy:{rule.rule}" in ids) == (rule.check is not None), (rule.rule, action)
+        assert {r.rule for r in agent_rules(bp)} == {r.rule for r in bp.policy.rules if r.forbid is not None}
+    if bp.authorization is not None:
+        assert any(c.id.startswith("auth:") for s in specs for c in s.pre)
