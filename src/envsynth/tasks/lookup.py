@@ -26,16 +26,25 @@ def look_up_requester(app: App, admitted: Admitted) -> Admitted | Rejection:
     if found is None:
         return admitted
     get, table, row = found
-    key = row[app.blueprint.entity(table).id_field]
     id_field = app.blueprint.entity(table).id_field
-    oracle = [_shifted(app, c, table, key, id_field) for c in task.oracle]
+    oracle = [_shifted(app, c, table, row[id_field], id_field) for c in task.oracle]
     if oracle == [c.model_copy(update={"refs": {k: Ref(step=r.step + 1, field=r.field) for k, r in c.refs.items()}}) for c in task.oracle]:
         return admitted  # no call names the requester's row: a lookup would be an errand of its own
+    return _after_lookups(admitted, [_lookup(get, row)], oracle)
+
+
+def _lookup(get: ToolSpec, row: dict[str, Any]) -> Call:
+    """The call of ``get`` that finds ``row`` by the value it is looked up by."""
     binding = get.bindings[0]
-    lookup = Call(tool=get.name, args={binding.param or "": row[binding.key]})
-    calls = [lookup, *oracle]
-    answer_step = task.answer_step + 1 if task.answer_step is not None else None
-    visible = task.visible_tools if get.name in task.visible_tools else [*task.visible_tools, get.name]
+    return Call(tool=get.name, args={binding.param or "": row[binding.key]})
+
+
+def _after_lookups(admitted: Admitted, lookups: list[Call], oracle: list[Call]) -> Admitted:
+    """``admitted`` whose oracle makes ``lookups`` first, then ``oracle`` (already shifted past them)."""
+    task = admitted.task
+    calls = [*lookups, *oracle]
+    answer_step = task.answer_step + len(lookups) if task.answer_step is not None else None
+    visible = [*task.visible_tools, *dict.fromkeys(c.tool for c in lookups if c.tool not in task.visible_tools)]
     varied = task.model_copy(
         update={
             "oracle": calls,
@@ -95,22 +104,9 @@ def look_up_named_rows(app: App, admitted: Admitted) -> Admitted | Rejection:
     found = _named_rows(app, admitted)
     if not found:
         return admitted
-    lookups = [Call(tool=get.name, args={get.bindings[0].param or "": row[get.bindings[0].key]}) for get, _, row in found]
     step_of = {(table, row[app.blueprint.entity(table).id_field]): i for i, (_, table, row) in enumerate(found)}
     oracle = [_taken(app, c, step_of, len(found)) for c in task.oracle]
-    calls = [*lookups, *oracle]
-    answer_step = task.answer_step + len(found) if task.answer_step is not None else None
-    visible = [*task.visible_tools, *dict.fromkeys(g.name for g, _, _ in found if g.name not in task.visible_tools)]
-    varied = task.model_copy(
-        update={
-            "oracle": calls,
-            "oracle_program": oracle_program(calls, answer_step, task.answer_field),
-            "answer_step": answer_step,
-            "visible_tools": visible,
-            "stats": {**task.stats, "chain_length": len(calls), "visible_tools": len(visible)},
-        }
-    ).sealed()
-    return Admitted(varied, admitted.state)
+    return _after_lookups(admitted, [_lookup(get, row) for get, _, row in found], oracle)
 
 
 def _named_rows(app: App, admitted: Admitted) -> list[tuple[ToolSpec, str, dict[str, Any]]]:
