@@ -13,6 +13,8 @@ import pytest
 pytest.importorskip("fastapi")
 httpx = pytest.importorskip("httpx")
 
+from serve_helpers import distinctive, says  # noqa: E402
+
 from envsynth.corpus import Corpus  # noqa: E402
 from envsynth.tasks.model import Task  # noqa: E402
 
@@ -202,22 +204,8 @@ def _leaks(c: Any, task: Task) -> bool:
     return any(_replay_with_answer(c, task, a) == 1.0 for a in candidates.values())
 
 
-def _distinctive(answer: Any) -> bool:
-    """An answer a response cannot hold by coincidence: not a single digit (a mismatch count, a digit of an id)."""
-    return answer is not None and not (isinstance(answer, int) and abs(answer) < 10)
-
-
-def _says(record: Any, answer: Any) -> bool:
-    """Whether a reward record states ``answer`` in a value (a mismatch count, the task id and seed aside)."""
-    if isinstance(record, dict):
-        return any(_says(v, answer) for k, v in record.items() if k not in ("count", "task_id", "seed"))
-    if isinstance(record, list):
-        return any(_says(v, answer) for v in record)
-    return record == answer or (isinstance(record, str) and str(answer) in record)
-
-
 def test_finish_gives_no_ground_truth_by_default(start_server: Any, corpus: Corpus) -> None:
-    answered = [t for t in corpus.tasks if _distinctive(t.expected_answer)]
+    answered = [t for t in corpus.tasks if distinctive(t.expected_answer)]
     assert answered, "the test corpus needs tasks with an answer"
     s = start_server()
     with s.client() as c:
@@ -228,8 +216,8 @@ def test_finish_gives_no_ground_truth_by_default(start_server: Any, corpus: Corp
             assert body["score"] == 0.0 and body["breakdown"]
             for entry in body["breakdown"]:
                 assert set(entry) == {"kind", "table", "count"} and entry["count"] >= 1, entry
-            if _distinctive(task.expected_answer):
-                assert not _says(body, task.expected_answer)
+            if distinctive(task.expected_answer):
+                assert not says(body, task.expected_answer)
         for task in answered:
             assert not _leaks(c, task), task.id
     # the operator's opt-in: the full detail, which is exactly what let answers leak before
