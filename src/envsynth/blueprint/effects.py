@@ -24,10 +24,6 @@ if TYPE_CHECKING:
 _ITEM_FIELD_TYPES = {"integer": "int", "number": "float", "boolean": "bool"}
 
 
-def _human(name: str) -> str:
-    return name.replace("_", " ")
-
-
 def list_alias(p: Param, ent: Entity) -> str:
     """Name of the rows a list of ids loads: ``alias``, else ``<entity>_rows``."""
     return p.alias or f"{ent.name}_rows"
@@ -53,18 +49,7 @@ def list_param(x: _Expander, p: Param, where: str) -> None:
             **bounds,
         )
         x.add_param(spec, where)
-        alias = list_alias(p, ent)
-        if any(b.alias == alias for b in x.bindings):
-            raise x.err(where, f"two rows would be called {alias!r}; give the parameter an explicit alias")
-        x.bindings.append(Binding(alias=alias, entity=ent.name, key=ent.id_field, param=p.name, optional=not p.required, many=True))
-        x.pre.append(
-            Check(
-                id=f"exists:{alias}",
-                check=f"{alias} is not None",
-                message=f"No {human(ent.name)} with one of the {human(ent.id_field)}s given in {p.name}.",
-                origin="implicit",
-            )
-        )
+        _bind_listed_rows(x, p, ent, list_alias(p, ent), ent.id_field, where, "; give the parameter an explicit alias")
         return
     fields = [_item_field(x, name, ftype, f"{where}.items.{name}") for name, ftype in (p.items or {}).items()]
     desc = p.description or f"{human(p.name).capitalize()}: a list of objects with {', '.join(f.name for f in fields)}."
@@ -78,24 +63,30 @@ def list_param(x: _Expander, p: Param, where: str) -> None:
 
 def _bind_item_rows(x: _Expander, p: Param, f: ParamSpec, where: str) -> None:
     """An item field copying an id or ref: the rows its values name are loaded (``<param>_<field>_rows``), each must exist."""
-    ent = x.bp.entity(f.ref or "")
-    alias = f"{p.name}_{f.name}_rows"
+    _bind_listed_rows(x, p, x.bp.entity(f.ref or ""), f"{p.name}_{f.name}_rows", f.name, where, item=f.name)
+
+
+def _bind_listed_rows(
+    x: _Expander, p: Param, ent: Entity, alias: str, named_by: str, where: str, hint: str = "", item: str | None = None
+) -> None:
+    """Bind the rows of ``ent`` a list parameter names (by ``named_by``) as ``alias``, each of which must exist."""
+    from envsynth.blueprint.expand import human
+
     if any(b.alias == alias for b in x.bindings):
-        raise x.err(where, f"two rows would be called {alias!r}")
-    binding = Binding(alias=alias, entity=ent.name, key=ent.id_field, param=p.name, optional=not p.required, many=True, item=f.name)
-    x.bindings.append(binding)
+        raise x.err(where, f"two rows would be called {alias!r}{hint}")
+    x.bindings.append(Binding(alias=alias, entity=ent.name, key=ent.id_field, param=p.name, optional=not p.required, many=True, item=item))
     x.pre.append(
         Check(
             id=f"exists:{alias}",
             check=f"{alias} is not None",
-            message=f"No {_human(ent.name)} with one of the {_human(f.name)}s given in {p.name}.",
+            message=f"No {human(ent.name)} with one of the {human(named_by)}s given in {p.name}.",
             origin="implicit",
         )
     )
 
 
 def _item_field(x: _Expander, name: str, ftype: str, where: str) -> ParamSpec:
-    from envsynth.blueprint.expand import DATE_PATTERN, DATETIME_PATTERN, EMAIL_PATTERN, json_type
+    from envsynth.blueprint.expand import DATE_PATTERN, DATETIME_PATTERN, EMAIL_PATTERN, human, json_type
 
     if "." in ftype:  # entity.field: that field's type and limits
         ent_name, fname = ftype.split(".")
@@ -108,7 +99,7 @@ def _item_field(x: _Expander, name: str, ftype: str, where: str) -> ParamSpec:
     return ParamSpec(
         name=name,
         type=json_type(ftype),  # type: ignore[arg-type]
-        description=f"{_human(name).capitalize()}.",
+        description=f"{human(name).capitalize()}.",
         minimum=minimum,
         pattern=pattern,
         semantic=semantic,
