@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from envsynth.blueprint.collect import collect
+from envsynth.blueprint.effects import increment
 from envsynth.blueprint.errors import BlueprintError
 from envsynth.blueprint.load import read_blueprint_file
 from envsynth.blueprint.models import NUMERIC_TYPES, Blueprint
@@ -205,8 +206,8 @@ def _expressions(action: Any) -> list[tuple[str, str, bool]]:
 
 def _value_source(source: str) -> str:
     """The expression of a ``set``/``also`` value: an increment's (``"+= amount"``) is what it adds."""
-    text = source.strip()
-    return text[2:].strip() if text[:2] in ("+=", "-=") else source
+    step = increment(source)
+    return source if step is None else step[1]
 
 
 def _run_one(source: str, ns: dict[str, Any], is_message: bool) -> str | None:

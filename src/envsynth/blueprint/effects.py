@@ -106,6 +106,12 @@ def _item_field(x: _Expander, name: str, ftype: str, where: str) -> ParamSpec:
     )
 
 
+def increment(src: str) -> tuple[str, str] | None:
+    """``('+', 'amount')`` for the value ``"+= amount"`` (``'-'`` for ``"-= ..."``); None for a plain value."""
+    text = src.strip()
+    return (text[0], text[2:].strip()) if text[:2] in ("+=", "-=") else None
+
+
 def field_value(x: _Expander, ent: Entity, alias: str | None, fname: str, src: str, where: str) -> str:
     """The expression a ``set``/``also`` entry writes: increments expanded, NULL allowed only on nullable fields.
 
@@ -113,14 +119,15 @@ def field_value(x: _Expander, ent: Entity, alias: str | None, fname: str, src: s
     """
     f = x.field(ent, fname, where)
     text = src.strip()
-    if text[:2] in ("+=", "-="):
+    step = increment(text)
+    if step is not None:
         if alias is None:
             raise x.err(where, f"{text!r} adds to the current value, but a new {ent.name} has none; give the value itself")
         if f.type not in ("money", "int", "quantity", "float"):
             raise x.err(where, f"{text!r}: only numeric fields can be incremented; {fname!r} is {f.type}")
-        rest = text[2:].strip()
+        sign, rest = step
         x.expr_ok(rest, where)
-        total = f"{alias}.{fname} {text[0]} ({rest})"
+        total = f"{alias}.{fname} {sign} ({rest})"
         return f"round({total}, 2)" if f.type == "money" else total
     if text == "None" and not f.nullable:
         raise x.err(where, f"{ent.name}.{fname} is not nullable, so it cannot be set to None (null); add 'nullable: true' to the field")
@@ -233,7 +240,7 @@ class _ItemInScope:
 
     def _check_item_fields(self) -> None:
         names = {f.name for f in self.fields or []}
-        sources = [src for src in self.fe.set.values() if src.strip()[:2] not in ("+=", "-=")]
+        sources = [src for src in self.fe.set.values() if increment(src) is None]
         for src in [*sources, *([self.fe.where] if self.fe.where else [])]:
             for alias, fname in X.parse(src).fields():
                 if alias == self.alias and fname not in names:

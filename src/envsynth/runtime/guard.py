@@ -87,7 +87,7 @@ def guarded_tools(specs: list[Any], bp: Blueprint) -> dict[str, tuple[str, ...]]
                 for f in ef.values
                 if (ef.entity, f) in every
             ]
-            keys += [(ee.entity, f) for ee in getattr(s, "each", ()) if ee.op == "update" for f in ee.values if (ee.entity, f) in every]
+            keys += [(ee.entity, f) for ee in s.each if ee.op == "update" for f in ee.values if (ee.entity, f) in every]
         if keys:
             out[s.name] = tuple(dict.fromkeys(every[k] for k in keys))
     return out
