@@ -24,6 +24,20 @@ def all_rows(rows: Any) -> Callable[[str, dict[str, Any], dict[str, Any]], bool]
     return lambda t, sel, test: all(F.row_matches(x, test) for x in rows.get(t, ()) if F.row_matches(x, sel))
 
 
+def row_functions(rows: Any, now: str, tables: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The names a condition's helpers have in generated tools, over ``rows`` (table -> list of row dicts):
+    ``_exists``, ``_count``, ``_all`` (filters as :func:`~envsynth.runtime.toolkit.row_matches`), the clock
+    (``_now``, ``_today``) and the blueprint's lookup tables (``_lookup``)."""
+    return {
+        "_exists": lambda t, w: any(F.row_matches(r, w) for r in rows.get(t, ())),
+        "_count": lambda t, w: sum(F.row_matches(r, w) for r in rows.get(t, ())),
+        "_all": all_rows(rows),
+        "_lookup": table_lookup(tables),
+        "_now": lambda: now,
+        "_today": lambda: now[:10],
+    }
+
+
 def table_lookup(tables: dict[str, Any] | None) -> Callable[..., Any]:
     """``_lookup('name', key, ...)`` over a blueprint's lookup tables."""
     return lambda name, *keys: F.lookup((tables or {}).get(name, {}), *keys)

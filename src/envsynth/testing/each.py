@@ -16,7 +16,6 @@ from envsynth.blueprint import expr as X
 from envsynth.blueprint.models import Blueprint
 from envsynth.blueprint.spec import Check, EachEffect, ToolSpec
 from envsynth.runtime import evaluate as E
-from envsynth.runtime import toolkit as F
 from envsynth.runtime.state import Rows
 
 
@@ -61,7 +60,7 @@ def witnesses(spec: ToolSpec) -> list[Check]:
 def selects(bp: Blueprint, spec: ToolSpec, fx: Any, now: str) -> bool:
     """Whether every for_each over rows selects at least one row of fixture ``fx`` (before the call)."""
     ns = {**{p.name: fx.args.get(p.name) for p in spec.params}, **fx.aliases, "new": None}
-    ns.update(_helpers(fx.rows, now, bp.tables))
+    ns.update(E.row_functions(fx.rows, now, bp.tables))
     for ef in spec.each:
         if ef.source is None:
             continue
@@ -76,7 +75,7 @@ def selects(bp: Blueprint, spec: ToolSpec, fx: Any, now: str) -> bool:
 
 def expect(bp: Blueprint, spec: ToolSpec, ns: dict[str, Any], before: Rows) -> EachExpectation:
     """The for_each changes of a call whose names (arguments, bound rows, ``new``) are ``ns``, on state ``before``."""
-    ns = {**ns, **_helpers(before, ns.pop("_clock"), bp.tables)}
+    ns = {**ns, **E.row_functions(before, ns.pop("_clock"), bp.tables)}
     out = EachExpectation()
     for ef in spec.each:
         for item in _items(bp, spec, ef, ns, before):
@@ -99,22 +98,6 @@ def _items(bp: Blueprint, spec: ToolSpec, ef: EachEffect, ns: dict[str, Any], be
     want = {f: _eval(src, ns) for f, src in ef.match.items()}
     idf = bp.entity(ef.source or "").id_field
     return sorted((r for r in before[ef.source or ""] if all(r.get(f) == v for f, v in want.items())), key=lambda r: r[idf])
-
-
-def _helpers(rows: Rows, now: str, tables: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The row functions, the clock and the lookup tables, as the generated tools have them (filters as ``F.row_matches``)."""
-
-    def match(table: str, where: dict[str, Any]) -> list[dict[str, Any]]:
-        return [r for r in rows.get(table, []) if F.row_matches(r, where)]
-
-    return {
-        "_exists": lambda t, w: bool(match(t, w)),
-        "_count": lambda t, w: len(match(t, w)),
-        "_all": E.all_rows(rows),
-        "_lookup": E.table_lookup(tables),
-        "_now": lambda: now,
-        "_today": lambda: now[:10],
-    }
 
 
 def _eval(source: str, ns: dict[str, Any]) -> Any:

@@ -132,15 +132,7 @@ class Fixture:
 def _eval_ns(fx: Fixture, now: str, tables: dict[str, Any] | None = None) -> dict[str, Any]:
     """Names a condition sees: arguments, aliases, then the helper functions (made once per fixture and clock)."""
     if fx.helpers is None or fx.helpers[0] != now:
-
-        def _exists(table: str, where: dict[str, Any]) -> bool:
-            return any(F.row_matches(r, where) for r in fx.rows.get(table, []))
-
-        def _count(table: str, where: dict[str, Any]) -> int:
-            return sum(F.row_matches(r, where) for r in fx.rows.get(table, []))
-
-        fx.helpers = (now, {"_exists": _exists, "_count": _count, "_now": lambda: now, "_today": lambda: now[:10]})
-        fx.helpers[1].update(_all=lambda t, sel, test: E.all_rows(fx.rows)(t, sel, test), _lookup=E.table_lookup(tables))
+        fx.helpers = (now, E.row_functions(fx.rows, now, tables))  # fx.rows is changed in place, never replaced
     return {**fx.args, **fx.aliases, **fx.helpers[1]}
 
 
