@@ -32,6 +32,8 @@ def test_build_test_inspect_roundtrip(tmp_path: Path, bookshop_blueprint_path: P
     assert res.returncode == 0, res.stderr
     [row] = json.loads(res.stdout)
     assert row["ok"] and row["unexpected_failures"] == 0
+    assert row["path"] == str(out / "apps" / "corner_bookshop")  # one layout for every build
+    assert json.loads((out / "corpus.json").read_text())["composition"]["tasks_per_app"] == 0
     res = run("test", str(out / "corner_bookshop"))
     assert res.returncode == 0, res.stdout + res.stderr
     assert "0 unexpected failure" in res.stdout
@@ -64,8 +66,10 @@ def test_failing_app_leaves_no_half_written_folder(tmp_path: Path, bookshop_blue
     res = run("build", str(out), "--blueprint", str(bp))
     assert res.returncode == 1
     assert "restock_book" in res.stderr
-    assert not (out / "corner_bookshop").exists()
-    assert [p.name for p in out.iterdir()] == []
+    assert not (out / "apps" / "corner_bookshop").exists()
+    assert [p.name for p in (out / "apps").iterdir()] == []  # nothing half-written (corpus.json records the failure)
+    [record] = json.loads((out / "corpus.json").read_text())["apps"]
+    assert record["name"] == "corner_bookshop" and "restock_book" in record["error"]
 
 
 def test_missing_paths_and_unknown_domain(tmp_path: Path) -> None:
@@ -85,7 +89,7 @@ def test_help_explains_commands() -> None:
 def test_graph_command_writes_dot_and_json(tmp_path: Path, bookshop_blueprint_path: Path) -> None:
     out = tmp_path / "out"
     assert run("build", str(out), "--blueprint", str(bookshop_blueprint_path)).returncode == 0
-    app_dir = out / "corner_bookshop"
+    app_dir = out / "apps" / "corner_bookshop"
     res = run("graph", str(app_dir), "--json", "--format", "dot", "--out", str(tmp_path / "g.dot"))
     assert res.returncode == 0, res.stderr
     stats = json.loads(res.stdout)
@@ -208,15 +212,17 @@ def test_a_build_never_deletes_files_it_did_not_write(tmp_path: Path, bookshop_b
     out = tmp_path / "out"
     build = ("build", str(out), "--blueprint", str(bookshop_blueprint_path))
     assert run(*build).returncode == 0
-    app = out / "corner_bookshop"
+    app = out / "apps" / "corner_bookshop"
     before = {p.name: p.read_bytes() for p in app.iterdir()}
-    assert run(*build).returncode == 0  # a folder holding only what a build wrote is rebuilt in place
+    assert run(*build).returncode == 0  # an app built from the same blueprint and seed is reused as it is
     assert {p.name: p.read_bytes() for p in app.iterdir()} == before
     (app / "notes.txt").write_text("mine")
+    assert run(*build).returncode == 0  # reused: nothing is replaced, so the user's file is no obstacle
+    assert (app / "notes.txt").read_text() == "mine"
+    (app / "tools.py").write_text("# stale\n")  # now the app must be rebuilt, and its folder holds the user's file
     line = _one_line_error(run(*build))
     assert str(app) in line and "notes.txt" in line and "--force" in line, line
     assert (app / "notes.txt").read_text() == "mine" and (app / "app.json").read_bytes() == before["app.json"]
-    (app / "tools.py").write_text("# stale\n")
     res = run(*build, "--force")  # --force rebuilds the app's own files and keeps the user's
     assert res.returncode == 0, res.stderr
     assert (app / "notes.txt").read_text() == "mine"
@@ -232,12 +238,12 @@ def test_a_build_never_deletes_files_it_did_not_write(tmp_path: Path, bookshop_b
     mine = out / "mine"
     mine.mkdir()
     (mine / "app.json").write_text('{"name": "mine"}')
-    (out / "corner_bookshop").rename(out / "kept")
-    (mine).rename(out / "corner_bookshop")
+    app.rename(out / "kept")
+    (mine).rename(app)
     for extra in ((), ("--force",)):
         line = _one_line_error(run(*build, *extra))
         assert "not an app folder written by envsynth" in line, line
-        assert [p.name for p in (out / "corner_bookshop").iterdir()] == ["app.json"]
+        assert [p.name for p in app.iterdir()] == ["app.json"]
 
 
 def test_a_typo_in_a_top_level_key_is_named(tmp_path: Path, bookshop_blueprint_path: Path) -> None:

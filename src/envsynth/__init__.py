@@ -5,7 +5,7 @@ The small public API::
     import envsynth
     bp = envsynth.load_blueprint("my_domain.yaml")      # or envsynth.catalog.load("harbor_market")
     built = envsynth.build_app(bp, "out/")              # compile + procedural tests -> out/<name>/
-    app = envsynth.load_app("out/harbor_market")        # or the corpus layout: out/apps/harbor_market
+    app = envsynth.load_app("out/apps/harbor_market")   # `out/harbor_market` names it too
     ep = app.episode(seed=0)                            # own in-memory copy of the sample state
     res = ep.call("get_product", {"product_id": "..."})  # res.outcome, res.content, res.data
 """
@@ -72,9 +72,8 @@ if TYPE_CHECKING:
 def load_app(path: str | Path) -> App:
     """Load an app folder written by ``envsynth build``.
 
-    ``OUT/<app>`` names the app in either layout: an apps-only build writes it there, a
-    corpus build (``--tasks-per-app``) in ``OUT/apps/<app>``, which is loaded when
-    ``OUT/<app>`` holds no app.
+    Every build writes ``OUT/apps/<app>``; ``OUT/<app>`` names the same app (it is loaded
+    from ``OUT/apps/<app>`` when ``OUT/<app>`` holds no app: older apps-only builds wrote it there).
 
     Raises:
         AppLoadError: no app folder there.

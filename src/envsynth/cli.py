@@ -163,248 +163,146 @@ def _check_one(path: Path, check_file: Any) -> Any:
         return CheckReport(str(path), [problem])
 
 
+_LLM = "--builder llm: "
+_Out = Annotated[Path, typer.Argument(help="Folder to build into: apps in OUT/apps/<app>/, tasks in OUT/tasks/, OUT/corpus.json.")]
+_Domains = Annotated[list[str] | None, typer.Option("--domain", "-d", help="Shipped domain to build (repeatable; default: all).")]
+_Blueprints = Annotated[list[Path] | None, typer.Option("--blueprint", "-b", help="Your own blueprint YAML file (repeatable).")]
+_Seed = Annotated[int, typer.Option(help="Seed for sample data, fixtures, ids and tasks.")]
+_KeepFailed = Annotated[bool, typer.Option(help="Keep OUT/apps/<app>.failed/ folders of apps whose tests fail, for inspection.")]
+_Force = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Rebuild an app whose folder also holds files envsynth did not write: its own files are replaced, "
+        "the others kept. A folder envsynth did not write is never replaced.",
+    ),
+]
+_Json = Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")]
+_Apps = Annotated[int | None, typer.Option("--apps", "-A", help="A: build only the first A domains (default: all).")]
+_T = Annotated[int, typer.Option("--tasks-per-app", "-T", help="T: tasks per app; 0 builds apps only.")]
+_S = Annotated[int, typer.Option("--states", "-S", help="S: initial states per task.")]
+_D = Annotated[int, typer.Option("--distractors", "-D", help="D: distractor depth, 0 to 4.")]
+_Workers = Annotated[int, typer.Option("--workers", "-w", help="Processes building apps in parallel (0: one per CPU).")]
+_Builder = Annotated[
+    str,
+    typer.Option(
+        help="procedural (the shipped catalogue and your YAML, offline) or llm (a model designs, codes, tests "
+        "and debugs a new domain per --domain keyword; see docs/llm-builder.md)."
+    ),
+]
+_Model = Annotated[str | None, typer.Option(help=_LLM + "the model (on --base-url, or OPENAI_BASE_URL); 'scripted' runs the offline demo.")]
+_BaseUrl = Annotated[str | None, typer.Option("--base-url", help=_LLM + "API root, e.g. http://localhost:8000/v1.")]
+_ApiKey = Annotated[str | None, typer.Option("--api-key", help=_LLM + "the API key (default: OPENAI_API_KEY).")]
+_Descriptions = Annotated[
+    list[str] | None, typer.Option("--description", help=_LLM + "a description of the domain, one per --domain, in the same order.")
+]
+_MaxTokens = Annotated[
+    int | None, typer.Option("--max-tokens-total", help=_LLM + "stop cleanly once this many tokens are spent (rerun to resume).")
+]
+_CacheDir = Annotated[Path | None, typer.Option("--cache-dir", help=_LLM + "the reply cache (default OUT/.llm-cache).")]
+_Rounds = Annotated[int, typer.Option("--debug-rounds", help=_LLM + "debug agent rounds per custom tool.")]
+_Writer = Annotated[bool, typer.Option("--task-writer/--no-task-writer", help=_LLM + "the model rewrites each task's instruction.")]
+_Gating = Annotated[bool, typer.Option("--gating/--no-gating", help=_LLM + "LLM-gated expansion of each task's tools.")]
+_Tau = Annotated[float, typer.Option(help=_LLM + "the gating threshold: expand while p >= tau.")]
+_Context = Annotated[int, typer.Option("--context-tokens", help=_LLM + "the model's context length; prompts are fitted to it.")]
+_MaxOut = Annotated[
+    int | None, typer.Option("--max-output-tokens", help=_LLM + "max_tokens of a request at most (default: what the context leaves).")
+]
+_Temperature = Annotated[float, typer.Option("--temperature", help=_LLM + "the sampling temperature of every request.")]
+_LLMSeed = Annotated[int, typer.Option("--llm-seed", help=_LLM + "the seed sent with every request.")]
+
+
 @app.command()
 def build(
-    out: Annotated[Path, typer.Argument(help="Folder to write the apps into (created if missing).")],
-    domain: Annotated[list[str] | None, typer.Option("--domain", "-d", help="Shipped domain to build (repeatable; default: all).")] = None,
-    blueprint: Annotated[list[Path] | None, typer.Option("--blueprint", "-b", help="Your own blueprint YAML file (repeatable).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed for sample data, fixtures and ids.")] = 0,
-    keep_failed: Annotated[bool, typer.Option(help="Keep <app>.failed/ folders of apps whose tests fail, for inspection.")] = False,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Rebuild an app whose folder also holds files envsynth did not write: its own files are replaced, "
-            "the others kept. A folder envsynth did not write is never replaced.",
-        ),
-    ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-    apps: Annotated[int | None, typer.Option("--apps", "-A", help="Build only the first A domains (default: all).")] = None,
-    tasks_per_app: Annotated[int, typer.Option("--tasks-per-app", "-T", help="T: tasks per app; 0 builds apps only.")] = 0,
-    states: Annotated[int, typer.Option("--states", "-S", help="S: initial states per task.")] = 1,
-    distractors: Annotated[int, typer.Option("--distractors", "-D", help="D: distractor depth, 0 to 4.")] = 0,
-    workers: Annotated[int, typer.Option("--workers", "-w", help="Processes building apps in parallel (0: one per CPU).")] = 1,
-    builder: Annotated[
-        str,
-        typer.Option(
-            help="procedural (the shipped catalogue and your YAML, offline) or llm (a model designs, codes, tests "
-            "and debugs a new domain per --domain keyword; see docs/llm-builder.md)."
-        ),
-    ] = "procedural",
-    model: Annotated[
-        str | None, typer.Option(help="--builder llm: the model (on --base-url, or OPENAI_BASE_URL); 'scripted' runs the offline demo.")
-    ] = None,
-    base_url: Annotated[str | None, typer.Option("--base-url", help="--builder llm: API root, e.g. http://localhost:8000/v1.")] = None,
-    api_key: Annotated[str | None, typer.Option("--api-key", help="--builder llm: the API key (default: OPENAI_API_KEY).")] = None,
-    description: Annotated[
-        list[str] | None,
-        typer.Option("--description", help="--builder llm: a description of the domain, one per --domain, in the same order."),
-    ] = None,
-    max_tokens_total: Annotated[
-        int | None,
-        typer.Option("--max-tokens-total", help="--builder llm: stop cleanly once this many tokens are spent (rerun to resume)."),
-    ] = None,
-    cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help="--builder llm: the reply cache (default OUT/.llm-cache).")] = None,
-    debug_rounds: Annotated[int, typer.Option("--debug-rounds", help="--builder llm: debug agent rounds per custom tool.")] = 3,
-    task_writer: Annotated[
-        bool, typer.Option("--task-writer/--no-task-writer", help="--builder llm: the model rewrites each task's instruction.")
-    ] = True,
-    gating: Annotated[bool, typer.Option("--gating/--no-gating", help="--builder llm: LLM-gated expansion of each task's tools.")] = True,
-    tau: Annotated[float, typer.Option(help="--builder llm: the gating threshold: expand while p >= tau.")] = 0.5,
-    context_tokens: Annotated[
-        int, typer.Option("--context-tokens", help="--builder llm: the model's context length; prompts are fitted to it.")
-    ] = 8192,
-    max_output_tokens: Annotated[
-        int | None,
-        typer.Option("--max-output-tokens", help="--builder llm: max_tokens of a request at most (default: what the context leaves)."),
-    ] = None,
-    temperature: Annotated[float, typer.Option("--temperature", help="--builder llm: the sampling temperature of every request.")] = 0.2,
-    llm_seed: Annotated[int, typer.Option("--llm-seed", help="--builder llm: the seed sent with every request.")] = 0,
+    out: _Out,
+    domain: _Domains = None,
+    blueprint: _Blueprints = None,
+    seed: _Seed = 0,
+    keep_failed: _KeepFailed = False,
+    force: _Force = False,
+    as_json: _Json = False,
+    apps: _Apps = None,
+    tasks_per_app: _T = 0,
+    states: _S = 1,
+    distractors: _D = 0,
+    workers: _Workers = 1,
+    builder: _Builder = "procedural",
+    model: _Model = None,
+    base_url: _BaseUrl = None,
+    api_key: _ApiKey = None,
+    description: _Descriptions = None,
+    max_tokens_total: _MaxTokens = None,
+    cache_dir: _CacheDir = None,
+    debug_rounds: _Rounds = 3,
+    task_writer: _Writer = True,
+    gating: _Gating = True,
+    tau: _Tau = 0.5,
+    context_tokens: _Context = 8192,
+    max_output_tokens: _MaxOut = None,
+    temperature: _Temperature = 0.2,
+    llm_seed: _LLMSeed = 0,
 ) -> None:
     """Compile blueprints into apps and test every tool procedurally; with -T, build a corpus of tasks.
 
+    Every build writes one layout: each app lands in OUT/apps/<name>/ (app.json, schema.sql,
+    tools.py, state.db, tests.json, graph.json) only if all of its test cases pass (a failing app
+    leaves nothing behind), and OUT/corpus.json records the build. With --tasks-per-app T > 0, T
+    admitted tasks per app (each in S initial states, distractor depth D) go in sharded JSONL under
+    OUT/tasks/. An interrupted build resumes where it stopped when run again; apps built from the
+    same blueprint and seed are reused, so tasks can be added to an apps-only build.
+
     With --builder llm, each --domain is a free keyword ("Job Seeking"): the model designs the
     domain, writes and debugs its custom tools (run only in sandboxed workers), proposes
-    dependencies, and, with -T, rewrites task instructions and gates tool expansion. Apps land
-    in OUT/apps/, metrics in OUT/llm_build.json and each app's provenance.
-
-    Each app lands in OUT/<name>/ (app.json, schema.sql, tools.py, state.db,
-    tests.json, graph.json) only if all of its test cases pass; a failing app leaves nothing behind.
-
-    With --tasks-per-app T > 0, OUT becomes a corpus: apps in OUT/apps/, T admitted tasks per
-    app (each in S initial states, distractor depth D) in sharded JSONL under OUT/tasks/, and
-    OUT/corpus.json. An interrupted corpus build resumes where it stopped when run again.
+    dependencies, and, with -T, rewrites task instructions and gates tool expansion; metrics go
+    in OUT/llm_build.json and each app's provenance.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from envsynth.pipeline import ConfigError, ProceduralBuilder
+    from envsynth.pipeline.config import BuildConfig, LLMOptions
+    from envsynth.pipeline.console import flag_message, run_build
 
-    from envsynth.compiler.build import BuildError, FolderInUseError, build_app
-
-    _check_counts(apps=apps, tasks_per_app=tasks_per_app, states=states, distractors=distractors, seed=seed, workers=workers)
     if builder not in ("procedural", "llm"):
         fail(f"--builder: unknown builder {builder!r} (choose procedural or llm)")
+    try:
+        config = BuildConfig.of(
+            out=out, seed=seed, apps=apps, tasks_per_app=tasks_per_app, states=states, distractors=distractors,
+            workers=workers, force=force, keep_failed=keep_failed,
+        )  # fmt: skip
+        if builder == "llm":
+            if blueprint:
+                fail("--blueprint is for --builder procedural; with --builder llm give --domain keywords")
+            if description and len(description) != len(domain or []):
+                fail(f"give one --description per --domain ({len(description)} descriptions for {len(domain or [])} domains)")
+            options = LLMOptions.of(
+                domains=list(domain or [])[:apps], descriptions=dict(zip(domain or [], description or [])), model=model,
+                base_url=base_url, api_key=api_key, cache_dir=cache_dir, max_tokens_total=max_tokens_total,
+                debug_rounds=debug_rounds, task_writer=task_writer, gating=gating, tau=tau, context_tokens=context_tokens,
+                max_output_tokens=max_output_tokens, temperature=temperature, llm_seed=llm_seed,
+            )  # fmt: skip
+    except ConfigError as exc:
+        fail(flag_message(exc.problems))
     if builder == "llm":
-        if blueprint:
-            fail("--blueprint is for --builder procedural; with --builder llm give --domain keywords")
-        if debug_rounds < 0 or not 0 <= tau <= 1:
-            fail("--debug-rounds must be 0 or more and --tau between 0 and 1")
-        if description and len(description) != len(domain or []):
-            fail(f"give one --description per --domain ({len(description)} descriptions for {len(domain or [])} domains)")
-        _build_llm(
-            out,
-            list(domain or [])[:apps],
-            seed=seed,
-            tasks_per_app=tasks_per_app,
-            states=states,
-            distractors=distractors,
-            model=model,
-            base_url=base_url,
-            api_key=api_key,
-            descriptions=dict(zip(domain or [], description or [])),
-            max_tokens_total=max_tokens_total,
-            cache_dir=cache_dir,
-            debug_rounds=debug_rounds,
-            task_writer=task_writer,
-            gating=gating,
-            tau=tau,
-            as_json=as_json,
-            context_tokens=context_tokens,
-            max_output_tokens=max_output_tokens,
-            temperature=temperature,
-            llm_seed=llm_seed,
-        )
+        _build_llm(config, options, as_json=as_json)  # type: ignore[arg-type]
         return
-    bps = _blueprints(domain, blueprint)[:apps]
-    if out.exists() and not out.is_dir():
-        fail(f"{out} exists and is not a folder")
-    if tasks_per_app > 0:
-        from envsynth.corpus import CorpusError, build_corpus
-        from envsynth.corpus.console import TaskBar, summary_data, summary_tables
+    from envsynth.corpus import CorpusError
 
-        try:
-            with TaskBar(err, len(bps), tasks_per_app, transient=as_json, disable=not err.is_terminal and as_json) as bar:
-                summary = build_corpus(
-                    out,
-                    blueprints=bps,
-                    tasks_per_app=tasks_per_app,
-                    states=states,
-                    distractors=distractors,
-                    seed=seed,
-                    workers=workers,
-                    progress=bar.update,
-                    force=force,
-                )
-        except (CorpusError, ValueError) as exc:
-            fail(str(exc))
-        if as_json:
-            print(json.dumps(summary_data(summary), indent=2))
-        else:
-            for table in summary_tables(summary):
-                console.print(table)
-        for a in summary.manifest.apps:
-            if a.error:
-                warn("failed", a.error)
-        if summary.failed:
-            raise typer.Exit(1)
-        return
-    _check_app_folders(out, bps, keep_failed=keep_failed, force=force)
-    results: list[dict[str, Any]] = []
-    failed: list[str] = []
-    with Progress(
-        TextColumn("{task.description}", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=as_json,
-        disable=not err.is_terminal and as_json,
-    ) as bar:
-        task = bar.add_task("building apps", total=len(bps))
-        for bp in bps:
-            bar.update(task, description=f"building {bp.name}")
-            try:
-                built = build_app(bp, out, seed, keep_failed=keep_failed, force=force)
-            except FolderInUseError as exc:
-                fail(str(exc))
-            except BuildError as exc:
-                failed.append(str(exc))
-                results.append({"name": bp.name, "ok": False, "error": str(exc)})
-            else:
-                c = built.report.counts()
-                results.append(
-                    {
-                        "name": bp.name,
-                        "ok": True,
-                        "path": str(built.path),
-                        "tables": len(bp.entities),
-                        "tools": len(built.app.specs),
-                        "writes": sum(s.mode == "write" for s in built.app.specs),
-                        "cases": c["cases"],
-                        "unexpected_failures": c["unexpected_failure"],
-                    }
-                )
-            bar.advance(task)
-    if as_json:
-        print(json.dumps(results, indent=2))
-    else:
-        t = Table(title=f"built into {out}")
-        for col in ("app", "tables", "tools", "writes", "test cases", "unexpected failures", "status"):
-            t.add_column(col)
-        for r in results:
-            if r["ok"]:
-                t.add_row(
-                    r["name"],
-                    str(r["tables"]),
-                    str(r["tools"]),
-                    str(r["writes"]),
-                    str(r["cases"]),
-                    str(r["unexpected_failures"]),
-                    styled("ok", "green"),
-                )
-            else:
-                t.add_row(r["name"], "", "", "", "", "", styled("failed", "red"))
-        console.print(t)
-    if failed:
-        for f in failed:
-            warn("failed", f)
+    try:
+        summary = run_build(config, ProceduralBuilder(_blueprints(domain, blueprint)), as_json=as_json, out=console, err=err)
+    except (CorpusError, ValueError) as exc:
+        fail(str(exc))
+    for record in summary.manifest.apps:
+        if record.error:
+            warn("failed", record.error)
+    if summary.failed:
         raise typer.Exit(1)
 
 
-def _check_counts(*, apps: int | None, tasks_per_app: int, states: int, distractors: int, seed: int, workers: int) -> None:
-    """Refuse a meaningless count of ``build`` with a one-line error that names its flag."""
-    from envsynth.corpus.build import MAX_DEPTH
-
-    if apps is not None and apps < 1:
-        fail(f"--apps (-A) must be at least 1, got {apps}")
-    if tasks_per_app < 0:
-        fail(f"--tasks-per-app (-T) must be 0 (apps only) or more, got {tasks_per_app}")
-    if states < 1:
-        fail(f"--states (-S) must be at least 1, got {states}")
-    if not 0 <= distractors <= MAX_DEPTH:
-        fail(f"--distractors (-D) is a depth from 0 to {MAX_DEPTH}, got {distractors}")
-    if seed < 0:
-        fail(f"--seed must be 0 or more, got {seed}")
-    if workers < 0:
-        fail(f"--workers (-w) must be 0 (one per CPU) or more, got {workers}")
-
-
-def _check_app_folders(out: Path, bps: list[Any], *, keep_failed: bool, force: bool) -> None:
-    """Refuse, before building anything, a build that would replace files envsynth did not write."""
-    from envsynth.compiler.build import FolderInUseError, check_replaceable
-
-    try:
-        for bp in bps:
-            check_replaceable(out / bp.name, force=force)
-            if keep_failed:
-                check_replaceable(out / f"{bp.name}.failed", force=force)
-    except FolderInUseError as exc:
-        fail(str(exc))
-
-
 def _load_app(path: Path) -> Any:
-    from envsynth.runtime.app import App, AppLoadError
+    """The app at ``path``; ``OUT/<app>`` also names ``OUT/apps/<app>`` (see :func:`envsynth.load_app`)."""
+    from envsynth import load_app
+    from envsynth.runtime.app import AppLoadError
 
     try:
-        return App.load(path)
+        return load_app(path)
     except AppLoadError as exc:
         fail(str(exc))
 
@@ -648,66 +546,40 @@ def _report_failed_episodes(summary: dict[str, Any]) -> None:
     )
 
 
-def _build_llm(out: Path, domains: list[str], *, as_json: bool, **options: Any) -> None:
-    """``build --builder llm``: apps (and tasks) from keywords, a progress bar, the metrics table."""
+def _build_llm(config: Any, options: Any, *, as_json: bool) -> None:
+    """``build --builder llm``: design each domain (a spinner), then the one pipeline (a bar), then the metrics table."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from envsynth.corpus import CorpusError
     from envsynth.corpus.console import TaskBar, summary_data, summary_tables
     from envsynth.llmbuild.client import BuildStop
-    from envsynth.llmbuild.command import builder_client, metrics_rows
+    from envsynth.llmbuild.command import metrics_rows
     from envsynth.llmbuild.pipeline import LLMBuilder, ended
+    from envsynth.pipeline.console import llm_client
 
-    if not domains:
-        fail("--builder llm needs at least one --domain keyword, e.g. --domain 'Job Seeking'")
-    if out.exists() and not out.is_dir():
-        fail(f"{out} exists and is not a folder")
     try:
-        client = builder_client(
-            out,
-            model=options["model"],
-            base_url=options["base_url"],
-            api_key=options["api_key"],
-            cache_dir=options["cache_dir"],
-            max_tokens_total=options["max_tokens_total"],
-            context_tokens=options["context_tokens"],
-            max_output_tokens=options["max_output_tokens"],
-            temperature=options["temperature"],
-            llm_seed=options["llm_seed"],
-        )
+        client = llm_client(config, options)
     except ValueError as exc:
         fail(str(exc))
     summary = None
     quiet = not err.is_terminal and as_json
-    with LLMBuilder(
-        client,
-        out,
-        seed=options["seed"],
-        rounds=options["debug_rounds"],
-        tau=options["tau"],
-        rewrite=options["task_writer"],
-        gate=options["gating"],
-    ) as llm:
+    llm = LLMBuilder(
+        client, config.out, seed=config.seed, rounds=options.debug_rounds, tau=options.tau, rewrite=options.task_writer, gate=options.gating
+    )
+    with llm:
         try:
-            with Progress(
-                SpinnerColumn(),
-                TextColumn("{task.description}", markup=False),
-                TimeElapsedColumn(),
-                console=err,
-                transient=True,
-                disable=quiet,
-            ) as bar:
+            columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn())
+            with Progress(*columns, console=err, transient=True, disable=quiet) as bar:
                 job = bar.add_task("designing", total=None)
-                llm.build_apps(
-                    domains, options["descriptions"], progress=lambda keyword, stage: bar.update(job, description=f"{keyword}: {stage}")
+                llm.design(
+                    options.domains,
+                    options.descriptions,
+                    progress=lambda keyword, stage: bar.update(job, description=f"{keyword}: {stage}"),
                 )
-            if options["tasks_per_app"] > 0 and llm.blueprints:
-                with TaskBar(err, len(llm.blueprints), options["tasks_per_app"], transient=as_json, disable=quiet) as tbar:
-                    summary = llm.build_tasks(
-                        tasks_per_app=options["tasks_per_app"],
-                        states=options["states"],
-                        distractors=options["distractors"],
-                        progress=tbar.update,
+            if llm.blueprints:
+                with TaskBar(err, len(llm.blueprints), max(config.tasks_per_app, 1), transient=as_json, disable=quiet) as tbar:
+                    summary = llm.build(
+                        tasks_per_app=config.tasks_per_app, states=config.states, distractors=config.distractors, progress=tbar.update
                     )
         except BuildStop as exc:
             llm.write_metrics()
@@ -720,14 +592,14 @@ def _build_llm(out: Path, domains: list[str], *, as_json: bool, **options: Any) 
             llm.write_metrics(ended(exc, client))
             raise
         metrics = llm.write_metrics()
+    summary = summary if config.tasks_per_app else None
     if as_json:
         print(json.dumps({"llm_build": metrics, "corpus": summary_data(summary) if summary is not None else None}, indent=2, default=str))
     else:
-        console.print(_value_table(f"LLM build into {out}", metrics_rows(metrics)))
-        if summary is not None:
-            for table in summary_tables(summary):
-                console.print(table)
-    if len(metrics["app_names"]) < len(domains):
+        console.print(_value_table(f"LLM build into {config.out}", metrics_rows(metrics)))
+        for table in summary_tables(summary) if summary is not None else []:
+            console.print(table)
+    if len(metrics["app_names"]) < len(options.domains):
         raise typer.Exit(1)
 
 

@@ -101,7 +101,7 @@ def test_other_options_on_an_existing_corpus_are_refused(with_apps: Callable[[st
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"tasks_per_app": 0}, "at least 1"),
+        ({"tasks_per_app": -1}, "0 \\(apps only\\) or more"),
         ({"states": 0}, "at least 1"),
         ({"distractors": 5}, "depth from 0 to 4"),
         ({"apps": 0}, "apps must be at least 1"),

@@ -16,6 +16,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from envsynth import __version__
 from envsynth.blueprint.models import Blueprint
@@ -23,6 +24,26 @@ from envsynth.compiler.compile import app_files, canonical_json, compile_app, sh
 from envsynth.files import clean_temps, is_temp_of
 from envsynth.runtime.app import App
 from envsynth.testing.procedural import TestReport, test_app
+
+if TYPE_CHECKING:
+    from envsynth.graph.model import ToolGraph
+
+
+class AppStage(Protocol):
+    """What a builder adds to an app after its graph stage and before the folder is sealed.
+
+    The procedural builder adds nothing; the LLM builder proposes dependency edges (each kept
+    only if a chain through it executes) and records its operational metrics in the app's
+    provenance. The app folder is written once, with the stage's graph and provenance in it.
+    """
+
+    builder: str
+    """The builder's name, recorded as ``provenance.builder``."""
+
+    def seal(self, app: App, graph: ToolGraph) -> tuple[ToolGraph, dict[str, Any]]:
+        """The graph to write and the provenance entries to add, for the tested ``app``."""
+        ...
+
 
 APP_FILES = ("app.json", "schema.sql", "tools.py", "state.db", "tests.json", "graph.json")
 """The files a build writes into an app folder."""
@@ -50,7 +71,7 @@ class BuiltApp:
     path: Path
 
 
-def _edited(folder: Path) -> bool:
+def edited(folder: Path) -> bool:
     """Whether schema.sql or tools.py differ from what the build wrote (their provenance's content_hash).
 
     Checked for apps of this envsynth version only (another version may hash differently).
@@ -118,7 +139,7 @@ def check_replaceable(folder: Path, *, force: bool = False) -> None:
             f"{folder} holds files envsynth did not write ({shown}); move them away, or rebuild with --force"
             " to replace only the app's own files and keep them"
         )
-    if _edited(folder):
+    if edited(folder):
         raise FolderInUseError(
             f"{folder}: schema.sql or tools.py was edited since the build (it no longer matches app.json's content_hash);"
             " copy your changes elsewhere, or rebuild with --force to replace them"
@@ -160,7 +181,9 @@ def _write_app(root: Path, final: Path, files: dict[str, bytes], force: bool) ->
         raise
 
 
-def build_app(bp: Blueprint, out_root: str | Path, seed: int = 0, *, keep_failed: bool = False, force: bool = False) -> BuiltApp:
+def build_app(
+    bp: Blueprint, out_root: str | Path, seed: int = 0, *, keep_failed: bool = False, force: bool = False, stage: AppStage | None = None
+) -> BuiltApp:
     """Compile ``bp``, run its procedural tests and write ``out_root/<name>/``.
 
     The folder appears only when every verdict is as expected: the app is written to a
@@ -175,6 +198,8 @@ def build_app(bp: Blueprint, out_root: str | Path, seed: int = 0, *, keep_failed
         keep_failed: keep the folder of an app whose tests fail, as ``<name>.failed/``.
         force: replace the app's own files in a folder that also holds other files
             (they are kept); without it such a folder is refused.
+        stage: the builder's last stage before the folder is sealed (None: the procedural
+            builder's, which adds nothing).
 
     Raises:
         BuildError: some test case ended in an Unexpected Failure or a wrong verdict.
@@ -186,13 +211,17 @@ def build_app(bp: Blueprint, out_root: str | Path, seed: int = 0, *, keep_failed
     check_replaceable(final, force=force)
     root.mkdir(parents=True, exist_ok=True)
     clean_temps(root, [bp.name, f"{bp.name}.failed"])
-    app = compile_app(bp, seed)
+    app = compile_app(bp, seed, builder=stage.builder if stage is not None else "procedural")
     report = test_app(app, seed)
-    files = app_files(app)
-    files["tests.json"] = canonical_json(report.to_json()).encode()
     from envsynth.graph import build_graph  # the graph stage reads only the tested app
 
-    files["graph.json"] = build_graph(app).to_json().encode()
+    graph = build_graph(app)
+    if report.passed and stage is not None:
+        graph, provenance = stage.seal(app, graph)
+        app.manifest["provenance"].update(provenance)
+    files = app_files(app)
+    files["tests.json"] = canonical_json(report.to_json()).encode()
+    files["graph.json"] = graph.to_json().encode()
     if not report.passed:
         if keep_failed:
             _write_app(root, root / f"{bp.name}.failed", files, force)

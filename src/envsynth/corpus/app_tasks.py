@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from envsynth import __version__
 from envsynth.blueprint.models import Blueprint
@@ -21,7 +21,10 @@ from envsynth.corpus.layout import APPS_DIR, SHARD_SIZE, STATE_FILE, TASKS_DIR, 
 from envsynth.corpus.tasklog import Attempt, TaskLog
 from envsynth.files import clean_temps, write_atomic
 from envsynth.runtime.app import App
-from envsynth.tasks.model import Coordinates, Rejection
+from envsynth.tasks.model import Coordinates, Rejection, Task
+
+if TYPE_CHECKING:
+    from envsynth.graph.model import ToolGraph
 
 SYNTHESIS_ERROR = "synthesis_error"
 """The rejection reason of a task index whose synthesis raised an exception (a bug in synthesis)."""
@@ -47,6 +50,10 @@ class AppJob:
     attribute is recorded with the tasks. None: tasks are written as synthesized."""
     force: bool = False
     """Rebuild the app in a folder that also holds files envsynth did not write (they are kept)."""
+    app_stage: Any = None
+    """The builder's :class:`~envsynth.compiler.build.AppStage` (None: the procedural builder's)."""
+    keep_failed: bool = False
+    """Keep the folder of an app whose tests fail as ``apps/<name>.failed/``, for inspection."""
 
     @property
     def name(self) -> str:
@@ -95,6 +102,20 @@ class AppProgress:
 ProgressFn = Callable[[AppProgress], None]
 
 
+class TaskStage(Protocol):
+    """What a builder does to the S states of each admitted task index before they are written.
+
+    The LLM builder's task writer and gating (:class:`envsynth.llmbuild.taskstage.TaskStage`);
+    its ``name`` is recorded in the app's ``tasks/<app>/state.json``.
+    """
+
+    name: str
+
+    def __call__(self, app: App, graph: ToolGraph, tasks: list[Task]) -> list[Task]:
+        """The tasks to write instead of ``tasks``."""
+        ...
+
+
 @dataclass
 class AppOutcome:
     """What one app's job produced: its attempts, or the error that stopped its build."""
@@ -125,13 +146,17 @@ def run_app_job(job: AppJob, progress: ProgressFn | None = None) -> AppOutcome:
     from envsynth.tasks import synth  # looked up at call time, so it can be patched in tests
 
     report = progress or _ignore
-    _check_state(job)
+    if job.tasks_per_app:
+        _check_state(job)
     report(AppProgress(job.name, "build", target=job.tasks_per_app))
     try:
         app = _ensure_app(job)
     except BuildError as exc:
         report(AppProgress(job.name, "done", target=job.tasks_per_app))
         return AppOutcome(job.name, job.index, error=str(exc))
+    if not job.tasks_per_app:  # an apps-only build
+        report(AppProgress(job.name, "done"))
+        return AppOutcome(job.name, job.index)
     graph = read_graph(job.app_dir)
     with TaskLog.open(job.tasks_dir, job.shard_size) as log:
         before = log.records
@@ -175,7 +200,7 @@ def _ensure_app(job: AppJob) -> App:
     Raises:
         CorpusError: the app must be rebuilt and its folder holds files envsynth did not write.
     """
-    from envsynth.compiler.build import APP_FILES, FolderInUseError, build_app
+    from envsynth.compiler.build import APP_FILES, FolderInUseError, build_app, edited
 
     clean_temps(job.out / APPS_DIR, [job.name])
     clean_temps(job.app_dir, APP_FILES)
@@ -183,10 +208,10 @@ def _ensure_app(job: AppJob) -> App:
     if manifest.is_file() and all((job.app_dir / f).is_file() for f in ("tests.json", "graph.json")):
         prov = json.loads(manifest.read_text(encoding="utf-8")).get("provenance", {})
         wanted = {"envsynth_version": __version__, "seed": job.seed, "blueprint_hash": job.blueprint_hash()}
-        if all(prov.get(k) == v for k, v in wanted.items()):
+        if all(prov.get(k) == v for k, v in wanted.items()) and not edited(job.app_dir):
             return App.load(job.app_dir)
     try:
-        build_app(job.blueprint, job.out / APPS_DIR, job.seed, force=job.force)
+        build_app(job.blueprint, job.out / APPS_DIR, job.seed, force=job.force, keep_failed=job.keep_failed, stage=job.app_stage)
     except FolderInUseError as exc:
         raise CorpusError(str(exc)) from None
     return App.load(job.app_dir)

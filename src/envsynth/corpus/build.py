@@ -8,15 +8,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envsynth.blueprint.models import Blueprint
-from envsynth.corpus.app_tasks import AppJob, ProgressFn
+from envsynth.corpus.app_tasks import AppJob, ProgressFn, TaskStage
 from envsynth.corpus.errors import CorpusError
 from envsynth.corpus.layout import MANIFEST, SHARD_SIZE
 from envsynth.corpus.manifest import Composition, CorpusManifest, corpus_manifest
 from envsynth.corpus.pool import run_jobs
 from envsynth.files import clean_temps, write_atomic
+
+if TYPE_CHECKING:
+    from envsynth.compiler.build import AppStage
 
 MAX_DEPTH = 4
 
@@ -60,8 +63,10 @@ def build_corpus(
     workers: int = 1,
     progress: ProgressFn | None = None,
     shard_size: int = SHARD_SIZE,
-    task_stage: Any = None,
+    task_stage: TaskStage | None = None,
+    app_stage: AppStage | None = None,
     force: bool = False,
+    keep_failed: bool = False,
 ) -> CorpusSummary:
     """Build (or resume) the corpus in ``out``: apps, sharded tasks and ``corpus.json``.
 
@@ -74,7 +79,8 @@ def build_corpus(
         out: the corpus folder (created if missing).
         blueprints: the domains, in app-index order.
         apps: build the first ``apps`` blueprints (default: all).
-        tasks_per_app: T, admitted task indexes per app.
+        tasks_per_app: T, admitted task indexes per app (0: an apps-only build, the same
+            layout without ``tasks/``).
         states: S, initial states (task records) per task index.
         distractors: D, the distractor depth (0 to 4).
         seed: the seed of apps and tasks.
@@ -84,10 +90,14 @@ def build_corpus(
         task_stage: ``(app, graph, tasks) -> tasks`` applied to each admitted task index
             before it is written (see :class:`AppJob`); it runs in this process, so the
             build then uses one worker.
+        app_stage: the builder's stage before each app folder is sealed (see
+            :class:`~envsynth.compiler.build.AppStage`); like ``task_stage``, it runs in this
+            process.
         force: rebuild an app whose folder also holds files envsynth did not write (they
             are kept; see :func:`envsynth.compiler.build.build_app`). Without it such an app
             stops the build with a :class:`CorpusError`; a folder envsynth did not write at
             all is never replaced.
+        keep_failed: keep the folder of an app whose tests fail as ``apps/<name>.failed/``.
 
     Raises:
         ValueError: a composition out of range, or two blueprints with one name.
@@ -102,9 +112,24 @@ def build_corpus(
     _check_existing(root, composition, seed, shard_size)
     clean_temps(root, [MANIFEST])
     jobs = [
-        AppJob(bp, i, root, tasks_per_app, states, distractors, seed, shard_size, task_stage, force=force) for i, bp in enumerate(chosen)
+        AppJob(
+            bp,
+            i,
+            root,
+            tasks_per_app,
+            states,
+            distractors,
+            seed,
+            shard_size,
+            task_stage,
+            force=force,
+            app_stage=app_stage,
+            keep_failed=keep_failed,
+        )
+        for i, bp in enumerate(chosen)
     ]
-    n = 1 if task_stage is not None else (os.cpu_count() or 1) if workers == 0 else workers
+    in_process = task_stage is not None or app_stage is not None
+    n = 1 if in_process else (os.cpu_count() or 1) if workers == 0 else workers
     outcomes = run_jobs(jobs, n, progress)
     manifest = corpus_manifest(jobs, outcomes, composition, seed, shard_size)
     write_atomic(root / MANIFEST, (json.dumps(manifest.model_dump(mode="json"), indent=2) + "\n").encode())
@@ -118,8 +143,8 @@ def _check_args(bps: list[Blueprint], apps: int | None, t: int, s: int, d: int, 
         raise ValueError(f"workers must be 0 (one per CPU) or more, got {workers}")
     if not bps:
         raise ValueError("no blueprints to build")
-    if t < 1 or s < 1 or shard_size < 1:
-        raise ValueError(f"tasks_per_app, states and shard_size must be at least 1, got {t}, {s}, {shard_size}")
+    if t < 0 or s < 1 or shard_size < 1:
+        raise ValueError(f"tasks_per_app must be 0 (apps only) or more, states and shard_size at least 1, got {t}, {s}, {shard_size}")
     if not 0 <= d <= MAX_DEPTH:
         raise ValueError(f"distractors is a depth from 0 to {MAX_DEPTH}, got {d}")
     names = [b.name for b in bps]
@@ -140,6 +165,8 @@ def _check_existing(root: Path, composition: Composition, seed: int, shard_size:
     except ValueError as exc:
         raise CorpusError(f"{path}: not JSON ({exc})") from None
     new = {"composition": composition.model_dump(), "seed": seed, "shard_size": shard_size}
+    if (old.get("composition") or {}).get("tasks_per_app") == 0 and old.get("seed") == seed:
+        return  # apps only so far: tasks may be added (the apps are reused when their blueprint is the same)
     diff = [k for k in new if old.get(k) != new[k]]
     if diff:
         was = ", ".join(f"{k}={old.get(k)}" for k in diff)

@@ -37,8 +37,10 @@ class TaskBar:
     def __enter__(self) -> TaskBar:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: Any) -> None:
         if self._state:
+            if exc_type is not None:  # a refused or interrupted build: its error line stands alone
+                self._progress.live.transient = True
             self._progress.stop()
 
     def update(self, event: AppProgress) -> None:
@@ -52,12 +54,11 @@ class TaskBar:
         done = sum(self._target if e.phase == "done" else min(e.admitted, self._target) for e in self._state.values())
         attempts = sum(e.attempts for e in self._state.values())
         admitted = sum(e.admitted for e in self._state.values())
-        verb = "building" if event.phase == "build" else "tasks of"
-        self._progress.update(
-            self._task,
-            completed=done,
-            description=f"{verb} {event.app} ({admitted} admitted, {attempts - admitted} rejected)",
-        )
+        if event.phase == "build" or not event.target:  # an apps-only build counts apps
+            description = f"building {event.app}"
+        else:
+            description = f"tasks of {event.app} ({admitted} admitted, {attempts - admitted} rejected)"
+        self._progress.update(self._task, completed=done, description=description)
 
 
 def summary_data(summary: CorpusSummary) -> dict[str, Any]:

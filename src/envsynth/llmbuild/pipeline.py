@@ -30,14 +30,21 @@ import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from envsynth.blueprint.models import Blueprint
+from envsynth.corpus.layout import APPS_DIR
 from envsynth.llm.types import ChatModel
 from envsynth.llmbuild.client import BuilderClient
 from envsynth.llmbuild.design import DomainDesign, design_domain
 from envsynth.llmbuild.runner import LoopRunner
 from envsynth.llmbuild.tooldev import DEFAULT_ROUNDS, ToolOutcome, develop_tool
+
+if TYPE_CHECKING:
+    from envsynth.corpus.build import CorpusSummary
+    from envsynth.graph.model import ToolGraph
+    from envsynth.llmbuild.taskstage import TaskStage
+    from envsynth.runtime.app import App
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -80,6 +87,16 @@ def _role_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, dict
         diff = {k: v - int(was.get(k, 0)) for k, v in now.items()}
         if any(diff.values()):
             out[role] = diff
+    return out
+
+
+def _role_sum(a: dict[str, dict[str, int]], b: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """Two role deltas added up, role by role."""
+    out = {role: dict(counts) for role, counts in a.items()}
+    for role, counts in b.items():
+        mine = out.setdefault(role, {})
+        for k, v in counts.items():
+            mine[k] = mine.get(k, 0) + v
     return out
 
 
@@ -180,7 +197,10 @@ def make_client(
 class LLMBuilder:
     """Runs the pipeline (see the module docstring) over one client, one event loop and one output folder.
 
-    Use as a context manager; :meth:`build_apps` then :meth:`build_tasks`, then
+    It is a :class:`~envsynth.pipeline.Builder`: :meth:`design` makes the blueprints, then
+    :meth:`build` runs the one pipeline with this builder's stages (:meth:`seal` before each
+    app folder is written, :meth:`task_stage` over each admitted task index). Use as a context
+    manager; :meth:`design` then :meth:`build`, then
     :meth:`write_metrics` (or :func:`build_llm_corpus` for all three).
     """
 
@@ -205,6 +225,7 @@ class LLMBuilder:
         self.runner = LoopRunner()
         self.results: list[DomainResult] = []
         self.stage: Any = None
+        self._progress: ProgressFn = lambda _k, _s: None
         self.run_id = uuid.uuid4().hex[:12]
         self.started = _now()
 
@@ -217,53 +238,34 @@ class LLMBuilder:
     def close(self) -> None:
         self.runner.close()
 
-    def build_apps(
+    name = "llm"
+    builder = "llm"
+    """The provenance ``builder`` of the apps it seals."""
+
+    def design(
         self, domains: list[str], descriptions: dict[str, str] | None = None, progress: ProgressFn | None = None
     ) -> list[DomainResult]:
-        """Stages 1 to 5 for each keyword: apps in ``out/apps/<name>/``; a failed domain is recorded, the others go on.
+        """Stages 1 and 2 for each keyword: a blueprint with its debugged custom tools; a failed domain is recorded, the others go on.
 
         Raises:
             envsynth.llmbuild.client.BudgetExceeded: the token budget is spent.
             ValueError: no domains, or two domains designed with one app name.
         """
-        from envsynth.compiler.build import BuildError, build_app
-        from envsynth.corpus.layout import APPS_DIR
-        from envsynth.graph import read_graph
-        from envsynth.llmbuild.dependency import propose_dependencies, write_augmented_graph
-        from envsynth.runtime.app import App
-
         if not domains:
-            raise ValueError("no domains to build: give at least one --domain keyword")
+            raise ValueError("no domains to build: give at least one domain keyword")
         self.out.mkdir(parents=True, exist_ok=True)
-        report = progress or (lambda _k, _s: None)
+        self._progress = progress or (lambda _k, _s: None)
         for keyword in domains:
             started = time.perf_counter()
             before = self.client.metrics()
-            dependencies: dict[str, Any] = {"kept": [], "rejected": []}
-            report(keyword, "design")
+            self._progress(keyword, "design")
             result = self.runner.run(
                 synthesize_domain(self.client, keyword, (descriptions or {}).get(keyword), rounds=self.rounds, seed=self.seed)
             )
-            first = None
-            if result.blueprint is not None:
-                report(keyword, "app")
-                app_dir = self.out / APPS_DIR / result.blueprint.name
-                first = _recorded_metrics(app_dir, result.blueprint)
-                try:
-                    built = build_app(result.blueprint, self.out / APPS_DIR, self.seed)
-                except BuildError as exc:
-                    result.error = f"the app failed its procedural tests: {exc}"
-                else:
-                    report(keyword, "dependencies")
-                    deps = self.runner.run(propose_dependencies(self.client, App.load(built.path), read_graph(built.path), seed=self.seed))
-                    write_augmented_graph(built.path, deps.graph)
-                    dependencies = {"kept": deps.kept, "rejected": deps.rejected, "groups": deps.groups, "failures": deps.failures}
             result.metrics = domain_metrics(result, _role_delta(before, self.client.metrics()), time.perf_counter() - started)
-            result.metrics["dependencies"] = dependencies
-            if result.blueprint is not None and result.error is None:
-                # a rebuild from cached replies keeps the metrics of the run that paid for them
-                _record_provenance(self.out / APPS_DIR / result.blueprint.name, first or result.metrics)
-            report(keyword, "failed" if result.error else "done")
+            result.metrics["dependencies"] = {"kept": [], "rejected": []}
+            if result.error:
+                self._progress(keyword, "failed")
             self.results.append(result)
         names = [b.name for b in self.blueprints]
         if len(set(names)) != len(names):
@@ -272,36 +274,70 @@ class LLMBuilder:
 
     @property
     def blueprints(self) -> list[Blueprint]:
-        """The blueprints of the domains that produced an app."""
+        """The blueprints of the domains that produced an app (or, before the build, a design)."""
         return [r.blueprint for r in self.results if r.blueprint is not None and r.error is None]
 
-    def build_tasks(self, *, tasks_per_app: int, states: int = 1, distractors: int = 0, progress: Any = None) -> Any:
-        """The corpus over the built apps, with the task writer and gating on every admitted task index.
+    @property
+    def app_stage(self) -> LLMBuilder:
+        """This builder: :meth:`seal` proposes dependencies and records the metrics in each app."""
+        return self
+
+    def seal(self, app: App, graph: ToolGraph) -> tuple[ToolGraph, dict[str, Any]]:
+        """Stages 4 and 5 for a tested app: the dependency edges that execute, and the metrics as provenance.
+
+        A rebuild from cached replies keeps the metrics of the run that paid for them.
+        """
+        from envsynth.llmbuild.dependency import propose_dependencies
+
+        result = next(r for r in self.results if r.blueprint is not None and r.blueprint.name == app.name)
+        first = _recorded_metrics(self.out / APPS_DIR / app.name, result.blueprint)  # type: ignore[arg-type]
+        started = time.perf_counter()
+        before = self.client.metrics()
+        self._progress(result.keyword, "dependencies")
+        deps = self.runner.run(propose_dependencies(self.client, app, graph, seed=self.seed))
+        roles = _role_delta(before, self.client.metrics())
+        result.metrics = domain_metrics(
+            result, _role_sum(result.metrics["roles"], roles), result.metrics["wall_seconds"] + time.perf_counter() - started
+        )
+        result.metrics["dependencies"] = {"kept": deps.kept, "rejected": deps.rejected, "groups": deps.groups, "failures": deps.failures}
+        return deps.graph, {"llm_builder": first or result.metrics}
+
+    def task_stage(self) -> TaskStage:
+        """The task writer and gating, applied to every admitted task index."""
+        from envsynth.llmbuild.taskstage import TaskStage
+
+        self.stage = TaskStage(self.client, self.runner.run, tau=self.tau, rewrite=self.rewrite, gate=self.gate)
+        return self.stage
+
+    def build(
+        self, *, apps: int | None = None, tasks_per_app: int = 0, states: int = 1, distractors: int = 0, progress: Any = None
+    ) -> CorpusSummary:
+        """Stage 3 and on, through the one pipeline: the designed apps, sealed, and (``tasks_per_app`` > 0) their corpus.
 
         Returns:
             The :class:`~envsynth.corpus.CorpusSummary`.
 
         Raises:
-            ValueError: no app was built.
+            ValueError: no domain was designed.
             envsynth.llmbuild.client.BudgetExceeded: the token budget is spent (rerun to resume).
         """
-        from envsynth.corpus import build_corpus
-        from envsynth.llmbuild.taskstage import TaskStage
+        from envsynth.pipeline import BuildConfig, build
 
         if not self.blueprints:
-            raise ValueError("no app was built, so there are no tasks to build")
-        self.stage = TaskStage(self.client, self.runner.run, tau=self.tau, rewrite=self.rewrite, gate=self.gate)
-        return build_corpus(
-            self.out,
-            blueprints=self.blueprints,
-            tasks_per_app=tasks_per_app,
-            states=states,
-            distractors=distractors,
-            seed=self.seed,
-            workers=1,
-            progress=progress,
-            task_stage=self.stage,
-        )
+            raise ValueError("no domain was designed, so there is no app to build")
+        config = BuildConfig(out=self.out, seed=self.seed, apps=apps, tasks_per_app=tasks_per_app, states=states, distractors=distractors)
+        summary = build(config, self, progress=progress)
+        for record in summary.manifest.apps:
+            result = next(r for r in self.results if r.blueprint is not None and r.blueprint.name == record.name)
+            if record.error:
+                result.error = f"the app failed its procedural tests: {record.error}"
+                result.metrics["error"] = result.error
+            elif not result.metrics["dependencies"]["kept"] and not result.metrics["dependencies"]["rejected"]:
+                recorded = _recorded_metrics(self.out / APPS_DIR / record.name, result.blueprint)  # type: ignore[arg-type]
+                if recorded is not None:  # the app was reused as it was built: its dependencies stand
+                    result.metrics["dependencies"] = recorded.get("dependencies", result.metrics["dependencies"])
+            self._progress(result.keyword, "failed" if result.error else "done")
+        return summary
 
     def write_metrics(self, status: str | None = None) -> dict[str, Any]:
         """Write ``out/llm_build.json`` and return it.
@@ -405,8 +441,12 @@ def build_llm_corpus(
     with LLMBuilder(client, out, seed=seed, rounds=rounds, tau=tau, rewrite=rewrite, gate=gate) as builder:
         status = None
         try:
-            results = builder.build_apps(domains, descriptions)
-            summary = builder.build_tasks(tasks_per_app=tasks_per_app, states=states, distractors=distractors) if tasks_per_app else None
+            results = builder.design(domains, descriptions)
+            summary = None
+            if builder.blueprints or tasks_per_app:
+                summary = builder.build(tasks_per_app=tasks_per_app, states=states, distractors=distractors)
+            if not tasks_per_app:
+                summary = None  # apps only: the caller asked for no corpus summary
         except BaseException as exc:
             status = ended(exc, client)
             raise
@@ -437,14 +477,3 @@ def _recorded_metrics(app_dir: Path, bp: Blueprint) -> dict[str, Any] | None:
         return None
     same = prov.get("blueprint_hash") == sha256(canonical_json(blueprint_data(bp)))
     return prov.get("llm_builder") if same else None
-
-
-def _record_provenance(app_dir: Path, metrics: dict[str, Any]) -> None:
-    """Add the LLM builder's metrics to ``app.json``'s provenance (atomically, canonical JSON)."""
-    from envsynth.compiler.compile import canonical_json
-    from envsynth.files import write_atomic
-
-    path = app_dir / "app.json"
-    data = json.loads(path.read_text(encoding="utf-8"))
-    data.setdefault("provenance", {})["llm_builder"] = metrics
-    write_atomic(path, canonical_json(data).encode())

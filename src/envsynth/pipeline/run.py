@@ -1,0 +1,48 @@
+"""Run the pipeline for one configuration and one builder."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from envsynth.corpus.build import CorpusSummary, build_corpus
+
+if TYPE_CHECKING:
+    from envsynth.corpus.app_tasks import ProgressFn
+    from envsynth.pipeline.builder import Builder
+    from envsynth.pipeline.config import BuildConfig
+
+
+def build(config: BuildConfig, builder: Builder, *, progress: ProgressFn | None = None) -> CorpusSummary:
+    """Build (or resume) ``config.out`` from ``builder``'s blueprints.
+
+    Apps land in ``out/apps/<app>/`` (each only when every procedural test passes), tasks
+    (``tasks_per_app`` > 0) in ``out/tasks/<app>/``, the manifest in ``out/corpus.json``.
+    A rerun reuses every app built from the same blueprint, seed and version and continues
+    the tasks where the last run stopped.
+
+    Args:
+        config: the composition and where to build it.
+        builder: where the blueprints come from, and its own stages.
+        progress: called with an :class:`~envsynth.corpus.app_tasks.AppProgress` as apps and tasks move on.
+
+    Raises:
+        ValueError: no blueprints, or two with one name.
+        envsynth.corpus.CorpusError: ``config.out`` holds a corpus built with other options,
+            or an app folder in the way holds files envsynth did not write.
+    """
+    blueprints = builder.blueprints
+    return build_corpus(
+        config.out,
+        blueprints=blueprints,
+        apps=config.apps,
+        tasks_per_app=config.tasks_per_app,
+        states=config.states,
+        distractors=config.distractors,
+        seed=config.seed,
+        workers=config.workers,
+        progress=progress,
+        task_stage=builder.task_stage() if config.tasks_per_app else None,
+        app_stage=builder.app_stage,
+        force=config.force,
+        keep_failed=config.keep_failed,
+    )
