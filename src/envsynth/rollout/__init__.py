@@ -14,7 +14,7 @@ Usage::
 from __future__ import annotations
 
 from envsynth.rollout.batch import BatchResult, PolicyFactory, RunError, arun_batch, run_batch
-from envsynth.rollout.episode import run_episode
+from envsynth.rollout.runner import run_episode
 from envsynth.rollout.summary import pass_at_k, summarize, summarize_records
 from envsynth.rollout.trajectory import RUN_CONFIG, TRAJECTORIES, Trajectory, read_trajectories
 

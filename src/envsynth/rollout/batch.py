@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from envsynth.agents.base import Policy
 from envsynth.corpus.load import Corpus, load_corpus
-from envsynth.rollout.episode import run_episode
+from envsynth.rollout.runner import run_episode
 from envsynth.rollout.trajectory import RUN_CONFIG, TRAJECTORIES, Trajectory, TrajectoryWriter, read_trajectories, repair_tail
 from envsynth.runtime.episode import short_repr
 from envsynth.tasks.model import Task

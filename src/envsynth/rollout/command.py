@@ -137,7 +137,7 @@ def run_command(
         llm = OpenAIChat(model, base_url=base_url, api_key=api_key, concurrency=requests or concurrency, **params)
         meta |= {"model": model, "base_url": llm.base_url, "temperature": temperature}
 
-        from envsynth.agents.codeact import CODE_SYSTEM_PROMPT
+        from envsynth.agents.codeloop import CODE_SYSTEM_PROMPT
 
         prompt = {"system_prompt": CODE_SYSTEM_PROMPT} if mode == "code" else {}
 
