@@ -209,9 +209,10 @@ class TaskEpisode:
         back unscored and continues on a fresh copy of s0 (the same object, a new attempt).
         """
         if self._calls or self.finished or (seed is not None and seed != self.seed):
-            fresh = self._restart(self.seed if seed is None else seed)
-            if not self.finished:
+            if not self.finished:  # its state goes back first, so a pool hands the same warm copy out again
+                self.finished = True
                 self._end()
+            fresh = self._restart(self.seed if seed is None else seed)
             for name in TaskEpisode.__slots__:
                 setattr(self, name, getattr(fresh, name))
         return StepResult(self.instruction)
