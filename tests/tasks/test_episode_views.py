@@ -92,3 +92,12 @@ def test_complete_task_with_a_wrong_argument_is_rejected_and_the_episode_goes_on
     assert ep.step(Action("complete_task", "")).done  # blank JSON text: no arguments
     after = ep.step(Action("complete_task", {}))
     assert after.done and after.code == "episode_finished" and after.reward == ep.state().reward.score  # type: ignore[union-attr]
+
+
+def test_reset_hands_the_same_warm_state_back_out(corpus: Corpus) -> None:
+    task = next(t for t in corpus.tasks if t.expected_effects)
+    ep = corpus.start(task)
+    ep.step(Action(task.oracle[0].tool, {}))  # any call: the attempt is used
+    used = ep._episode.db
+    ep.reset()
+    assert ep._episode.db is used and not ep.effects()  # the pool's copy of s0, rolled back, not a new connection
