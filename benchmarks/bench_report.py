@@ -23,6 +23,7 @@ from pathlib import Path
 from envsynth import catalog
 from envsynth.audit import BENCHMARKS
 from envsynth.corpus import build_corpus, load_corpus
+from envsynth.rollout import RunConfig
 from envsynth.rollout.command import run_command
 from envsynth.view.html import build_report
 
@@ -35,7 +36,7 @@ def _corpus() -> tuple[Path, Path]:
         bps = [catalog.load(e.name) for e in catalog.entries()]
         build_corpus(corpus, blueprints=bps, tasks_per_app=50, states=1, distractors=2, seed=0)
     if not (run / "trajectories.jsonl").is_file():
-        run_command(corpus, out=run, agent="oracle")
+        run_command(RunConfig(corpus=corpus, out=run, agent="oracle"))
     return corpus, run
 
 

@@ -22,6 +22,7 @@ _EXPORTS = {
     "AppLoadError": "envsynth.runtime.app",
     "Episode": "envsynth.runtime.episode",
     "CallResult": "envsynth.runtime.episode",
+    "TaskEpisode": "envsynth.tasks.episode",
     "ToolError": "envsynth.runtime.toolkit",
     "Blueprint": "envsynth.blueprint.models",
     "BlueprintError": "envsynth.blueprint.errors",
@@ -46,6 +47,7 @@ __all__ = [
     "BuildError",
     "CallResult",
     "Episode",
+    "TaskEpisode",
     "ToolError",
     "__version__",
     "build_app",
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
     from envsynth.runtime.app import App, AppLoadError
     from envsynth.runtime.episode import CallResult, Episode
     from envsynth.runtime.toolkit import ToolError
+    from envsynth.tasks.episode import TaskEpisode
     from envsynth.testing.procedural import test_app
 
 

@@ -178,7 +178,7 @@ def test_model_failure_is_recorded_and_the_batch_goes_on(corpus: Corpus, tmp_pat
 
     res = run_batch(corpus, factory, tasks, attempts=1, concurrency=2, out=tmp_path / "run")
     assert (res.written, res.errors) == (3, 1)
-    s = summarize(tmp_path / "run")
+    s = summarize(tmp_path / "run").to_dict()
     assert s["pass@1"] == pytest.approx(2 / 3, abs=1e-6) and s["errors"]["episodes"] == 1
     err = s["errors"]["first"][0]
     assert err["task_id"] == tasks[1].id and err["kind"] == "server" and err["status"] == 500

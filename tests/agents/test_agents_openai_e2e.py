@@ -105,7 +105,7 @@ def test_run_batch_with_the_openai_client(
     llm = OpenAIChat("scripted-model", base_url=url, concurrency=2, retry=RetryPolicy(base=0.01, cap=0.05), temperature=0.0)
     res = run_batch(corpus, lambda t, a: ChatAgent(llm, max_turns=20), tasks, attempts=1, concurrency=4, out=tmp_path / "run")
     assert (res.written, res.errors) == (len(tasks), 0)
-    s = summarize(tmp_path / "run")
+    s = summarize(tmp_path / "run").to_dict()
     assert s["pass@1"] == 1.0 and s["retries"] == len(tasks)
     assert s["tool_calls"]["malformed"] == len(tasks) and s["rejection_codes"] == {"invalid_json": len(tasks)}
     for r in read_trajectories(tmp_path / "run"):

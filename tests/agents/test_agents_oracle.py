@@ -13,7 +13,7 @@ from envsynth.rollout import read_trajectories, run_batch, run_episode, summariz
 def test_oracle_passes_every_task(corpus: Corpus, tmp_path: Path) -> None:
     res = run_batch(corpus, lambda task, attempt: OracleAgent(task), attempts=2, concurrency=4, out=tmp_path / "run")
     assert res.written == 2 * len(corpus.tasks) and res.skipped == 0 and res.errors == 0
-    s = summarize(tmp_path / "run")
+    s = summarize(tmp_path / "run").to_dict()
     assert s["tasks"] == len(corpus.tasks) and s["episodes"] == 2 * len(corpus.tasks)
     assert s["pass@1"] == 1.0 and s["pass@2"] == 1.0 and s["mean_score"] == 1.0
     assert set(s["tool_calls"]) == {"success"} and s["stop_reasons"] == {"complete_task": 2 * len(corpus.tasks)}

@@ -43,7 +43,7 @@ def test_resume_after_interruption_writes_no_duplicates(corpus: Corpus, tmp_path
     assert pairs[: len(first)] == first
     again = run_batch(corpus, lambda t, a: OracleAgent(t), tasks, attempts=3, out=out)
     assert (again.skipped, again.written) == (15, 0) and len(_pairs(out)) == 15
-    assert summarize(out)["pass@3"] == 1.0
+    assert summarize(out).to_dict()["pass@3"] == 1.0
     cfg = json.loads((out / "run.json").read_text())
     assert cfg["attempts"] == 3 and cfg["corpus_digest"] == corpus.manifest.digest
 
@@ -95,7 +95,7 @@ def test_summary_numbers_by_hand() -> None:
         *[_rec("B", a, False, turns=4) for a in range(4)],
         *[_rec("C", a, True, kind="info") for a in range(4)],
     ]
-    s = summarize_records(recs)
+    s = summarize_records(recs).to_dict()
     assert (s["tasks"], s["episodes"], s["attempts_per_task"]) == (3, 12, 4)
     assert s["pass@1"] == pytest.approx((0.25 + 0 + 1) / 3, abs=1e-6)
     assert s["pass@4"] == pytest.approx((1 + 0 + 1) / 3, abs=1e-6)
@@ -121,7 +121,7 @@ def test_pass_at_k_estimator() -> None:
 
 
 def test_summary_of_an_empty_or_missing_run(tmp_path: Path) -> None:
-    s = summarize(tmp_path)
+    s = summarize(tmp_path).to_dict()
     assert s["episodes"] == 0 and s["pass@1"] is None
 
 
@@ -140,10 +140,10 @@ def test_rerun_errors_and_max_errors(corpus: Corpus, tmp_path: Path) -> None:
     assert len(_pairs(out)) == 2
     kept = run_batch(corpus, lambda t, a: OracleAgent(t), tasks, out=out)
     assert (kept.skipped, kept.written) == (2, 1)
-    assert summarize(out)["pass@1"] == pytest.approx(1 / 3, abs=1e-6)
+    assert summarize(out).to_dict()["pass@1"] == pytest.approx(1 / 3, abs=1e-6)
     redone = run_batch(corpus, lambda t, a: OracleAgent(t), tasks, out=out, rerun_errors=True)
     assert (redone.skipped, redone.written) == (1, 2)
-    s = summarize(out)
+    s = summarize(out).to_dict()
     assert s["pass@1"] == 1.0 and s["episodes"] == 3 and s["errors"]["episodes"] == 0
     again = run_batch(corpus, lambda t, a: OracleAgent(t), tasks, out=out, rerun_errors=True)
     assert again.written == 0

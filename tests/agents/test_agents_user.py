@@ -13,6 +13,7 @@ from envsynth.corpus import Corpus
 from envsynth.llm import Fail, ScriptedProvider, text_reply
 from envsynth.rollout import RunError, Trajectory, run_batch, run_episode, summarize
 from envsynth.rollout.command import run_command
+from envsynth.rollout.config import RunConfig
 from envsynth.tasks.model import Task
 
 OPENING = "Hi, I need a hand with something."
@@ -88,7 +89,7 @@ def test_run_batch_with_a_user_factory_and_the_summary(corpus: Corpus, tmp_path:
 
     res = run_batch(corpus, agent, tasks, out=tmp_path / "run", user_factory=user)
     assert (res.written, res.errors) == (3, 0)
-    s = summarize(tmp_path / "run")
+    s = summarize(tmp_path / "run").to_dict()
     assert s["pass@1"] == 1.0 and s["stop_reasons"] == {"complete_task": 3}
     assert s["user_simulator"] is not None and s["user_simulator"]["episodes"] == 3 and s["user_simulator"]["mean_turns"] == 2.0
     assert summarize_without_user(corpus, tmp_path) is None
@@ -96,17 +97,20 @@ def test_run_batch_with_a_user_factory_and_the_summary(corpus: Corpus, tmp_path:
 
 def summarize_without_user(corpus: Corpus, tmp_path: Path) -> object:
     run_batch(corpus, lambda t, a: ChatAgent(planned(t, [ORACLE] * (len(t.oracle) + 1))), corpus.tasks[:1], out=tmp_path / "plain")
-    return summarize(tmp_path / "plain")["user_simulator"]
+    return summarize(tmp_path / "plain").to_dict()["user_simulator"]
 
 
 def test_run_command_checks_the_user_simulator_settings(corpus_path: Path, tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="--user-sim needs --user-model"):
-        run_command(corpus_path, out=tmp_path / "r", agent="oracle", user_sim=True)
-    with pytest.raises(ValueError, match="--user-max-turns"):
-        run_command(corpus_path, out=tmp_path / "r", agent="oracle", user_sim=True, user_model="u", user_max_turns=0)
-    run_command(corpus_path, out=tmp_path / "plain", agent="oracle", limit=1)
-    with pytest.raises(RunError, match="without --user-sim"):
-        run_command(corpus_path, out=tmp_path / "plain", agent="oracle", user_sim=True, user_model="u", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(ValueError, match=r"user simulator \(user_sim\) needs a model"):
+        RunConfig(corpus=corpus_path, out=tmp_path / "r", agent="oracle", user_sim=True)
+    with pytest.raises(ValueError, match="user_max_turns"):
+        RunConfig(corpus=corpus_path, out=tmp_path / "r", agent="oracle", user_sim=True, user_model="u", user_max_turns=0)
+    run_command(RunConfig(corpus=corpus_path, out=tmp_path / "plain", agent="oracle", limit=1))
+    with pytest.raises(RunError, match="without the user simulator"):
+        again = RunConfig(
+            corpus=corpus_path, out=tmp_path / "plain", agent="oracle", user_sim=True, user_model="u", base_url="http://127.0.0.1:9/v1"
+        )
+        run_command(again)
 
 
 def test_the_simulator_needs_a_turn(corpus: Corpus, action_task: Task) -> None:

@@ -114,7 +114,7 @@ def test_one_crashing_episode_does_not_abort_the_batch(corpus: Corpus, tmp_path:
     assert bad["error"]["type"] == "RecursionError" and bad["error"]["kind"] == "crash" and "RecursionError" in bad["error"]["trace"]
     assert all(r["reward"]["passed"] for tid, r in recs.items() if tid != crash.id)
     assert recs[surrogate.id]["messages"][2]["content"] == "thinking \ufffd"
-    s = summarize(tmp_path / "run")
+    s = summarize(tmp_path / "run").to_dict()
     assert s["errors"]["episodes"] == 1 and s["episodes"] == len(tasks)
     again = run_batch(corpus, lambda t, a: OracleAgent(t), attempts=1, out=tmp_path / "run", rerun_errors=True)
     assert again.written == 1 and again.errors == 0  # the crashed pair is run again

@@ -19,6 +19,7 @@ from envsynth.llm import ScriptedProvider
 from envsynth.llm.types import Message
 from envsynth.rollout import RunError, Trajectory, run_batch, run_episode, summarize
 from envsynth.rollout.command import run_command
+from envsynth.rollout.config import RunConfig
 from envsynth.sandbox import CodeSandbox, Limits
 
 
@@ -122,7 +123,7 @@ def test_turn_limit_in_code_mode(corpus: Corpus, sandbox: CodeSandbox) -> None:
 def test_run_batch_in_code_mode(corpus: Corpus, sandbox: CodeSandbox, tmp_path: Path) -> None:
     res = run_batch(corpus, lambda task, attempt: OracleCodeAgent(task), concurrency=4, out=tmp_path / "run", sandbox=sandbox)
     assert res.written == len(corpus.tasks) and res.errors == 0
-    assert summarize(tmp_path / "run")["pass@1"] == 1.0
+    assert summarize(tmp_path / "run").to_dict()["pass@1"] == 1.0
 
 
 def test_cli_oracle_code_mode(corpus_path: Path, tmp_path: Path) -> None:
@@ -164,13 +165,14 @@ def test_run_command_openai_code_mode_against_a_local_server(corpus: Corpus, cor
         return 200, completion(body["model"], OracleCodeAgent(by_instruction[instruction]).reply(body["messages"]))
 
     with chat_server(reply) as base_url:
-        s = run_command(corpus_path, out=tmp_path / "run", agent="code", model="m", base_url=base_url, api_key="k", tasks=chosen)
+        config = RunConfig(corpus=corpus_path, out=tmp_path / "run", agent="code", model="m", base_url=base_url, api_key="k", tasks=chosen)
+        s = run_command(config).to_dict()
     assert s["episodes"] == 3 and s["pass@1"] == 1.0
     assert bodies and all("tools" not in b for b in bodies)
     assert bodies[0]["messages"][0]["content"].startswith(CODE_SYSTEM_PROMPT.split("\n")[0])
-    with pytest.raises(RunError, match="--mode code run"):
-        run_command(corpus_path, out=tmp_path / "run", agent="oracle")  # function mode into a code-mode run folder
-    with pytest.raises(ValueError, match="unknown mode"):
-        run_command(corpus_path, out=tmp_path / "r2", agent="oracle", mode="shell")
-    with pytest.raises(ValueError, match="--agent code acts in code mode"):
-        run_command(corpus_path, out=tmp_path / "r2", agent="code", mode="function", model="m")
+    with pytest.raises(RunError, match="holds a code-mode run"):
+        run_command(RunConfig(corpus=corpus_path, out=tmp_path / "run", agent="oracle"))  # function mode into a code-mode run folder
+    with pytest.raises(ValueError, match="'function' or 'code'"):
+        RunConfig(corpus=corpus_path, out=tmp_path / "r2", agent="oracle", mode="shell")
+    with pytest.raises(ValueError, match="agent 'code' acts in code mode"):
+        RunConfig(corpus=corpus_path, out=tmp_path / "r2", agent="code", mode="function", model="m")

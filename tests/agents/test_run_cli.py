@@ -33,4 +33,9 @@ def test_oracle_run_scores_every_task_and_resumes(tmp_path: Path) -> None:
 
 def test_run_needs_a_model_for_the_openai_agent(tmp_path: Path) -> None:
     res = run("run", str(tmp_path), "--agent", "openai", "--out", str(tmp_path / "r"))
-    assert res.returncode == 2 and "Traceback" not in res.stderr and "error:" in res.stderr
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    # refused for the missing model (not for the empty corpus folder, which is read later), by its flag
+    assert "error: --model: agent 'openai' needs a model name" in res.stderr and "corpus" not in res.stderr
+    res = run("run", str(tmp_path), "--agent", "oracle", "--attempts", "0", "--seed", "-1", "--out", str(tmp_path / "r"))
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr  # one line, every problem on it
+    assert "--attempts: Input should be greater than or equal to 1 (got 0)" in res.stderr and "--seed: " in res.stderr

@@ -11,7 +11,7 @@ import yaml
 from envsynth import catalog
 from envsynth.blueprint import BlueprintError, from_dict
 from envsynth.blueprint.models import EPISODE_TOOLS
-from envsynth.sandbox.codeact import META_TOOLS
+from envsynth.sandbox.codeblocks import META_TOOLS
 from envsynth.tasks.episode import COMPLETE_TASK
 
 

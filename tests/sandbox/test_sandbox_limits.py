@@ -302,7 +302,7 @@ class _GarbageAgent:
     max_tokens = None
 
     def __init__(self) -> None:
-        from envsynth.agents.codeact import CODE_SYSTEM_PROMPT
+        from envsynth.agents.codeloop import CODE_SYSTEM_PROMPT
         from envsynth.llm.types import Usage
 
         self.system_prompt = CODE_SYSTEM_PROMPT

@@ -1,4 +1,4 @@
-"""Agents for task episodes (function-calling mode; code-acting mode in :mod:`envsynth.agents.codeact`).
+"""Agents for task episodes (function-calling mode; code-acting mode in :mod:`envsynth.agents.codeloop`).
 
 A :class:`Policy` returns the next assistant message; :func:`converse` runs it on a
 :class:`~envsynth.tasks.episode.TaskEpisode`. :class:`ChatAgent` asks an
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from envsynth.agents.base import DEFAULT_MAX_TURNS, SYSTEM_PROMPT, Policy
 from envsynth.agents.chat import ChatAgent
-from envsynth.agents.codeact import CODE_SYSTEM_PROMPT, converse_code, extract_code
+from envsynth.agents.codeloop import CODE_SYSTEM_PROMPT, converse_code, extract_code
 from envsynth.agents.loop import COMPLETE, MALFORMED, Conversation, converse
 from envsynth.agents.oracle import OracleAgent, OracleError
 from envsynth.agents.oracle_code import OracleCodeAgent, oracle_code

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import keyword
 
-from envsynth.agents.codeact import CODE_SYSTEM_PROMPT
+from envsynth.agents.codeloop import CODE_SYSTEM_PROMPT
 from envsynth.llm.types import Message, Usage
 from envsynth.tasks.answerpath import answer_expr
 from envsynth.tasks.model import Task
@@ -41,7 +41,7 @@ def oracle_code(task: Task) -> str:
 class OracleCodeAgent:
     """A code-mode policy that knows the answer: one block with the whole oracle program.
 
-    It runs through :func:`~envsynth.agents.codeact.converse_code` like a model; an
+    It runs through :func:`~envsynth.agents.codeloop.converse_code` like a model; an
     admitted task scores 1.0 with it. If the block did not complete the task (it should
     not happen), the next reply has no code and the conversation ends.
     """

@@ -8,14 +8,15 @@ Usage::
 
     llm = OpenAIChat("gpt-4.1-mini", concurrency=16)
     run_batch("corpus/", lambda task, attempt: ChatAgent(llm), attempts=4, concurrency=32, out="runs/a")
-    summarize("runs/a")["pass@1"]
+    summarize("runs/a").pass_at[1]
 """
 
 from __future__ import annotations
 
 from envsynth.rollout.batch import BatchResult, PolicyFactory, RunError, arun_batch, run_batch
-from envsynth.rollout.episode import run_episode
-from envsynth.rollout.summary import pass_at_k, summarize, summarize_records
+from envsynth.rollout.config import RunConfig
+from envsynth.rollout.runner import run_episode
+from envsynth.rollout.summary import RunSummary, pass_at_k, summarize, summarize_records
 from envsynth.rollout.trajectory import RUN_CONFIG, TRAJECTORIES, Trajectory, read_trajectories
 
 __all__ = [
@@ -23,7 +24,9 @@ __all__ = [
     "TRAJECTORIES",
     "BatchResult",
     "PolicyFactory",
+    "RunConfig",
     "RunError",
+    "RunSummary",
     "Trajectory",
     "arun_batch",
     "pass_at_k",

@@ -10,11 +10,11 @@ import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Required, TypedDict, Unpack
 
 from envsynth.agents.base import Policy
 from envsynth.corpus.load import Corpus, load_corpus
-from envsynth.rollout.episode import run_episode
+from envsynth.rollout.runner import run_episode
 from envsynth.rollout.trajectory import RUN_CONFIG, TRAJECTORIES, Trajectory, TrajectoryWriter, read_trajectories, repair_tail
 from envsynth.runtime.episode import short_repr
 from envsynth.tasks.model import Task
@@ -35,6 +35,21 @@ ProgressFn = Callable[[int, int, Trajectory], None]
 
 class RunError(RuntimeError):
     """The run folder does not fit this run (another version of a task in it), or too many episodes failed."""
+
+
+class BatchOptions(TypedDict, total=False):
+    """The keyword options of :func:`run_batch` (and of :func:`arun_batch`, where their defaults are); ``out`` is required."""
+
+    attempts: int
+    concurrency: int
+    out: Required[str | Path]
+    progress: ProgressFn | None
+    seed: int
+    meta: dict[str, Any] | None
+    rerun_errors: bool
+    max_errors: int | None
+    sandbox: CodeSandbox | None
+    user_factory: UserFactory | None
 
 
 @dataclass
@@ -213,17 +228,7 @@ def run_batch(
     corpus: Corpus | str | Path,
     policy_factory: PolicyFactory,
     tasks: Iterable[Task | str] | None = None,
-    *,
-    attempts: int = 1,
-    concurrency: int = 8,
-    out: str | Path,
-    progress: ProgressFn | None = None,
-    seed: int = 0,
-    meta: dict[str, Any] | None = None,
-    rerun_errors: bool = False,
-    max_errors: int | None = None,
-    sandbox: CodeSandbox | None = None,
-    user_factory: UserFactory | None = None,
+    **options: Unpack[BatchOptions],
 ) -> BatchResult:
     """Run ``attempts`` episodes of every task, ``concurrency`` at a time, into ``out/trajectories.jsonl``.
 
@@ -256,20 +261,4 @@ def run_batch(
         RunError: the folder holds trajectories of another version of a task, or
             ``max_errors`` episodes failed.
     """
-    return asyncio.run(
-        arun_batch(
-            corpus,
-            policy_factory,
-            tasks,
-            attempts=attempts,
-            concurrency=concurrency,
-            out=out,
-            progress=progress,
-            seed=seed,
-            meta=meta,
-            rerun_errors=rerun_errors,
-            max_errors=max_errors,
-            sandbox=sandbox,
-            user_factory=user_factory,
-        )
-    )
+    return asyncio.run(arun_batch(corpus, policy_factory, tasks, **options))

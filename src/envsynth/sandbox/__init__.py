@@ -21,7 +21,7 @@ The same workers run the bodies of untrusted (LLM-written) custom tools
 """
 
 from envsynth.blueprint.codecheck import check_tool_code
-from envsynth.sandbox.codeact import META_TOOLS, CodeActEpisode, CodeSandbox, Observation, tool_documentation
+from envsynth.sandbox.codeblocks import META_TOOLS, CodeActEpisode, CodeSandbox, Observation, tool_documentation
 from envsynth.sandbox.launcher import Limits, Mode, SandboxUnavailable, SandboxWarning, detect, fallback_mode
 from envsynth.sandbox.pool import WorkerPool, default_pool
 from envsynth.sandbox.untrusted import SandboxedToolFailure, ToolWorkerPool, set_tool_pool, tool_pool

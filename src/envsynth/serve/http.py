@@ -297,11 +297,12 @@ def _add_episode_routes(app: FastAPI, registry: EpisodeRegistry, run: Runner, re
     @app.get("/episodes/{episode_id}", response_model=EpisodeInfo)
     async def episode_info(episode_id: str) -> EpisodeInfo:
         live = registry.get(episode_id)
+        state = live.episode.state()
         return EpisodeInfo(
             episode_id=live.id,
-            task_id=live.task_id,
-            seed=live.seed,
-            calls=live.calls,
+            task_id=state.task_id,
+            seed=state.seed,
+            calls=state.calls,
             idle_seconds=max(0.0, time.monotonic() - live.last_used),
         )
 

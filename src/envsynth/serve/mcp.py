@@ -8,7 +8,7 @@
   JSON text; a rejected call (anticipated rejection, unknown tool, bad arguments) or an
   unexpected failure returns the message as a tool result with ``isError`` true, so the
   agent can correct itself and the session goes on.
-- ``complete_task`` ends the episode. The agent is told only ``"Task completed."``; the
+- ``complete_task`` ends the episode (:meth:`TaskEpisode.step`, the trainer's view). The agent is told only ``"Task completed."``; the
   reward (score, passed, breakdown) goes to stderr and, with ``reward_file``, to a JSON
   file: the agent never sees the verifier.
 - The task's instruction is the server's ``instructions`` and its ``task`` prompt. When the
@@ -42,6 +42,7 @@ from envsynth.runtime.episode import SUCCESS
 from envsynth.serve.net import BearerAuth, announce, bind, check_exposure, short, url_of
 from envsynth.serve.registry import public_breakdown
 from envsynth.tasks.episode import TaskEpisode
+from envsynth.tasks.trainer import COMPLETE, Action
 
 __all__ = ["COMPLETED", "EpisodeTools", "build_server", "run"]
 
@@ -110,20 +111,18 @@ class EpisodeTools:
         return _result(res.content, error=res.outcome != SUCCESS)
 
     def _complete(self, arguments: dict[str, Any]) -> types.CallToolResult:
-        extra = set(arguments) - {"answer"}
-        if extra:
-            return _result(f"complete_task takes only 'answer', not {short(', '.join(sorted(map(repr, extra))))}.", error=True)
-        answer = arguments.get("answer")
-        reward = self.episode.finish(answer=answer)
-        breakdown = public_breakdown(reward, reveal_expected=self._reveal)
+        step = self.episode.step(Action(COMPLETE, arguments))
+        if not step.done:  # arguments other than 'answer': the episode goes on
+            return _result(step.observation, error=True)
+        state, reward = self.episode.state(), self.episode.finish()  # finishing again: the reward it ended with
         self.reward = {
             "task_id": self.task_id,
             "seed": self.seed,
-            "answer": answer,
-            "tainted": self.episode.tainted,
+            "answer": state.answer,
+            "tainted": state.tainted,
             "score": reward.score,
             "passed": reward.passed,
-            "breakdown": breakdown,
+            "breakdown": public_breakdown(reward, reveal_expected=self._reveal),
         }
         print(f"envsynth mcp: task {self.task_id} completed, score {reward.score}", file=sys.stderr, flush=True)
         if self._reward_file is not None:

@@ -60,17 +60,19 @@ class ServeError(Exception):
 
 
 @dataclass
-class LiveEpisode:
-    """One episode held by the server."""
+class EpisodeHandle:
+    """The server's hold on one :class:`TaskEpisode`: its id, its lock and its idle clock.
+
+    Where the episode stands (seed, calls made, reward) is ``episode.state()``; ``task_id``
+    is kept here too, to name an episode that fails to end in the log.
+    """
 
     id: str
     task_id: str
-    seed: int
     episode: TaskEpisode
     created: float
     last_used: float
     lock: threading.Lock = field(default_factory=threading.Lock)
-    calls: int = 0
     closed: bool = False
 
 
@@ -112,7 +114,7 @@ class EpisodeRegistry:
         self.max_episodes = max_episodes
         self.idle_timeout = idle_timeout
         self._clock = clock
-        self._live: dict[str, LiveEpisode] = {}
+        self._live: dict[str, EpisodeHandle] = {}
         self._reserved = 0
         self._gone: OrderedDict[str, Gone] = OrderedDict()
         self._remember = remember
@@ -131,7 +133,7 @@ class EpisodeRegistry:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def open(self, task_id: str, seed: int = 0) -> LiveEpisode:
+    def open(self, task_id: str, seed: int = 0) -> EpisodeHandle:
         """Start an episode on ``task_id``.
 
         Raises:
@@ -159,7 +161,7 @@ class EpisodeRegistry:
                 self._reserved -= 1
             raise
         now = self._clock()
-        live = LiveEpisode(id=secrets.token_urlsafe(12), task_id=task.id, seed=seed, episode=ep, created=now, last_used=now)
+        live = EpisodeHandle(id=secrets.token_urlsafe(12), task_id=task.id, episode=ep, created=now, last_used=now)
         with self._lock:
             self._reserved -= 1
             self._live[live.id] = live
@@ -173,7 +175,7 @@ class EpisodeRegistry:
             self._reserved += 1
             return True
 
-    def get(self, episode_id: str) -> LiveEpisode:
+    def get(self, episode_id: str) -> EpisodeHandle:
         """The live episode ``episode_id``.
 
         Raises:
@@ -197,7 +199,6 @@ class EpisodeRegistry:
                 self.get(episode_id)  # raises the right error
                 raise ServeError(409, "episode_finished", f"episode {episode_id} is finished")
             live.last_used = self._clock()
-            live.calls += 1
             return live.episode.call(name, arguments)
 
     def finish(self, episode_id: str, answer: Any = None) -> Reward:
@@ -302,7 +303,7 @@ class EpisodeRegistry:
                     n += 1
         return n
 
-    def _end(self, live: LiveEpisode) -> None:
+    def _end(self, live: EpisodeHandle) -> None:
         """Release an episode nobody scores; a failure is logged and counted, never raised.
 
         The episode is already out of the table, so one that cannot be released must not

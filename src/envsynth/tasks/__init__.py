@@ -4,12 +4,16 @@ from envsynth.tasks.episode import TaskEpisode
 from envsynth.tasks.model import Call, Coordinates, Ref, Rejection, Task, TaskState, UserProfile
 from envsynth.tasks.state import state_bytes
 from envsynth.tasks.synth import admit, synthesize
+from envsynth.tasks.trainer import Action, EpisodeState, StepResult
 
 __all__ = [
+    "Action",
     "Call",
     "Coordinates",
+    "EpisodeState",
     "Ref",
     "Rejection",
+    "StepResult",
     "Task",
     "TaskEpisode",
     "TaskState",

@@ -1,7 +1,10 @@
-"""The agent-facing episode of a task: visible tools only, reward at the end.
+"""The episode of a task: one attempt, visible tools only, reward at the end.
 
-The agent gets tool schemas, calls and a final ``finish``; nothing here exposes the
-oracle, the expected effects or the verifier.
+:class:`TaskEpisode` is the one episode type that rollouts, the HTTP server and the MCP
+server run. It has two views of the same attempt: the agent's (``tools``, ``call``,
+``finish``) and the trainer's (``reset``, ``step``, ``state``; see
+:mod:`envsynth.tasks.trainer`). Nothing here exposes the oracle, the expected effects or
+the verifier.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from envsynth.runtime.state import Rows, changed_keys, open_state, read_keyed_ro
 from envsynth.runtime.toolkit import Context
 from envsynth.tasks.model import Task
 from envsynth.tasks.state import writable_tables
+from envsynth.tasks.trainer import Action, EpisodeState, StepResult
+from envsynth.tasks.trainer import step as _step
 
 COMPLETE_TASK = {
     "type": "function",
@@ -39,19 +44,26 @@ COMPLETE_TASK = {
 class TaskEpisode:
     """One attempt at one task.
 
+    The agent's view: :attr:`tools`, :meth:`call`, :meth:`finish`. The trainer's view:
+    :meth:`reset`, :meth:`step`, :meth:`state`. Start one with ``corpus.start(task, seed)``
+    (pooled state) or ``TaskEpisode(app, task, state_bytes)``.
+
     Attributes:
         tools: OpenAI function schemas of the task's visible tools, plus ``complete_task``.
         instruction: the user's request.
         app_policy: the app's policy (markdown) the agent must follow, '' when it has none.
+        seed: the episode seed (ids and the clock inside tools).
     """
 
     __slots__ = (
         "_app",
+        "_calls",
         "_effects",
         "_episode",
         "_expected",
         "_expected_answer",
         "_release",
+        "_restart",
         "_reward",
         "_s0",
         "_task",
@@ -61,6 +73,7 @@ class TaskEpisode:
         "app_policy",
         "finished",
         "instruction",
+        "seed",
         "tools",
     )
 
@@ -74,6 +87,7 @@ class TaskEpisode:
         connection: sqlite3.Connection | None = None,
         release: Callable[[sqlite3.Connection], None] | None = None,
         tracked: bool = False,
+        restart: Callable[[int], TaskEpisode] | None = None,
     ) -> None:
         """Start on ``state`` (s0 bytes); ``initial_rows`` (s0 as rows) saves re-reading s0 at the end.
 
@@ -81,6 +95,8 @@ class TaskEpisode:
         transaction, as handed out by :class:`EpisodePool`; ``release`` takes it back.
         ``tracked``: the connection logs written rows (:func:`track_changes`) and its log
         started empty with this episode, so only those rows are read back at the end.
+        ``restart``: ``seed -> a fresh episode of the same task`` for :meth:`reset` (default:
+        a new episode on ``state``).
         """
         self._app = app
         self._task = task
@@ -101,6 +117,9 @@ class TaskEpisode:
         self.answer: Any = None
         self._reward: Reward | None = None
         self._effects: Effects | None = None
+        self.seed = seed
+        self._calls = 0
+        self._restart = restart or (lambda s: TaskEpisode(app, task, state, s, initial_rows))
 
     @property
     def task_id(self) -> str:
@@ -114,6 +133,7 @@ class TaskEpisode:
         """
         if self.finished:
             return CallResult(REJECTION, "The episode is finished; no more tool calls can be made in it.", code="episode_finished")
+        self._calls += 1
         if not isinstance(name, str) or name not in self._visible:
             return CallResult(REJECTION, f"Unknown tool {short_repr(name)}.", code="unknown_tool")
         return self._episode.call(name, arguments)
@@ -180,6 +200,34 @@ class TaskEpisode:
         """Whether a call hit an environment bug (Unexpected Failure)."""
         return self._episode.tainted
 
+    # -- the trainer's view -----------------------------------------------------------------
+
+    def reset(self, seed: int | None = None) -> StepResult:
+        """The first observation (the instruction); an episode already used starts again first.
+
+        An episode with calls made, finished, or asked for another ``seed`` gives its state
+        back unscored and continues on a fresh copy of s0 (the same object, a new attempt).
+        """
+        if self._calls or self.finished or (seed is not None and seed != self.seed):
+            if not self.finished:  # its state goes back first, so a pool hands the same warm copy out again
+                self.finished = True
+                self._end()
+            fresh = self._restart(self.seed if seed is None else seed)
+            for name in TaskEpisode.__slots__:
+                setattr(self, name, getattr(fresh, name))
+        return StepResult(self.instruction)
+
+    def step(self, action: Action | dict[str, Any]) -> StepResult:
+        """One action: a tool call, or ``complete_task`` (``{"answer": ...}``) that ends and scores the episode.
+
+        See :func:`envsynth.tasks.trainer.step`.
+        """
+        return _step(self, action)
+
+    def state(self) -> EpisodeState:
+        """Task, seed, calls made, whether it is done, its answer, taint and reward (never the ground truth)."""
+        return EpisodeState(self._task.id, self.seed, self._calls, self.finished, self.answer, self.tainted, self._reward)
+
 
 class EpisodePool:
     """Reuses one open connection per task state across episodes (k attempts, RL rollouts).
@@ -216,7 +264,17 @@ class EpisodePool:
             conn = open_state(state)
             track_changes(conn, app.blueprint)
         conn.execute("BEGIN")
-        return TaskEpisode(app, task, state, seed, initial_rows, connection=conn, release=lambda c: self._give(key, c), tracked=True)
+        return TaskEpisode(
+            app,
+            task,
+            state,
+            seed,
+            initial_rows,
+            connection=conn,
+            release=lambda c: self._give(key, c),
+            tracked=True,
+            restart=lambda s: self.start(app, task, state, s, initial_rows),
+        )
 
     def _take(self, key: str) -> sqlite3.Connection | None:
         with self._lock:

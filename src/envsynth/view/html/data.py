@@ -118,7 +118,7 @@ def run_data(run_dir: Path, corpus: Corpus) -> dict[str, Any]:
         "path": str(run_dir),
         "config": config,
         "same_corpus": config.get("corpus_digest") in (None, corpus.manifest.digest),
-        "summary": summarize_records(records),
+        "summary": summarize_records(records).to_dict(),
         "by_app": _pass_by(records, lambda r: r["app"]),
         "by_chain": _pass_by(known, lambda r: chains[r["task_id"]]),
         "failure_kinds": dict(failures.most_common()),

@@ -1,4 +1,4 @@
-"""Code acting (SynthAPI style): the agent writes Python that calls the task's tools.
+"""Code acting (SynthAPI style): a TaskEpisode acted on by Python code blocks run in sandboxed workers.
 
 A :class:`CodeActEpisode` wraps a :class:`~envsynth.tasks.episode.TaskEpisode`. Each
 ``run(code)`` sends the block to a sandboxed worker; inside, every visible tool is a

@@ -1,4 +1,4 @@
-"""One episode: start the task, let the policy converse, score the final state."""
+"""The runner of one rollout: start a TaskEpisode, let the policy converse (function calling or code acting), score it."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ async def run_episode(
         seed: the episode seed (ids and clock inside tools).
         attempt: recorded on the trajectory.
         sandbox: code-acting mode: the policy writes Python blocks, run on this sandbox's
-            workers (:func:`~envsynth.agents.codeact.converse_code`); None: function calling.
+            workers (:func:`~envsynth.agents.codeloop.converse_code`); None: function calling.
         user: a user simulator for this episode (it opens the conversation and answers the
             agent's plain messages); None: the instruction is the first user message.
     """
@@ -46,7 +46,7 @@ async def run_episode(
     t0 = time.perf_counter()
     ep = corpus.start(t, seed=seed)
     if sandbox is not None:
-        from envsynth.agents.codeact import converse_code
+        from envsynth.agents.codeloop import converse_code
 
         code_ep = sandbox.episode(ep)
         try:
