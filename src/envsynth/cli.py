@@ -8,12 +8,29 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+from typer.core import TyperGroup
+
+from envsynth.cli_errors import error_line
+from envsynth.errors import EnvsynthError
+
+
+class _Commands(TyperGroup):
+    """envsynth's commands: an :class:`EnvsynthError` that no command caught ends it with one line, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except EnvsynthError as exc:
+            fail(error_line(exc))
+
 
 app = typer.Typer(
+    cls=_Commands,
     name="envsynth",
     help="Mill executable, verifiable tool-use environments (apps) and tasks for training LLM agents.",
     no_args_is_help=True,

@@ -23,6 +23,7 @@ from envsynth.blueprint import expr as X
 from envsynth.blueprint.correlate import derived_order
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import Check, ParamSpec, ToolSpec
+from envsynth.errors import EnvsynthError
 from envsynth.runtime import evaluate as E
 from envsynth.runtime import toolkit as F
 from envsynth.runtime.state import Rows, StateBuilder
@@ -107,7 +108,7 @@ def _find_tool(spec: ToolSpec, bp: Blueprint) -> _Tool:
     )
 
 
-class Unsolvable(Exception):
+class Unsolvable(EnvsynthError):
     """No assignment found for a condition."""
 
 
