@@ -1,7 +1,7 @@
 """Task synthesis: seed chains, initial states with distractors, instructions, admission."""
 
 from envsynth.tasks.episode import TaskEpisode
-from envsynth.tasks.model import Call, Coordinates, Ref, Rejection, Task, TaskState, UserProfile
+from envsynth.tasks.model import Call, Coordinates, Ref, Rejection, RejectionReason, Task, TaskState, UserProfile
 from envsynth.tasks.state import state_bytes
 from envsynth.tasks.synth import admit, synthesize
 
@@ -10,6 +10,7 @@ __all__ = [
     "Coordinates",
     "Ref",
     "Rejection",
+    "RejectionReason",
     "Task",
     "TaskEpisode",
     "TaskState",
