@@ -7,15 +7,23 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "envsynth.cli", *args], capture_output=True, text=True, timeout=900)
 
 
-def test_oracle_run_scores_every_task_and_resumes(tmp_path: Path) -> None:
-    corpus = tmp_path / "corpus"
-    res = run("build", str(corpus), "--domain", "tempo_music", "--tasks-per-app", "3", "--states", "2", "--distractors", "1")
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real corpus of one app (3 tasks x 2 states), built once for the module."""
+    out = tmp_path_factory.mktemp("run_cli") / "corpus"
+    res = run("build", str(out), "--domain", "tempo_music", "--tasks-per-app", "3", "--states", "2", "--distractors", "1")
     assert res.returncode == 0, res.stderr
+    return out
+
+
+def test_oracle_run_scores_every_task_and_resumes(corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     res = run("run", str(corpus), "--agent", "oracle", "--attempts", "2", "--out", str(out), "--json")
     assert res.returncode == 0, res.stderr
@@ -31,6 +39,12 @@ def test_oracle_run_scores_every_task_and_resumes(tmp_path: Path) -> None:
     assert (out / "trajectories.jsonl").read_text().splitlines() == lines
 
 
-def test_run_needs_a_model_for_the_openai_agent(tmp_path: Path) -> None:
-    res = run("run", str(tmp_path), "--agent", "openai", "--out", str(tmp_path / "r"))
-    assert res.returncode == 2 and "Traceback" not in res.stderr and "error:" in res.stderr
+def test_run_needs_a_model_for_the_openai_agent(corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a corpus that loads, with a key and an endpoint given, the one thing missing is the model: the run says so."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    out = tmp_path / "r"
+    # (the endpoint refuses connections: were the check gone, the one episode would fail fast, not hang)
+    res = run("run", str(corpus), "--agent", "openai", "--base-url", "http://127.0.0.1:9/v1", "--limit", "1", "--out", str(out))
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert [line for line in res.stderr.splitlines() if line.strip()] == ["error: --model is required with --agent openai"]
+    assert not (out / "trajectories.jsonl").exists()
