@@ -94,8 +94,8 @@ STEERED: list[tuple[str, Callable[[int], bool]]] = [
     ("quantity <= 3", lambda q: q <= 3),
     ("quantity == 5", lambda q: q == 5),
     ("quantity != 5", lambda q: q != 5),
-    ("7 < quantity", lambda q: 7 < q),  # the parameter on the right: the comparison mirrored
-    ("3 >= quantity", lambda q: 3 >= q),
+    ("7 < quantity", lambda q: q > 7),  # the parameter on the right: the comparison mirrored
+    ("3 >= quantity", lambda q: q <= 3),
     ("not quantity > 7", lambda q: not q > 7),
 ]
 
