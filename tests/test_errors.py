@@ -6,6 +6,7 @@ import ast
 import importlib
 import inspect
 import pkgutil
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -162,3 +163,53 @@ def test_cli_process_prints_one_line_and_no_traceback(tmp_path: Path) -> None:
     )
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and res.stderr == "error: the corpus at /nowhere is gone\n" and res.stdout == ""
+
+
+FLAG_WORDED_LEFT = {
+    "compiler/build.py": "FolderInUseError's hint to rebuild with --force (the CLI tests expect the flag)",
+    "export/sft.py": "ExportError's hint to pass --corpus",
+    "llmbuild/pipeline.py": "the LLM builder's 'give at least one --domain keyword'",
+    "plan/suggest.py": "a whole command to run: envsynth plan fit RESULTS.csv --out FILE",
+    "serve/http.py": "an HTTP refusal telling the remote client how the server was started (--user-token)",
+    "serve/net.py": "the exposure check's hint: --token or --insecure",
+    "view/html/build.py": "ReportError's 'choose another --out'",
+}
+"""Errors of other boundaries whose messages still give a command-line hint (to be worded for library users next)."""
+
+
+def _flag_worded_raises() -> dict[str, list[int]]:
+    """``raise`` statements outside the CLI whose message names a command-line flag, by file."""
+    src = Path(envsynth.__file__).parent
+    found: dict[str, list[int]] = {}
+    for path in sorted(src.rglob("*.py")):
+        rel = path.relative_to(src).as_posix()
+        if rel in ("cli.py", "cli_errors.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                text = " ".join(c.value for c in ast.walk(node.exc) if isinstance(c, ast.Constant) and isinstance(c.value, str))
+                if re.search(r"(^|[\s(])--[a-z]", text):
+                    found.setdefault(rel, []).append(node.lineno)
+    return found
+
+
+def test_library_errors_are_not_worded_as_command_line_flags() -> None:
+    """Settings are refused with a ConfigError naming the option; the CLI turns the option into its flag."""
+    assert set(_flag_worded_raises()) <= set(FLAG_WORDED_LEFT)
+
+
+def test_run_settings_are_config_errors_naming_their_option(tmp_path: Path) -> None:
+    from envsynth.rollout.command import run_command
+
+    cases = [
+        ({"agent": "gpt"}, "agent"),
+        ({"agent": "oracle", "mode": "shell"}, "mode"),
+        ({"agent": "oracle", "user_sim": True}, "user_model"),
+        ({"agent": "oracle", "attempts": 0}, "attempts"),
+        ({"agent": "oracle", "max_errors": -1}, "max_errors"),
+        ({"agent": "oracle", "temperature": -0.5}, "temperature"),
+    ]
+    for kwargs, option in cases:
+        with pytest.raises(ConfigError) as info:
+            run_command(tmp_path, out=tmp_path / "run", **kwargs)  # type: ignore[arg-type]
+        assert info.value.option == option and "--" not in str(info.value), (kwargs, str(info.value))

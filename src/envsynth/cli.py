@@ -575,8 +575,6 @@ def run(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from envsynth.corpus.errors import CorpusError
-    from envsynth.rollout import RunError
     from envsynth.rollout.command import run_command, summary_rows
 
     started = time.perf_counter()
@@ -612,8 +610,8 @@ def run(
                 user_base_url=user_base_url,
                 user_max_turns=user_max_turns,
             )
-        except (CorpusError, RunError, ValueError) as exc:
-            fail(str(exc))
+        except (EnvsynthError, ValueError) as exc:  # (a ValueError: a deeper library call's plain one)
+            fail(error_line(exc))
         except KeyError as exc:
             fail(str(exc.args[0]) if exc.args else str(exc))
     if as_json:
@@ -693,7 +691,7 @@ def _build_llm(out: Path, domains: list[str], *, as_json: bool, **options: Any) 
             llm_seed=options["llm_seed"],
         )
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_line(exc))
     summary = None
     quiet = not err.is_terminal and as_json
     with LLMBuilder(
@@ -1133,7 +1131,7 @@ def plan_grid(
     try:
         rows = grid(budget, _max_apps(max_apps, len(cat.entries())), points=points, seed=seed)
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_line(exc))
     _write_or_print(to_csv(rows), out, f"{len(rows)} corpora, {sum(r['records'] for r in rows)} task records in all")
 
 

@@ -10,12 +10,12 @@ def flag(option: str) -> str:
     return "--" + option.replace("_", "-")
 
 
-def error_line(exc: EnvsynthError) -> str:
+def error_line(exc: EnvsynthError | ValueError | KeyError) -> str:
     """The message the command prints for ``exc`` (before it is joined onto one line).
 
     A :class:`~envsynth.errors.ConfigError` about one option is prefixed with its flag
-    (``--agent: unknown agent 'x'``); an error that is also a ``KeyError`` is shown without
-    the quotes ``str(KeyError)`` adds; an error without a message is named by its class.
+    (``--agent: unknown agent 'x'``); a ``KeyError`` is shown without the quotes
+    ``str(KeyError)`` adds; an error without a message is named by its class.
     """
     text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
     if isinstance(exc, ConfigError) and exc.option:

@@ -24,7 +24,7 @@ def test_run_command_bad_settings(corpus_path: Path, tmp_path: Path, monkeypatch
         run_command(corpus_path, out=tmp_path, agent="openai", model="m")
     with pytest.raises(ValueError, match="unknown agent"):
         run_command(corpus_path, out=tmp_path, agent="gpt")
-    with pytest.raises(ValueError, match="--model is required"):
+    with pytest.raises(ValueError, match="a model name is required"):
         run_command(corpus_path, out=tmp_path, agent="openai")
     with pytest.raises(ValueError, match="at least 1"):
         run_command(corpus_path, out=tmp_path, agent="oracle", attempts=0)

@@ -10,6 +10,7 @@ from agent_helpers import ORACLE, first_write, planned
 
 from envsynth.agents import USER_STOP, ChatAgent, UserSimulator
 from envsynth.corpus import Corpus
+from envsynth.errors import ConfigError
 from envsynth.llm import Fail, ScriptedProvider, text_reply
 from envsynth.rollout import RunError, Trajectory, run_batch, run_episode, summarize
 from envsynth.rollout.command import run_command
@@ -100,12 +101,13 @@ def summarize_without_user(corpus: Corpus, tmp_path: Path) -> object:
 
 
 def test_run_command_checks_the_user_simulator_settings(corpus_path: Path, tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="--user-sim needs --user-model"):
+    with pytest.raises(ValueError, match="the user simulator needs a model"):
         run_command(corpus_path, out=tmp_path / "r", agent="oracle", user_sim=True)
-    with pytest.raises(ValueError, match="--user-max-turns"):
+    with pytest.raises(ConfigError, match="must be at least 1, got 0") as info:
         run_command(corpus_path, out=tmp_path / "r", agent="oracle", user_sim=True, user_model="u", user_max_turns=0)
+    assert info.value.option == "user_max_turns"
     run_command(corpus_path, out=tmp_path / "plain", agent="oracle", limit=1)
-    with pytest.raises(RunError, match="without --user-sim"):
+    with pytest.raises(RunError, match="without the user simulator"):
         run_command(corpus_path, out=tmp_path / "plain", agent="oracle", user_sim=True, user_model="u", base_url="http://127.0.0.1:9/v1")
 
 

@@ -168,9 +168,9 @@ def test_run_command_openai_code_mode_against_a_local_server(corpus: Corpus, cor
     assert s["episodes"] == 3 and s["pass@1"] == 1.0
     assert bodies and all("tools" not in b for b in bodies)
     assert bodies[0]["messages"][0]["content"].startswith(CODE_SYSTEM_PROMPT.split("\n")[0])
-    with pytest.raises(RunError, match="--mode code run"):
+    with pytest.raises(RunError, match="holds a run in code mode"):
         run_command(corpus_path, out=tmp_path / "run", agent="oracle")  # function mode into a code-mode run folder
     with pytest.raises(ValueError, match="unknown mode"):
         run_command(corpus_path, out=tmp_path / "r2", agent="oracle", mode="shell")
-    with pytest.raises(ValueError, match="--agent code acts in code mode"):
+    with pytest.raises(ValueError, match="the code agent acts in code mode"):
         run_command(corpus_path, out=tmp_path / "r2", agent="code", mode="function", model="m")

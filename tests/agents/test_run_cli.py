@@ -46,5 +46,5 @@ def test_run_needs_a_model_for_the_openai_agent(corpus: Path, tmp_path: Path, mo
     # (the endpoint refuses connections: were the check gone, the one episode would fail fast, not hang)
     res = run("run", str(corpus), "--agent", "openai", "--base-url", "http://127.0.0.1:9/v1", "--limit", "1", "--out", str(out))
     assert res.returncode == 2 and "Traceback" not in res.stderr
-    assert [line for line in res.stderr.splitlines() if line.strip()] == ["error: --model is required with --agent openai"]
+    assert [line for line in res.stderr.splitlines() if line.strip()] == ["error: --model: a model name is required for the openai agent"]
     assert not (out / "trajectories.jsonl").exists()

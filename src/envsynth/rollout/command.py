@@ -9,6 +9,7 @@ from typing import Any
 from envsynth.agents.base import DEFAULT_MAX_TURNS, Policy
 from envsynth.agents.user import DEFAULT_USER_TURNS
 from envsynth.corpus.load import Corpus, load_corpus
+from envsynth.errors import ConfigError
 from envsynth.llm.openai_client import check_endpoint
 from envsynth.rollout.batch import ProgressFn, RunError, UserFactory, run_batch
 from envsynth.rollout.summary import summarize
@@ -82,36 +83,36 @@ def run_command(
         user_max_turns: the user simulator's replies per episode at most.
 
     Raises:
-        ValueError: bad settings (unknown agent or mode, no model, a count out of range such as
-            attempts < 1 or seed < 0, a negative temperature, openai not installed), named by
-            their command-line flags.
+        envsynth.errors.ConfigError: bad settings (unknown agent or mode, no model, a count out of
+            range such as attempts < 1 or seed < 0, a negative temperature, openai not installed);
+            its ``option`` names the parameter (a ValueError, as before).
         envsynth.corpus.CorpusError: the corpus cannot be read.
         envsynth.rollout.RunError: ``out`` holds another version of a task or a run in the other
             mode, or ``max_errors`` episodes failed.
         KeyError: an unknown task id.
     """
     if agent not in AGENTS:
-        raise ValueError(f"--agent: unknown agent {agent!r} (choose from {', '.join(AGENTS)})")
+        raise ConfigError(f"unknown agent {agent!r} (choose from {', '.join(AGENTS)})", "agent")
     if agent == "code":
         if mode not in (None, "code"):
-            raise ValueError(f"--agent code acts in code mode; drop --mode {mode} or use --agent openai")
+            raise ConfigError(f"the code agent acts in code mode, not {mode} mode: leave the mode out, or use the openai agent", "mode")
         agent, mode = "openai", "code"
     mode = mode or "function"
     if mode not in MODES:
-        raise ValueError(f"--mode: unknown mode {mode!r} (choose from {', '.join(MODES)})")
+        raise ConfigError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})", "mode")
     _check_counts(attempts, concurrency, max_turns, user_max_turns, requests, max_tokens, limit, seed, max_errors)
     if temperature is not None and temperature < 0:
-        raise ValueError(f"--temperature must be 0 or more, got {temperature}")
+        raise ConfigError(f"must be 0 or more, got {temperature}", "temperature")
     if user_sim and not (user_model or (agent == "openai" and model)):
-        raise ValueError("--user-sim needs --user-model (or --model with --agent openai)")
+        raise ConfigError("the user simulator needs a model: give user_model (or model, with the openai agent)", "user_model")
     cfg = Path(out) / RUN_CONFIG
     if cfg.is_file():
         prev = json.loads(cfg.read_text(encoding="utf-8"))
         if prev.get("mode", "function") != mode:
-            raise RunError(f"{out} holds a --mode {prev.get('mode', 'function')} run; use a new run folder for --mode {mode}")
+            raise RunError(f"{out} holds a run in {prev.get('mode', 'function')} mode; use a new run folder for {mode} mode")
         if bool(prev.get("user_sim")) != user_sim:
             had = "with" if prev.get("user_sim") else "without"
-            raise RunError(f"{out} holds a run {had} --user-sim; use a new run folder")
+            raise RunError(f"{out} holds a run {had} the user simulator; use a new run folder")
     c = load_corpus(corpus)
     chosen: list[Task] = [c.task(t) for t in tasks] if tasks else list(c.tasks)
     if limit is not None:
@@ -128,8 +129,8 @@ def run_command(
 
     else:
         if not model:
-            raise ValueError("--model is required with --agent openai")
-        check_endpoint("--agent openai", api_key, base_url)
+            raise ConfigError("a model name is required for the openai agent", "model")
+        check_endpoint("the openai agent", api_key, base_url)
         from envsynth.agents.chat import ChatAgent
         from envsynth.llm.openai_client import OpenAIChat
 
@@ -190,16 +191,22 @@ def _check_counts(
     seed: int,
     max_errors: int | None,
 ) -> None:
-    """Refuse a meaningless count with a ValueError that names its flag."""
-    if attempts < 1 or concurrency < 1 or max_turns < 1 or user_max_turns < 1:
-        raise ValueError("--attempts, --concurrency, --max-turns and --user-max-turns must be at least 1")
-    for flag, value in (("--requests", requests), ("--max-tokens", max_tokens), ("--limit", limit)):
-        if value is not None and value < 1:
-            raise ValueError(f"{flag} must be at least 1, got {value}")
+    """Refuse a meaningless count with a :class:`ConfigError` that names its option."""
+    for option, value in (
+        ("attempts", attempts),
+        ("concurrency", concurrency),
+        ("max_turns", max_turns),
+        ("user_max_turns", user_max_turns),
+    ):
+        if value < 1:
+            raise ConfigError(f"must be at least 1, got {value}", option)
+    for option, given in (("requests", requests), ("max_tokens", max_tokens), ("limit", limit)):
+        if given is not None and given < 1:
+            raise ConfigError(f"must be at least 1, got {given}", option)
     if seed < 0:
-        raise ValueError(f"--seed must be 0 or more, got {seed}")
+        raise ConfigError(f"must be 0 or more, got {seed}", "seed")
     if max_errors is not None and max_errors < 0:
-        raise ValueError(f"--max-errors must be 0 (never stop) or more, got {max_errors}")
+        raise ConfigError(f"must be 0 (never stop) or more, got {max_errors}", "max_errors")
 
 
 def _user_factory(
@@ -215,7 +222,7 @@ def _user_factory(
     """One UserSimulator per episode over one client (the agent's, when it is the same endpoint and model)."""
     from envsynth.agents.user import UserSimulator
 
-    check_endpoint("--user-sim", api_key, base_url)
+    check_endpoint("the user simulator", api_key, base_url)
     if agent_llm is not None and agent_llm.model == model and base_url in (None, agent_llm.base_url):
         llm = agent_llm
     else:
