@@ -168,11 +168,9 @@ def test_cli_process_prints_one_line_and_no_traceback(tmp_path: Path) -> None:
 FLAG_WORDED_LEFT = {
     "compiler/build.py": "FolderInUseError's hint to rebuild with --force (the CLI tests expect the flag)",
     "export/sft.py": "ExportError's hint to pass --corpus",
-    "llmbuild/pipeline.py": "the LLM builder's 'give at least one --domain keyword'",
     "plan/suggest.py": "a whole command to run: envsynth plan fit RESULTS.csv --out FILE",
     "serve/http.py": "an HTTP refusal telling the remote client how the server was started (--user-token)",
     "serve/net.py": "the exposure check's hint: --token or --insecure",
-    "view/html/build.py": "ReportError's 'choose another --out'",
 }
 """Errors of other boundaries whose messages still give a command-line hint (to be worded for library users next)."""
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from envsynth.blueprint.models import Blueprint
+from envsynth.errors import ConfigError
 from envsynth.llm.types import ChatModel
 from envsynth.llmbuild.client import BuilderClient
 from envsynth.llmbuild.design import DomainDesign, design_domain
@@ -233,7 +234,7 @@ class LLMBuilder:
         from envsynth.runtime.app import App
 
         if not domains:
-            raise ValueError("no domains to build: give at least one --domain keyword")
+            raise ConfigError("no domains to build: give at least one domain keyword")
         self.out.mkdir(parents=True, exist_ok=True)
         report = progress or (lambda _k, _s: None)
         for keyword in domains:

@@ -60,7 +60,7 @@ def _prepare(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise ReportError(f"{out} exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
-        raise ReportError(f"{out} is not empty and was not written by envsynth report: choose another --out")
+        raise ReportError(f"{out} is not empty and was not written by envsynth report: choose another output folder")
     for sub in ("apps", "runs", "tasks", "assets"):
         if (out / sub).is_dir():
             shutil.rmtree(out / sub)
