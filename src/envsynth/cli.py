@@ -8,12 +8,29 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+from typer.core import TyperGroup
+
+from envsynth.cli_errors import error_line
+from envsynth.errors import EnvsynthError
+
+
+class _Commands(TyperGroup):
+    """envsynth's commands: an :class:`EnvsynthError` that no command caught ends it with one line, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except EnvsynthError as exc:
+            fail(error_line(exc))
+
 
 app = typer.Typer(
+    cls=_Commands,
     name="envsynth",
     help="Mill executable, verifiable tool-use environments (apps) and tasks for training LLM agents.",
     no_args_is_help=True,
@@ -513,8 +530,6 @@ def _run_and_summarize(config: Any, as_json: bool) -> None:
     """Run ``config`` under a progress bar, print its summary, and name its failures (exit 1 when all failed)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from envsynth.corpus.errors import CorpusError
-    from envsynth.rollout import RunError
     from envsynth.rollout.command import run_command, summary_rows
 
     started = time.perf_counter()
@@ -522,8 +537,8 @@ def _run_and_summarize(config: Any, as_json: bool) -> None:
         job = bar.add_task("run", total=None)
         try:
             summary = run_command(config, progress=lambda done, total, traj: bar.update(job, completed=done, total=total))
-        except (CorpusError, RunError, ValueError) as exc:
-            fail(str(exc))
+        except (EnvsynthError, ValueError) as exc:  # (a ValueError: a deeper library call's plain one)
+            fail(error_line(exc))
         except KeyError as exc:
             fail(str(exc.args[0]) if exc.args else str(exc))
     if as_json:
@@ -587,7 +602,7 @@ def _build_llm(config: Any, options: Any, *, as_json: bool) -> None:
     try:
         client = llm_client(config, options)
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_line(exc))
     summary = None
     quiet = not err.is_terminal and as_json
     llm = LLMBuilder(
@@ -1015,7 +1030,7 @@ def plan_grid(
     try:
         rows = grid(budget, _max_apps(max_apps, len(cat.entries())), points=points, seed=seed)
     except ValueError as exc:
-        fail(str(exc))
+        fail(error_line(exc))
     _write_or_print(to_csv(rows), out, f"{len(rows)} corpora, {sum(r['records'] for r in rows)} task records in all")
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ from agent_helpers import ORACLE, first_write, kinds, oracle_plan, planned, run
 
 from envsynth.agents import ChatAgent, OracleAgent
 from envsynth.corpus import Corpus
-from envsynth.llm import Fail, LLMError, RetryPolicy, ScriptedProvider, text_reply, tool_call, tool_reply
+from envsynth.llm import Fail, RetryPolicy, ScriptedProvider, text_reply, tool_call, tool_reply
 from envsynth.rollout import run_batch, run_episode, summarize
 from envsynth.tasks.instantiate import execute
 from envsynth.tasks.model import Task
@@ -183,24 +182,6 @@ def test_model_failure_is_recorded_and_the_batch_goes_on(corpus: Corpus, tmp_pat
     err = s["errors"]["first"][0]
     assert err["task_id"] == tasks[1].id and err["kind"] == "server" and err["status"] == 500
     assert s["stop_reasons"] == {"complete_task": 2, "model_error": 1} and s["retries"] == 2
-
-
-def test_client_errors_are_not_retried() -> None:
-    llm = ScriptedProvider([Fail(400), text_reply("never")])
-    with pytest.raises(LLMError) as info:
-        asyncio.run(llm.complete([{"role": "user", "content": "hi"}]))
-    assert info.value.kind == "client" and info.value.attempts == 1 and len(llm.requests) == 1
-
-
-def test_scripted_provider_is_a_chat_model() -> None:
-    from envsynth.llm import ChatModel
-
-    llm = ScriptedProvider([tool_reply(("x", {"a": 1})), "plain"])
-    assert isinstance(llm, ChatModel)
-    first = asyncio.run(llm.complete([{"role": "user", "content": "hi"}], []))
-    assert first.finish_reason == "tool_calls" and json.loads(first.message["tool_calls"][0]["function"]["arguments"]) == {"a": 1}
-    second = asyncio.run(llm.complete([{"role": "user", "content": "hi"}]))
-    assert second.message == {"role": "assistant", "content": "plain"} and llm.usage.requests == 2
 
 
 def test_oracle_agent_through_run_episode_directly(corpus: Corpus, answer_task: Task) -> None:

@@ -7,15 +7,23 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "envsynth.cli", *args], capture_output=True, text=True, timeout=900)
 
 
-def test_oracle_run_scores_every_task_and_resumes(tmp_path: Path) -> None:
-    corpus = tmp_path / "corpus"
-    res = run("build", str(corpus), "--domain", "tempo_music", "--tasks-per-app", "3", "--states", "2", "--distractors", "1")
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real corpus of one app (3 tasks x 2 states), built once for the module."""
+    out = tmp_path_factory.mktemp("run_cli") / "corpus"
+    res = run("build", str(out), "--domain", "tempo_music", "--tasks-per-app", "3", "--states", "2", "--distractors", "1")
     assert res.returncode == 0, res.stderr
+    return out
+
+
+def test_oracle_run_scores_every_task_and_resumes(corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     res = run("run", str(corpus), "--agent", "oracle", "--attempts", "2", "--out", str(out), "--json")
     assert res.returncode == 0, res.stderr

@@ -126,4 +126,4 @@ def test_build_llm_stops_cleanly_when_the_endpoint_refuses(tmp_path: Path) -> No
     assert recorded["cumulative"]["total"]["requests"] == len(bodies) == 1
     assert (bodies[0]["temperature"], bodies[0]["seed"], bodies[0]["max_tokens"]) == (0.7, 5, 1000)
     bad = envsynth(*args, "--max-output-tokens", "9000")
-    assert bad.returncode == 2 and "--max-output-tokens must be 16 to 7680" in bad.stderr
+    assert bad.returncode == 2 and "--max-output-tokens: must be 16 to 7680" in bad.stderr

@@ -296,3 +296,22 @@ def _deep_body_is_a_parse_error(url: str, auth: dict[str, str]) -> None:
                 assert r.status_code == 400 and r.json()["error"]["code"] == -32700, r.text[:300]
         r = c.post(url, json={"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}})
         assert r.status_code == 200 and "complete_task" in r.text
+
+
+def test_an_environment_bug_is_logged_with_its_traceback(
+    corpus: Corpus, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call that raises past the episode is an error result for the agent, and the operator's log keeps the traceback."""
+    server = build_server(corpus, corpus.tasks[0].id)
+    tools = server.envsynth_episode
+    name = tools.tools[0].name
+
+    def broken(*_: object) -> None:
+        raise RuntimeError("a bug in the environment")
+
+    monkeypatch.setattr(type(tools.episode), "call", broken)
+    with caplog.at_level("ERROR", logger="envsynth.serve.mcp"):
+        res = tools.call(name, {})
+    assert res.is_error and "RuntimeError: a bug in the environment" in res.content[0].text
+    [record] = caplog.records
+    assert name in record.getMessage() and record.exc_info is not None and record.exc_info[0] is RuntimeError

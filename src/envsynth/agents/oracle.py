@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from envsynth.errors import EnvsynthError
 from envsynth.llm.types import Message, Usage
 from envsynth.tasks.answerpath import answer_in, has_answer
 from envsynth.tasks.model import Task
 
 
-class OracleError(RuntimeError):
+class OracleError(EnvsynthError, RuntimeError):
     """The oracle could not go on: a result it needs is missing or was not a success."""
 
 

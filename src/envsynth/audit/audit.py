@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from envsynth.audit.similarity import Vector, Vectoriser, cosine, shared_terms, tokens
+from envsynth.errors import EnvsynthError
 
 if TYPE_CHECKING:
     from envsynth.corpus.load import Corpus
@@ -33,7 +34,7 @@ OVERLAP = 0.25
 """A score at or above which an app is flagged as overlapping a benchmark (hold it out when evaluating there)."""
 
 
-class AuditError(ValueError):
+class AuditError(EnvsynthError, ValueError):
     """An unknown benchmark, or a folder without apps."""
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from envsynth.errors import EnvsynthError
 
-class BlueprintError(ValueError):
+
+class BlueprintError(EnvsynthError, ValueError):
     """A blueprint problem, located by its path (``entities[2].fields[1].type``).
 
     ``source`` is the file it came from, when there is one. An error found while

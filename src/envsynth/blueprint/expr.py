@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from envsynth.errors import EnvsynthError
+
 FUNCTIONS = {"old", "now", "today", "exists", "count", "len", "abs", "round", "lower"}
 DURATION_FUNCTIONS = ("weeks", "days", "hours", "minutes")
 ROW_FUNCTIONS = ("exists", "count", "any", "all")  # look for rows: an entity name, then filters
@@ -46,7 +48,7 @@ _CMP = {
 _BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Mod: "%"}
 
 
-class ExprError(ValueError):
+class ExprError(EnvsynthError, ValueError):
     """A condition that does not parse or uses something outside the language."""
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from envsynth import __version__
 from envsynth.blueprint.models import Blueprint
 from envsynth.compiler.compile import app_files, canonical_json, compile_app, sha256, write_files
+from envsynth.errors import EnvsynthError
 from envsynth.files import clean_temps, is_temp_of
 from envsynth.runtime.app import App
 from envsynth.testing.procedural import TestReport, test_app
@@ -49,7 +50,7 @@ APP_FILES = ("app.json", "schema.sql", "tools.py", "state.db", "tests.json", "gr
 """The files a build writes into an app folder."""
 
 
-class BuildError(RuntimeError):
+class BuildError(EnvsynthError, RuntimeError):
     """An app whose procedural tests did not all pass; ``report`` has the verdicts."""
 
     def __init__(self, message: str, report: TestReport | None = None) -> None:
@@ -57,7 +58,7 @@ class BuildError(RuntimeError):
         self.report = report
 
 
-class FolderInUseError(ValueError):
+class FolderInUseError(EnvsynthError, ValueError):
     """The folder a build would write an app into holds files envsynth did not write.
 
     The message is one line: the folder, the files in the way, and what to do.

@@ -21,12 +21,12 @@ from envsynth.corpus.layout import APPS_DIR, SHARD_SIZE, STATE_FILE, TASKS_DIR, 
 from envsynth.corpus.tasklog import Attempt, TaskLog
 from envsynth.files import clean_temps, write_atomic
 from envsynth.runtime.app import App
-from envsynth.tasks.model import Coordinates, Rejection, Task
+from envsynth.tasks.model import Coordinates, Rejection, RejectionReason, Task
 
 if TYPE_CHECKING:
     from envsynth.graph.model import ToolGraph
 
-SYNTHESIS_ERROR = "synthesis_error"
+SYNTHESIS_ERROR: RejectionReason = "synthesis_error"
 """The rejection reason of a task index whose synthesis raised an exception (a bug in synthesis)."""
 
 Phase = Literal["build", "tasks", "done"]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from envsynth.errors import EnvsynthError
 
-class CorpusError(RuntimeError):
+
+class CorpusError(EnvsynthError, RuntimeError):
     """A corpus folder that is missing, invalid, or was built with another composition.
 
     The message is one line that names the folder or file and says what is wrong.

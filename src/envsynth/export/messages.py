@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from envsynth.errors import EnvsynthError
 
-class MalformedMessage(ValueError):
+
+class MalformedMessage(EnvsynthError, ValueError):
     """A tool call whose arguments are not a JSON object (such an episode is not exported)."""
 
 

@@ -8,10 +8,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envsynth.errors import EnvsynthError
+
 FORMATS = ("jsonl", "parquet")
 
 
-class ExportError(RuntimeError):
+class ExportError(EnvsynthError, RuntimeError):
     """A run or corpus that cannot be exported (missing, or not matching); the message is one line."""
 
 

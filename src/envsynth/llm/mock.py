@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from envsynth.errors import EnvsynthError
 from envsynth.llm.retry import RetryPolicy, with_retries
 from envsynth.llm.types import ChatResponse, LLMError, Message, Usage
 
@@ -39,7 +40,7 @@ class Fail:
         raise ScriptedHTTPError(self.status, self.message)
 
 
-class ScriptedHTTPError(Exception):
+class ScriptedHTTPError(EnvsynthError):
     """The exception a scripted :class:`Fail` raises (carries ``status_code`` like the SDK's)."""
 
     def __init__(self, status: int, message: str) -> None:

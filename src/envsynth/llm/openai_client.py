@@ -11,6 +11,7 @@ import importlib.util
 import os
 from typing import Any
 
+from envsynth.errors import ConfigError
 from envsynth.llm.retry import RetryPolicy, with_retries
 from envsynth.llm.types import ChatResponse, LLMError, Message, Usage
 
@@ -35,15 +36,16 @@ def check_endpoint(who: str, api_key: str | None, base_url: str | None) -> None:
     """Refuse, before any work, a run that cannot reach a model: no key nor URL, or no openai package.
 
     Args:
-        who: the option that needs the endpoint, for the message (``--agent openai``...).
+        who: what needs the endpoint, for the message (``the openai agent``...).
 
     Raises:
-        ValueError: what is missing, and how to provide it.
+        ConfigError: what is missing, and how to provide it (``option`` ``base_url`` when neither a key
+            nor an endpoint is given).
     """
     if not (api_key or base_url or os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")):
-        raise ValueError(f"{who} needs OPENAI_API_KEY (or --base-url for a local server such as vLLM)")
+        raise ConfigError(f"{who} needs an API key (OPENAI_API_KEY) or the base URL of a local server such as vLLM", "base_url")
     if importlib.util.find_spec("openai") is None:
-        raise ValueError(f"{who} needs the openai package: pip install 'envsynth[llm]'")
+        raise ConfigError(f"{who} needs the openai package: pip install 'envsynth[llm]'")
 
 
 class OpenAIChat:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from envsynth.errors import EnvsynthError
+
 Message = dict[str, Any]
 """An OpenAI chat message: ``{"role": ..., "content": ..., "tool_calls": [...], ...}``."""
 
@@ -64,7 +66,7 @@ class ChatResponse:
     finish_reason: str | None = None
 
 
-class LLMError(Exception):
+class LLMError(EnvsynthError):
     """A model call that failed for good (after retries, or not retryable).
 
     Attributes:

@@ -32,6 +32,7 @@ from typing import Any, Literal, NoReturn, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from envsynth.errors import LLMBuildError
 from envsynth.llm.types import ChatModel, ChatResponse, LLMError, Message, Usage, message_text
 
 __all__ = [
@@ -55,7 +56,7 @@ T = TypeVar("T", bound=BaseModel)
 StructuredMode = Literal["auto", "json_schema", "prompt"]
 
 
-class BuildStop(RuntimeError):
+class BuildStop(LLMBuildError, RuntimeError):
     """The build must stop now, cleanly: nothing more is asked of the model in this run.
 
     Every reply so far is cached, so rerunning the same command continues where this run
@@ -105,7 +106,7 @@ class EndpointUnavailable(BuildStop):
         self.error = error
 
 
-class RoleError(RuntimeError):
+class RoleError(LLMBuildError, RuntimeError):
     """A role got nothing usable from one request; the caller falls back (or drops what it was making).
 
     Attributes:
@@ -168,7 +169,7 @@ class StructuredOutputError(RoleError):
         self.errors = list(errors)
 
 
-class _FormatRejected(Exception):
+class _FormatRejected(LLMBuildError):
     """The server rejected ``response_format`` (internal: ``auto`` switches to prompt mode)."""
 
 

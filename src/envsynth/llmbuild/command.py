@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from envsynth.errors import ConfigError
 from envsynth.llm.types import ChatModel
 from envsynth.llmbuild.client import CONTEXT_TOKENS, BuilderClient
 from envsynth.llmbuild.pipeline import make_client
@@ -17,17 +18,17 @@ def chat_model(model: str | None, base_url: str | None, api_key: str | None, con
     """The chat model behind the builder: ``scripted`` (offline) or an OpenAI-compatible endpoint.
 
     Raises:
-        ValueError: no model, no endpoint or key, or the openai package is missing.
+        ConfigError: no model, no endpoint or key, or the openai package is missing (a ValueError).
     """
     if not model:
-        raise ValueError("--builder llm needs --model (a model name on your endpoint, or 'scripted' for the offline demo)")
+        raise ConfigError("the LLM builder needs a model (a model name on your endpoint, or 'scripted' for the offline demo)", "model")
     if model == SCRIPTED_MODEL and base_url is None:
         from envsynth.llmbuild.scripted import scripted_builder
 
         return scripted_builder(model)
     from envsynth.llm.openai_client import OpenAIChat, check_endpoint
 
-    check_endpoint("--builder llm", api_key, base_url)
+    check_endpoint("the LLM builder", api_key, base_url)
 
     return OpenAIChat(model, base_url=base_url, api_key=api_key, concurrency=concurrency)
 
@@ -56,18 +57,20 @@ def builder_client(
     """The builder client for a CLI run (see :func:`chat_model`); the cache defaults to ``OUT/.llm-cache``.
 
     Raises:
-        ValueError: bad settings (the message names the option).
+        ConfigError: bad settings (``option`` names the parameter; a ValueError).
     """
     if max_tokens_total is not None and max_tokens_total < 1:
-        raise ValueError(f"--max-tokens-total must be at least 1, got {max_tokens_total}")
+        raise ConfigError(f"must be at least 1, got {max_tokens_total}", "max_tokens_total")
     if context_tokens < 1024:
-        raise ValueError(f"--context-tokens must be at least 1024, got {context_tokens}")
+        raise ConfigError(f"must be at least 1024, got {context_tokens}", "context_tokens")
     if max_output_tokens is not None and not 16 <= max_output_tokens <= context_tokens - 512:
-        raise ValueError(f"--max-output-tokens must be 16 to {context_tokens - 512} (--context-tokens less 512), got {max_output_tokens}")
+        raise ConfigError(
+            f"must be 16 to {context_tokens - 512} (the context tokens less 512), got {max_output_tokens}", "max_output_tokens"
+        )
     if not 0 <= temperature <= 2:
-        raise ValueError(f"--temperature must be between 0 and 2, got {temperature}")
+        raise ConfigError(f"must be between 0 and 2, got {temperature}", "temperature")
     if llm_seed < 0:
-        raise ValueError(f"--llm-seed must be 0 or more, got {llm_seed}")
+        raise ConfigError(f"must be 0 or more, got {llm_seed}", "llm_seed")
     return make_client(
         chat_model(model, base_url, api_key, concurrency),
         out,

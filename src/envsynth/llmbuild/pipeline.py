@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from envsynth.blueprint.models import Blueprint
 from envsynth.corpus.layout import APPS_DIR
+from envsynth.errors import ConfigError
 from envsynth.llm.types import ChatModel
 from envsynth.llmbuild.client import BuilderClient
 from envsynth.llmbuild.design import DomainDesign, design_domain
@@ -252,7 +253,7 @@ class LLMBuilder:
             ValueError: no domains, or two domains designed with one app name.
         """
         if not domains:
-            raise ValueError("no domains to build: give at least one domain keyword")
+            raise ConfigError("no domains to build: give at least one domain keyword")
         self.out.mkdir(parents=True, exist_ok=True)
         self._progress = progress or (lambda _k, _s: None)
         for keyword in domains:

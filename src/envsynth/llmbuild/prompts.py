@@ -10,8 +10,10 @@ from functools import cache
 from importlib import resources
 from string import Template
 
+from envsynth.errors import LLMBuildError
 
-class PromptError(KeyError):
+
+class PromptError(LLMBuildError, KeyError):
     """A role without a prompt file, or a placeholder left unfilled."""
 
 

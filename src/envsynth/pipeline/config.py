@@ -12,16 +12,20 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from envsynth import errors
 from envsynth.corpus.build import MAX_DEPTH
 
 __all__ = ["BuildConfig", "ConfigError", "LLMOptions", "describe_errors"]
 
 
-class ConfigError(ValueError):
-    """A build configuration that cannot be built; ``problems`` maps each field to what is wrong with it."""
+class ConfigError(errors.ConfigError):
+    """A build configuration that cannot be built; ``problems`` maps each field to what is wrong with it.
+
+    ``option`` (see :class:`envsynth.errors.ConfigError`) is the first field refused.
+    """
 
     def __init__(self, problems: dict[str, str]) -> None:
-        super().__init__("; ".join(f"{k}: {v}" for k, v in problems.items()))
+        super().__init__("; ".join(f"{k}: {v}" for k, v in problems.items()), next(iter(problems), ""))
         self.problems = problems
 
 

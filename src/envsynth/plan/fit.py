@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from envsynth.errors import EnvsynthError
 from envsynth.plan.law import BASELINE_FEATURES, FEATURES, Point, fit_baseline, fit_law
 
 COLUMNS = ("apps", "tasks_per_app", "states", "distractors", "score")
@@ -17,7 +18,7 @@ HOLDOUT = 0.25
 FORMAT = "envsynth-plan-fit"
 
 
-class PlanError(ValueError):
+class PlanError(EnvsynthError, ValueError):
     """A results file or fit file that cannot be used (the message names the file, row and column)."""
 
 

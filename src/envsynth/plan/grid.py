@@ -7,6 +7,8 @@ import io
 import random
 from typing import Any
 
+from envsynth.errors import ConfigError
+
 STATES = (1, 2, 4)
 """States per task S in a sweep."""
 DISTRACTORS = (0, 2, 4)
@@ -32,10 +34,13 @@ def grid(budget: int, catalogue: int, points: int = 48, seed: int = 0) -> list[d
     the points, drawn without repetition (seeded) from every (A, S, D) whose T is at least 1.
 
     Raises:
-        ValueError: a budget or catalogue too small for a sweep, or too few points to fit the law.
+        ConfigError: a budget too small for a sweep, or too few points to fit the law (a ValueError).
+        ValueError: a catalogue without domains.
     """
     if points < 12:
-        raise ValueError(f"--points {points}: the law has 9 parameters and a quarter of the runs is held out; give at least 12")
+        raise ConfigError(
+            f"{points} points are too few: the law has 9 parameters and a quarter of the runs is held out; give at least 12", "points"
+        )
     if catalogue < 1:
         raise ValueError("the catalogue has no domain")
     rng = random.Random(seed)
@@ -45,7 +50,7 @@ def grid(budget: int, catalogue: int, points: int = 48, seed: int = 0) -> list[d
         b = max(1, round(budget * share))
         combos = [(a, s, d) for a in app_levels(catalogue) for s in STATES for d in DISTRACTORS if b // (a * s) >= 1]
         if not combos:
-            raise ValueError(f"--budget {budget} is too small for a sweep: give at least {round(1 / BUDGET_SHARES[0])}")
+            raise ConfigError(f"{budget} is too small for a sweep: give at least {round(1 / BUDGET_SHARES[0])}", "budget")
         for a, s, d in sorted(rng.sample(combos, min(n, len(combos)))):
             t = b // (a * s)
             name = f"run-{len(out):03d}"

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from envsynth.errors import ConfigError
 from envsynth.plan.fit import FORMAT, PlanError
 from envsynth.plan.law import Law
 
@@ -42,6 +43,9 @@ def suggest(fit: dict[str, Any], budget: int, catalogue: int, top: int = 5) -> d
         ``best`` and ``alternatives`` (apps, tasks_per_app, states, distractors, records,
         predicted score, build command), ``budget``, ``extrapolated`` (the budget lies outside
         the compute the fit saw) and the bounds used.
+
+    Raises:
+        ConfigError: ``budget`` is too small for any composition (``option`` ``budget``).
     """
     law = Law(tuple(float(x) for x in fit["law"]["params"]))
     bounds = fit["bounds"]
@@ -60,7 +64,7 @@ def suggest(fit: dict[str, Any], budget: int, catalogue: int, top: int = 5) -> d
                     {"apps": a, "tasks_per_app": t, "states": s, "distractors": d, "records": a * t * s, "predicted_score": round(score, 4)}
                 )
     if not ranked:
-        raise PlanError(f"--budget {budget} is too small: no composition has a task per app")
+        raise ConfigError(f"{budget} is too small: no composition has a task per app", "budget")
     ranked.sort(key=lambda r: (-r["predicted_score"], -r["records"], r["apps"], r["states"], r["distractors"]))
     for r in ranked[:top]:
         r["command"] = (

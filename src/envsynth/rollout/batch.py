@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Required, TypedDict, Unpack
 
 from envsynth.agents.base import Policy
 from envsynth.corpus.load import Corpus, load_corpus
+from envsynth.errors import EnvsynthError
 from envsynth.rollout.runner import run_episode
 from envsynth.rollout.trajectory import RUN_CONFIG, TRAJECTORIES, Trajectory, TrajectoryWriter, read_trajectories, repair_tail
 from envsynth.runtime.episode import short_repr
@@ -33,7 +34,7 @@ ProgressFn = Callable[[int, int, Trajectory], None]
 """``(done, total, trajectory)`` after each episode of this call (``total``: episodes to run)."""
 
 
-class RunError(RuntimeError):
+class RunError(EnvsynthError, RuntimeError):
     """The run folder does not fit this run (another version of a task in it), or too many episodes failed."""
 
 

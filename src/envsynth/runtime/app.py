@@ -16,6 +16,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 from envsynth.blueprint.models import Blueprint, Entity
 from envsynth.blueprint.order import creation_order
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
+from envsynth.errors import EnvsynthError
 from envsynth.memo import Index
 from envsynth.runtime.episode import Episode
 from envsynth.runtime.guard import guarded_tools
@@ -23,7 +24,7 @@ from envsynth.runtime.lists import list_annotation
 from envsynth.runtime.toolkit import BoolColumns
 
 
-class AppLoadError(RuntimeError):
+class AppLoadError(EnvsynthError, RuntimeError):
     """An app folder that is missing, incomplete or not produced by envsynth."""
 
 

@@ -13,6 +13,11 @@ from typing import Any
 from envsynth.blueprint.expr import DURATION_FUNCTIONS
 from envsynth.runtime import toolkit as F
 
+EVALUATION_ERRORS: tuple[type[Exception], ...] = (ArithmeticError, AttributeError, LookupError, NameError, TypeError, ValueError)
+"""What evaluating a condition raises on rows or values that do not fit it: a row not bound or a
+field missing, a value of another kind, a date that does not parse, a division by zero. Callers
+that read such a failure as "the condition does not hold" catch these; anything else is a bug."""
+
 
 def evaluate(code: Any, namespace: dict[str, Any]) -> Any:
     """Evaluate a compiled, whitelisted expression with only ``namespace`` in scope."""

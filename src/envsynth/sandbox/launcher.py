@@ -32,13 +32,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envsynth.errors import SandboxError
+
 WORKER_SOURCE = Path(__file__).with_name("worker.py")
 WORKER_INSIDE = "/sandbox/worker.py"
 NOBODY = 65534
 MAX_LINE = 4 << 20  # a protocol line longer than this kills the worker
 
 
-class SandboxUnavailable(RuntimeError):
+class SandboxUnavailable(SandboxError):
     """bubblewrap was required but cannot be used here."""
 
 
@@ -46,11 +48,11 @@ class SandboxWarning(UserWarning):
     """The sandbox runs without bubblewrap: weaker filesystem isolation."""
 
 
-class WorkerDied(RuntimeError):
+class WorkerDied(SandboxError):
     """The worker exited, was killed, or broke the protocol."""
 
 
-class WorkerTimeout(RuntimeError):
+class WorkerTimeout(SandboxError):
     """The worker did not answer within the deadline."""
 
 

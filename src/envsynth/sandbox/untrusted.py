@@ -35,6 +35,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envsynth.errors import SandboxError
 from envsynth.sandbox.launcher import CPU_GRACE, WORKER_SOURCE, Limits, Mode, Worker, WorkerCPUExceeded, WorkerDied, WorkerTimeout
 from envsynth.sandbox.pool import WorkerPool
 
@@ -49,7 +50,7 @@ MAX_DRAWS = 1_000_000
 _IDS = itertools.count(1)
 
 
-class SandboxedToolFailure(RuntimeError):
+class SandboxedToolFailure(SandboxError):
     """An untrusted tool call failed in or with its sandbox (an Unexpected Failure)."""
 
 

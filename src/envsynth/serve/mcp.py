@@ -23,6 +23,7 @@ one episode: every client that connects (HTTP allows several) shares it, and aft
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -45,6 +46,8 @@ from envsynth.tasks.episode import TaskEpisode
 from envsynth.tasks.trainer import COMPLETE, Action
 
 __all__ = ["COMPLETED", "EpisodeTools", "build_server", "run"]
+
+log = logging.getLogger(__name__)
 
 COMPLETED = "Task completed."
 POLICY_RESOURCE = types.Resource(
@@ -106,7 +109,8 @@ class EpisodeTools:
             return _result(f"Unknown tool {short(name)!r}.", error=True)
         try:
             res = self.episode.call(name, arguments or {})
-        except Exception as exc:  # an environment bug must not end the session
+        except Exception as exc:  # an environment bug must not end the session: logged with its traceback
+            log.exception("envsynth serve mcp: tool %s of task %s failed", short(name), self.task_id)
             return _result(f"Unexpected failure in {short(name)}: {type(exc).__name__}: {short(str(exc), 500)}", error=True)
         return _result(res.content, error=res.outcome != SUCCESS)
 

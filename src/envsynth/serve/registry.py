@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envsynth.corpus.load import Corpus
+from envsynth.errors import EnvsynthError
 from envsynth.runtime.episode import CallResult
 from envsynth.runtime.reward import Reward
 from envsynth.serve.net import short
@@ -48,7 +49,7 @@ def public_breakdown(reward: Reward, *, reveal_expected: bool = False) -> list[d
     return [{"kind": kind, "table": table, "count": n} for (kind, table), n in counts.items()]
 
 
-class ServeError(Exception):
+class ServeError(EnvsynthError):
     """A request the server refuses: ``status`` (HTTP), ``code`` (machine-readable), ``message``."""
 
     def __init__(self, status: int, code: str, message: str, **extra: Any) -> None:

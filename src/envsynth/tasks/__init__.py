@@ -1,7 +1,7 @@
 """Task synthesis: seed chains, initial states with distractors, instructions, admission."""
 
 from envsynth.tasks.episode import TaskEpisode
-from envsynth.tasks.model import Call, Coordinates, Ref, Rejection, Task, TaskState, UserProfile
+from envsynth.tasks.model import Call, Coordinates, Ref, Rejection, RejectionReason, Task, TaskState, UserProfile
 from envsynth.tasks.state import state_bytes
 from envsynth.tasks.synth import admit, synthesize
 from envsynth.tasks.trainer import Action, EpisodeState, StepResult
@@ -13,6 +13,7 @@ __all__ = [
     "EpisodeState",
     "Ref",
     "Rejection",
+    "RejectionReason",
     "StepResult",
     "Task",
     "TaskEpisode",

@@ -15,7 +15,7 @@ from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import Rows
 from envsynth.tasks.answer import Question, extract
 from envsynth.tasks.instantiate import ChainFailed, Run, execute
-from envsynth.tasks.model import Rejection, Task, TaskState
+from envsynth.tasks.model import Rejection, RejectionReason, Task, TaskState
 from envsynth.tasks.oracle import oracle_program
 from envsynth.tasks.request import Request
 from envsynth.tasks.state import count_rows
@@ -109,7 +109,7 @@ def admit(
     replay: Run | None = None,
     replay_effects: Effects | None = None,
     expected: Effects | None = None,
-) -> str | None:
+) -> RejectionReason | None:
     """The admission rule; None when admitted, else the reason.
 
     The verifier must fail on s0 (a do-nothing agent scores 0), every oracle tool must be

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envsynth.blueprint.policy import acting_user_of
+from envsynth.errors import EnvsynthError
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import SUCCESS, Episode
 from envsynth.runtime.state import Rows, id_fields, insert_rows, read_rows, ref_fields, scratch_connection
@@ -27,7 +28,7 @@ from envsynth.tasks.state import copy_rows, writable_tables
 from envsynth.testing.fixtures import Solver
 
 
-class ChainFailed(Exception):
+class ChainFailed(EnvsynthError):
     """The chain could not be instantiated; the message is the rejection reason."""
 
 

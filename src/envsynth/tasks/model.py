@@ -135,10 +135,32 @@ class Task(_Frozen):
         return self.model_copy(update={"hash": self.content_hash()})
 
 
+RejectionReason = Literal[
+    "no_chain",
+    "not_instantiable",
+    "tool_not_visible",
+    "empty_answer",
+    "no_effect",
+    "id_in_instruction",
+    "answer_in_question",
+    "not_solvable",
+    "target_not_describable",
+    "description_ambiguous_in_state",
+    "chain_broken_by_distractors",
+    "oracle_fails",
+    "verifier_passes_on_s0",
+    "oracle_not_rewarded",
+    "policy_forbids_oracle",
+    "synthesis_error",
+]
+"""Why a candidate task was not admitted: a closed set, checked when a :class:`Rejection` is made
+(the stages of :mod:`envsynth.tasks` and ``synthesis_error``, a synthesis that raised)."""
+
+
 class Rejection(_Frozen):
-    """A candidate task that was not admitted, and why."""
+    """A candidate task that was not admitted, and why (``reason``: one of :data:`RejectionReason`)."""
 
     app: str
     coordinates: Coordinates
-    reason: str
+    reason: RejectionReason
     detail: str = ""

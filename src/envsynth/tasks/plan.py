@@ -9,7 +9,7 @@ from envsynth.blueprint.models import Workflow
 from envsynth.graph.model import ToolGraph
 from envsynth.runtime.app import App
 from envsynth.tasks.chain import Step, plan_chain, plan_workflow
-from envsynth.tasks.model import Coordinates, Rejection, TaskKind
+from envsynth.tasks.model import Coordinates, Rejection, RejectionReason, TaskKind
 
 KINDS: tuple[tuple[TaskKind, float], ...] = (("action", 0.5), ("info", 0.25), ("mixed", 0.25))
 BLOCK = 20  # task indexes per block of kinds: each kind's share of a block is exact
@@ -55,7 +55,7 @@ class Plan:
     coords: Coordinates
     workflow: Workflow | None = None
 
-    def reject(self, reason: str, detail: str = "") -> Rejection:
+    def reject(self, reason: RejectionReason, detail: str = "") -> Rejection:
         """A rejection of this task index with ``reason`` (and a detail, cut to 300 characters)."""
         return Rejection(app=self.app.name, coordinates=self.coords, reason=reason, detail=detail[:300])
 

@@ -23,6 +23,7 @@ from envsynth.blueprint import expr as X
 from envsynth.blueprint.correlate import derived_order
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import Check, ParamSpec, ToolSpec
+from envsynth.errors import EnvsynthError
 from envsynth.runtime import evaluate as E
 from envsynth.runtime import toolkit as F
 from envsynth.runtime.state import Rows, StateBuilder
@@ -107,7 +108,7 @@ def _find_tool(spec: ToolSpec, bp: Blueprint) -> _Tool:
     )
 
 
-class Unsolvable(Exception):
+class Unsolvable(EnvsynthError):
     """No assignment found for a condition."""
 
 
@@ -311,7 +312,7 @@ class Solver:
         node = _tree(check) if isinstance(check, Check) else check
         try:
             return bool(E.evaluate(_code(node), _eval_ns(fx, self.now, self.bp.tables)))
-        except Exception:
+        except E.EVALUATION_ERRORS:
             return False
 
     def value(self, fx: Fixture, node: ast.expr) -> Any:
@@ -339,7 +340,7 @@ class Solver:
             try:
                 if E.evaluate(_code(node), ns):
                     continue
-            except Exception:
+            except E.EVALUATION_ERRORS:
                 pass
             return c
         return None
@@ -398,7 +399,7 @@ class Solver:
             except Unsolvable as exc:
                 why = f" ({exc})"
                 continue
-            except Exception as exc:
+            except E.EVALUATION_ERRORS as exc:
                 why = f" ({type(exc).__name__}: {exc})"
                 continue
         raise Unsolvable(f"cannot make {X.describe(left)} {op.__name__} {X.describe(right)}{why}")
@@ -617,5 +618,5 @@ def _cmp(op: type, a: Any, b: Any) -> bool:
             ast.Is: lambda: a is b,
             ast.IsNot: lambda: a is not b,
         }[op]()
-    except Exception:
+    except E.EVALUATION_ERRORS:
         return False

@@ -315,7 +315,7 @@ class ToolTester:
             code = compile(X.render(X.parse(c.check), _post_hook), "<post>", "eval")
             try:
                 ok = E.evaluate(code, ns)
-            except Exception as exc:
+            except E.EVALUATION_ERRORS as exc:
                 ok = False
                 c = c.model_copy(update={"message": f"{c.message} ({type(exc).__name__}: {exc})"})
             if not ok:
@@ -377,7 +377,7 @@ class ToolTester:
                 continue
             try:
                 self.solver.make(fx, X.parse(check.check).tree, False)
-            except Exception as exc:  # Unsolvable, or a value the condition cannot take: the reason is kept
+            except (Unsolvable, *E.EVALUATION_ERRORS) as exc:  # a value the condition cannot take: the reason is kept
                 why.note("steer", f"{type(exc).__name__}: {exc}" if not isinstance(exc, Unsolvable) else str(exc))
                 continue
             self.solver.rebind(fx)

@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from envsynth.blueprint import expr as X
 from envsynth.blueprint.tables import leaves
+from envsynth.errors import EnvsynthError
 from envsynth.runtime import toolkit as F
+from envsynth.runtime.evaluate import EVALUATION_ERRORS
 
 if TYPE_CHECKING:
     from envsynth.blueprint.models import Entity, FieldDef
@@ -40,6 +42,11 @@ _FLIP = {
     ast.NotIn: ast.In,
 }
 STEERED_CALLS = ("count", "len", "abs", "round", "min", "max", "lookup", *X.DURATION_FUNCTIONS)
+
+
+_TRY_NEXT = (EnvsynthError, *EVALUATION_ERRORS)
+"""What makes the solver try its next option: an :class:`~envsynth.testing.fixtures.Unsolvable` (an
+EnvsynthError, imported late: fixtures imports this module) or a value that does not fit."""
 
 
 def _unsolvable(msg: str) -> Exception:
@@ -137,7 +144,7 @@ def spoil(solver: Solver, fx: Fixture, ent: Entity, row: dict[str, Any], where: 
         try:
             row[_key(ent, key)[0]] = passing_value(solver, fx, ent, key, where[key], want=False)
             return
-        except Exception:  # an Unsolvable or a value that does not fit: try the next filter
+        except _TRY_NEXT:  # an Unsolvable or a value that does not fit: try the next filter
             continue
     raise _unsolvable(f"a bound {ent.name} row passes {where!r} and no filter of it can be changed")
 
@@ -283,7 +290,7 @@ def _solve_extreme(solver: Solver, fx: Fixture, node: ast.Call, op: type, v: Any
         try:
             solver._solve(fx, a, op, v)
             return
-        except Exception:  # an Unsolvable, or arithmetic on a value of another kind: try the next argument
+        except _TRY_NEXT:  # an Unsolvable, or arithmetic on a value of another kind: try the next argument
             continue
     raise _unsolvable(f"no argument of {X.describe(node)} can be made {op.__name__} {v!r}")
 
@@ -301,7 +308,7 @@ def _solve_lookup(solver: Solver, fx: Fixture, node: ast.Call, op: type, v: Any)
                 if F.table_key(current) != key:
                     solver._solve(fx, arg, ast.Eq, _unkey(key, current))
             return
-        except Exception:  # an Unsolvable, or a key that does not fit the argument: try the next entry
+        except _TRY_NEXT:  # an Unsolvable, or a key that does not fit the argument: try the next entry
             continue
     raise _unsolvable(f"no entry of table {node.args[0].value!r} fitting {op.__name__} {v!r} can be reached from its key arguments")  # type: ignore[attr-defined]
 

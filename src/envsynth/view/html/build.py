@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from envsynth.corpus.load import Corpus, load_corpus
+from envsynth.errors import EnvsynthError
 from envsynth.view.html import charts
 from envsynth.view.html.data import app_data, corpus_data, run_data
 from envsynth.view.taskview import LEVELS, task_view
@@ -24,7 +25,7 @@ Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``, called as pages are written."""
 
 
-class ReportError(RuntimeError):
+class ReportError(EnvsynthError, RuntimeError):
     """The report cannot be written (an output folder envsynth did not write, a run folder that is not one)."""
 
 
@@ -59,7 +60,7 @@ def _prepare(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise ReportError(f"{out} exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
-        raise ReportError(f"{out} is not empty and was not written by envsynth report: choose another --out")
+        raise ReportError(f"{out} is not empty and was not written by envsynth report: choose another output folder")
     for sub in ("apps", "runs", "tasks", "assets"):
         if (out / sub).is_dir():
             shutil.rmtree(out / sub)
