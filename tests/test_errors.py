@@ -197,7 +197,7 @@ def test_library_errors_are_not_worded_as_command_line_flags() -> None:
 
 
 def test_run_settings_are_config_errors_naming_their_option(tmp_path: Path) -> None:
-    from envsynth.rollout.command import run_command
+    from envsynth.rollout.config import RunConfig
 
     cases = [
         ({"agent": "gpt"}, "agent"),
@@ -209,5 +209,5 @@ def test_run_settings_are_config_errors_naming_their_option(tmp_path: Path) -> N
     ]
     for kwargs, option in cases:
         with pytest.raises(ConfigError) as info:
-            run_command(tmp_path, out=tmp_path / "run", **kwargs)  # type: ignore[arg-type]
+            RunConfig.of(corpus=tmp_path, out=tmp_path / "run", **kwargs)
         assert info.value.option == option and "--" not in str(info.value), (kwargs, str(info.value))

@@ -2,46 +2,24 @@
 
 :class:`BuildConfig` is the composition (A apps x T tasks x S states at depth D) and where
 and how to build it; :class:`LLMOptions` what the LLM builder needs on top. Both refuse a
-meaningless value with a :class:`ConfigError` whose message names the field, so the CLI
-can name its flag instead (:func:`describe_errors`).
+meaningless value (built with ``.of()``) with a :class:`ConfigError` whose ``problems``
+name the fields, so the CLI can name its flags instead.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from envsynth import errors
+from envsynth.config import Config, describe_errors
+from envsynth.config import ConfigProblems as ConfigError
 from envsynth.corpus.build import MAX_DEPTH
 
 __all__ = ["BuildConfig", "ConfigError", "LLMOptions", "describe_errors"]
 
 
-class ConfigError(errors.ConfigError):
-    """A build configuration that cannot be built; ``problems`` maps each field to what is wrong with it.
-
-    ``option`` (see :class:`envsynth.errors.ConfigError`) is the first field refused.
-    """
-
-    def __init__(self, problems: dict[str, str]) -> None:
-        super().__init__("; ".join(f"{k}: {v}" for k, v in problems.items()), next(iter(problems), ""))
-        self.problems = problems
-
-
-class _Config(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    @classmethod
-    def of(cls, **values: object) -> _Config:
-        """Build from keyword values, raising :class:`ConfigError` (one entry per bad field)."""
-        try:
-            return cls(**values)
-        except ValidationError as exc:
-            raise ConfigError(describe_errors(exc)) from None
-
-
-class BuildConfig(_Config):
+class BuildConfig(Config):
     """Where and what to build.
 
     Attributes:
@@ -74,7 +52,7 @@ class BuildConfig(_Config):
         return self
 
 
-class LLMOptions(_Config):
+class LLMOptions(Config):
     """The LLM builder's options (``envsynth build --builder llm``; see docs/llm-builder.md).
 
     Attributes:
@@ -117,15 +95,3 @@ class LLMOptions(_Config):
         if unknown:
             raise ValueError(f"descriptions given for domains not built: {unknown}")
         return self
-
-
-def describe_errors(exc: ValidationError) -> dict[str, str]:
-    """``{field: what is wrong}`` for each error of ``exc`` (field ``""`` for a whole-object check)."""
-    out: dict[str, str] = {}
-    for e in exc.errors(include_url=False):
-        name = ".".join(str(x) for x in e["loc"])
-        message = str(e["msg"]).removeprefix("Value error, ")
-        if "input" in e and e["type"] not in ("missing", "value_error"):
-            message += f", got {e['input']!r}"
-        out.setdefault(name, message)
-    return out

@@ -3,7 +3,8 @@
 The CLI builds it from its flags and passes it whole to
 :func:`~envsynth.rollout.command.run_command`; Python callers build it the same way.
 Bad settings are refused when it is built (a :class:`pydantic.ValidationError`, a
-``ValueError``), named by their field, before any corpus is read or any model called.
+``ValueError``; with ``RunConfig.of(...)`` an :class:`envsynth.errors.ConfigError` whose
+``problems`` name the fields), before any corpus is read or any model called.
 """
 
 from __future__ import annotations
@@ -11,17 +12,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from envsynth.agents.base import DEFAULT_MAX_TURNS
 from envsynth.agents.user import DEFAULT_USER_TURNS
+from envsynth.config import Config
 
 Agent = Literal["openai", "code", "oracle"]
 """``code`` is ``openai`` in code mode (``agent="code"`` = ``agent="openai", mode="code"``)."""
 Mode = Literal["function", "code"]
 
 
-class RunConfig(BaseModel):
+class RunConfig(Config):
     """What to run, on what, how many times and into which folder.
 
     After validation ``agent`` is ``openai`` or ``oracle`` and ``mode`` is set (``code``
@@ -56,8 +58,6 @@ class RunConfig(BaseModel):
         user_base_url: its endpoint (default: ``base_url``).
         user_max_turns: the user simulator's replies per episode at most.
     """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     corpus: Path
     out: Path
