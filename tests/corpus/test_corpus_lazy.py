@@ -247,3 +247,27 @@ def test_an_index_pointing_at_the_wrong_record_is_a_one_line_error(copy: Path, r
     with pytest.raises(CorpusError, match=r"at byte 0 is not a task .*: the shard changed after it was indexed") as info:
         load_corpus(copy).tasks[0]
     assert "\n" not in str(info.value)
+
+
+def test_http_task_listing_reads_only_the_page(generated: Path) -> None:
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from envsynth.serve.http import create_app
+
+    c = load_corpus(generated)
+    app_name = c.tasks.entries().__next__().app
+    want = [e.id for e in c.tasks.entries() if e.app == app_name and e.kind == "info"]
+    with TestClient(create_app(c)) as client:
+        page = client.get("/tasks", params={"app": app_name, "kind": "info", "offset": 5, "limit": 7}).json()
+    assert page["total"] == len(want) and [t["id"] for t in page["tasks"]] == want[5:12]
+    assert c.tasks.reads == 7  # a filter over the records would have read all of them
+
+
+def test_inspect_stats_read_each_record_once(generated: Path) -> None:
+    from envsynth.corpus import corpus_stats
+
+    c = load_corpus(generated)
+    stats = corpus_stats(c)
+    assert stats["tasks"] == GENERATED and sum(stats["tasks_by_kind"].values()) == GENERATED
+    assert c.tasks.reads == GENERATED
