@@ -271,3 +271,16 @@ def test_inspect_stats_read_each_record_once(generated: Path) -> None:
     stats = corpus_stats(c)
     assert stats["tasks"] == GENERATED and sum(stats["tasks_by_kind"].values()) == GENERATED
     assert c.tasks.reads == GENERATED
+
+
+def test_a_run_over_every_task_reads_each_record_once(tmp_path: Path, reference: CorpusSummary) -> None:
+    from envsynth.agents import OracleAgent
+    from envsynth.corpus.index import open_index
+    from envsynth.corpus.lazy import TaskSeq
+    from envsynth.rollout import run_batch
+
+    c = load_corpus(reference.path)
+    small = Corpus(c.path, c.manifest, TaskSeq.open(open_index(c.path, c.manifest), recent=2))
+    res = run_batch(small, lambda t, a: OracleAgent(t), attempts=3, concurrency=2, out=tmp_path / "run")
+    assert res.written == 3 * len(c.tasks) and res.errors == 0
+    assert small.tasks.reads == len(c.tasks)
