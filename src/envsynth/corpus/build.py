@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from envsynth.blueprint.models import Blueprint
 from envsynth.corpus.app_tasks import AppJob, ProgressFn, TaskStage
 from envsynth.corpus.errors import CorpusError
-from envsynth.corpus.layout import MANIFEST, SHARD_SIZE
+from envsynth.corpus.index import write_index
+from envsynth.corpus.layout import INDEX_FILE, MANIFEST, SHARD_SIZE, TASKS_DIR
 from envsynth.corpus.manifest import Composition, CorpusManifest, corpus_manifest
 from envsynth.corpus.pool import run_jobs
 from envsynth.files import clean_temps, write_atomic
@@ -111,6 +112,7 @@ def build_corpus(
     composition = Composition(apps=len(chosen), tasks_per_app=tasks_per_app, states=states, distractors=distractors)
     _check_existing(root, composition, seed, shard_size)
     clean_temps(root, [MANIFEST])
+    clean_temps(root / TASKS_DIR, [INDEX_FILE])
     jobs = [
         AppJob(
             bp,
@@ -132,6 +134,7 @@ def build_corpus(
     n = 1 if in_process else (os.cpu_count() or 1) if workers == 0 else workers
     outcomes = run_jobs(jobs, n, progress)
     manifest = corpus_manifest(jobs, outcomes, composition, seed, shard_size)
+    write_index(root, manifest)  # before the manifest, which commits the build
     write_atomic(root / MANIFEST, (json.dumps(manifest.model_dump(mode="json"), indent=2) + "\n").encode())
     return CorpusSummary(root, manifest, sum(o.synthesized for o in outcomes), time.perf_counter() - started)
 

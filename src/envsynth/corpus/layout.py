@@ -7,6 +7,8 @@
     OUT/tasks/<app>/state.json           what this app's tasks are built from (checked on resume)
     OUT/tasks/<app>/attempts.jsonl       one line per attempted task index: admitted or rejected
     OUT/tasks/<app>/shard-00000.jsonl    admitted tasks, one Task per line, SHARD_SIZE per shard
+    OUT/tasks/index.sqlite               the task index: id, app, kind, coordinates and shard offset of each
+                                         task, in corpus order (written before the manifest; see corpus/index.py)
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ APPS_DIR = "apps"
 TASKS_DIR = "tasks"
 STATE_FILE = "state.json"
 ATTEMPTS_FILE = "attempts.jsonl"
+INDEX_FILE = "index.sqlite"
 SHARD_SIZE = 256
 FORMAT = "envsynth-corpus"
 FORMAT_VERSION = 3  # 3: tasks carry a scenario; 2: task hashes over the record's JSON in field order (1: over key-sorted JSON)

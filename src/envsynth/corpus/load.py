@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from envsynth.corpus.errors import CorpusError
+from envsynth.corpus.index import open_index
 from envsynth.corpus.layout import APPS_DIR, FORMAT_VERSION, MANIFEST
+from envsynth.corpus.lazy import TaskSeq
 from envsynth.corpus.manifest import CorpusManifest, digest
-from envsynth.corpus.tasklog import read_tasks
 from envsynth.runtime.app import App, AppLoadError
 from envsynth.tasks.episode import EpisodePool
 from envsynth.tasks.model import Task
@@ -58,16 +59,17 @@ class Corpus:
         path: the folder (an absolute path, so that what records it, such as a run's
             ``run.json``, can be read from any working directory).
         manifest: its ``corpus.json``.
-        tasks: every task, by app (manifest order), then shard order (task index, then state).
+        tasks: every task, by app (manifest order), then shard order (task index, then state):
+            a sequence that reads each record from its shard when asked for (see
+            :class:`~envsynth.corpus.lazy.TaskSeq`: ``where(app=, kind=)``, ``ids()``, ``entries()``).
         apps: app name -> :class:`App`, loaded on first access.
     """
 
-    def __init__(self, path: Path, manifest: CorpusManifest, tasks: list[Task], state_cache: int = 1024) -> None:
+    def __init__(self, path: Path, manifest: CorpusManifest, tasks: TaskSeq, state_cache: int = 1024) -> None:
         self.path = path
         self.manifest = manifest
         self.tasks = tasks
         self.apps = LazyApps(path, [a.name for a in manifest.apps if a.error is None])
-        self._by_id = {t.id: t for t in tasks}
         self._states: OrderedDict[str, bytes] = OrderedDict()
         self._rows: OrderedDict[str, dict[str, list[dict[str, Any]]]] = OrderedDict()
         self._state_cache = state_cache
@@ -86,7 +88,7 @@ class Corpus:
             KeyError: no such task in this corpus.
         """
         try:
-            return self._by_id[task_id]
+            return self.tasks.by_id(task_id)
         except KeyError:
             raise KeyError(f"no task {task_id!r} in the corpus at {self.path}") from None
 
@@ -128,23 +130,29 @@ class Corpus:
         Raises:
             CorpusError: the first mismatch found.
         """
+        hashes = []
         for t in self.tasks:
             if t.hash != t.content_hash():
                 raise CorpusError(f"{self.path}: task {t.id} does not match its hash (edited after the build?)")
-        if digest(t.hash for t in self.tasks) != self.manifest.digest:
+            hashes.append(t.hash)
+        if digest(hashes) != self.manifest.digest:
             raise CorpusError(f"{self.path / MANIFEST}: the tasks do not match the manifest's digest")
 
 
 def load_corpus(path: str | Path, *, state_cache: int = 1024) -> Corpus:
-    """Load the corpus in ``path``: manifest and tasks now, apps on first use.
+    """Load the corpus in ``path``: manifest and task index now, task records and apps on first use.
+
+    A corpus without a task index (built by an older envsynth), or whose index does not match
+    its shards, gets one built from the shards (see :func:`~envsynth.corpus.index.open_index`).
 
     Args:
         path: a corpus folder (``envsynth build OUT --tasks-per-app T``).
         state_cache: how many tasks' initial states to keep in memory for :meth:`Corpus.start`.
 
     Raises:
-        CorpusError: a missing folder or manifest, an invalid manifest or task, or shards
-            that do not hold what the manifest says (an interrupted build: rerun it).
+        CorpusError: a missing folder or manifest, an invalid manifest, or shards that do
+            not hold what the manifest says (an interrupted build: rerun it). A record that
+            is not a valid task raises it when it is read.
     """
     root = Path(path)
     if not root.is_dir():
@@ -164,12 +172,5 @@ def load_corpus(path: str | Path, *, state_cache: int = 1024) -> Corpus:
             f"{mpath}: corpus format {manifest.version} (envsynth {manifest.envsynth_version}); this envsynth reads format"
             f" {FORMAT_VERSION}: rebuild the corpus into a new folder"
         )
-    tasks: list[Task] = []
-    for a in manifest.apps:
-        got = list(read_tasks(root / a.tasks_path))
-        if len(got) != a.records:
-            raise CorpusError(
-                f"{root / a.tasks_path}: holds {len(got)} tasks, the manifest says {a.records} (rerun the build to finish it)"
-            )
-        tasks += got
-    return Corpus(root.absolute(), manifest, tasks, state_cache)
+    root = root.absolute()
+    return Corpus(root, manifest, TaskSeq.open(open_index(root, manifest)), state_cache)

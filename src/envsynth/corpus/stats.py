@@ -8,6 +8,7 @@ from typing import Any
 
 from envsynth.corpus.layout import APPS_DIR
 from envsynth.corpus.load import Corpus
+from envsynth.tasks.model import Task
 
 
 def _histogram(counter: Counter[int]) -> dict[str, int]:
@@ -27,12 +28,13 @@ def corpus_stats(corpus: Corpus) -> dict[str, Any]:
         coverage per app and user roles: :func:`envsynth.report.lint_corpus`).
     """
     m = corpus.manifest
-    kinds = Counter(t.kind for t in corpus.tasks)
-    chains = Counter(int(t.stats.get("chain_length", len(t.oracle))) for t in corpus.tasks)
+    tasks = list(corpus.tasks)  # each record read once (corpus.tasks reads them on demand)
+    kinds = Counter(t.kind for t in tasks)
+    chains = Counter(int(t.stats.get("chain_length", len(t.oracle))) for t in tasks)
     depth: Counter[str] = Counter()
-    for t in corpus.tasks:
+    for t in tasks:
         depth.update(t.state.distractor_depth)
-    n = len(corpus.tasks)
+    n = len(tasks)
     return {
         "path": str(corpus.path),
         "envsynth_version": m.envsynth_version,
@@ -59,15 +61,15 @@ def corpus_stats(corpus: Corpus) -> dict[str, Any]:
             }
             for a in m.apps
         ],
-        "quality": _quality(corpus),
+        "quality": _quality(corpus, tasks),
     }
 
 
-def _quality(corpus: Corpus) -> dict[str, Any]:
+def _quality(corpus: Corpus, tasks: list[Task]) -> dict[str, Any]:
     from envsynth.report import AppView, lint_corpus
 
     views = {name: AppView(app.blueprint, app.specs) for name, app in corpus.apps.items()}
-    return lint_corpus(corpus.tasks, views).model_dump()
+    return lint_corpus(tasks, views).model_dump()
 
 
 def _graph_counts(corpus: Corpus, app: str) -> dict[str, Any] | None:

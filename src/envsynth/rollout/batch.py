@@ -180,7 +180,7 @@ async def arun_batch(
 ) -> BatchResult:
     """The async form of :func:`run_batch`."""
     c = corpus if isinstance(corpus, Corpus) else load_corpus(corpus)
-    chosen = c.tasks if tasks is None else [c.task(t) if isinstance(t, str) else t for t in tasks]
+    chosen = list(c.tasks) if tasks is None else [c.task(t) if isinstance(t, str) else t for t in tasks]  # each record read once
     run_dir = Path(out)
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / TRAJECTORIES

@@ -208,9 +208,7 @@ def _add_task_routes(app: FastAPI, c: Corpus, registry: EpisodeRegistry, run: Ru
         app_name: str | None = Query(None, alias="app"),
         kind: Literal["action", "info", "mixed"] | None = None,
     ) -> TaskPage:
-        tasks = c.tasks
-        if app_name is not None or kind is not None:
-            tasks = [t for t in tasks if (app_name is None or t.app == app_name) and (kind is None or t.kind == kind)]
+        tasks = c.tasks.where(app=app_name, kind=kind)  # from the task index: only the page's records are read
         page = [TaskSummary(id=t.id, app=t.app, kind=t.kind, instruction=t.instruction) for t in tasks[offset : offset + limit]]
         return TaskPage(total=len(tasks), offset=offset, limit=limit, tasks=page)
 
