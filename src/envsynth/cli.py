@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -183,7 +185,29 @@ def build(
     tasks_per_app: Annotated[int, typer.Option("--tasks-per-app", "-T", help="T: tasks per app; 0 builds apps only.")] = 0,
     states: Annotated[int, typer.Option("--states", "-S", help="S: initial states per task.")] = 1,
     distractors: Annotated[int, typer.Option("--distractors", "-D", help="D: distractor depth, 0 to 4.")] = 0,
-    workers: Annotated[int, typer.Option("--workers", "-w", help="Processes building apps in parallel (0: one per CPU).")] = 1,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            "-w",
+            help="Processes building apps and their tasks in parallel, with or without -T (default 1; 0: one per CPU). "
+            "With --executor ray: Ray tasks in flight at most (default: the cluster's CPUs).",
+        ),
+    ] = None,
+    executor: Annotated[
+        str,
+        typer.Option(
+            help="local (processes on this machine) or ray (app builds and task indexes spread over a Ray cluster; "
+            "the same files as a local build; needs envsynth[ray]; see docs/scale.md).",
+        ),
+    ] = "local",
+    address: Annotated[
+        str | None,
+        typer.Option(
+            help="--executor ray: the cluster (auto, host:6379 or ray://host:10001; default RAY_ADDRESS, else the one "
+            "'ray start' made here, else a new Ray instance on this machine). Workers must see OUT at the same path.",
+        ),
+    ] = None,
     builder: Annotated[
         str,
         typer.Option(
@@ -237,9 +261,11 @@ def build(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from envsynth.compiler.build import BuildError, FolderInUseError, build_app
+    from envsynth.compiler.build import FolderInUseError
+    from envsynth.scale.apps import build_apps
 
-    _check_counts(apps=apps, tasks_per_app=tasks_per_app, states=states, distractors=distractors, seed=seed, workers=workers)
+    _check_counts(apps=apps, tasks_per_app=tasks_per_app, states=states, distractors=distractors, seed=seed, workers=workers or 0)
+    _check_executor(executor, address, builder)
     if builder not in ("procedural", "llm"):
         fail(f"--builder: unknown builder {builder!r} (choose procedural or llm)")
     if builder == "llm":
@@ -281,7 +307,11 @@ def build(
         from envsynth.corpus.console import TaskBar, summary_data, summary_tables
 
         try:
-            with TaskBar(err, len(bps), tasks_per_app, transient=as_json, disable=not err.is_terminal and as_json) as bar:
+            bar_off = not err.is_terminal and as_json
+            with (
+                _spread_executor(executor, workers, address) as spread,
+                TaskBar(err, len(bps), tasks_per_app, transient=as_json, disable=bar_off) as bar,
+            ):
                 summary = build_corpus(
                     out,
                     blueprints=bps,
@@ -289,9 +319,10 @@ def build(
                     states=states,
                     distractors=distractors,
                     seed=seed,
-                    workers=workers,
+                    workers=1 if workers is None else workers,
                     progress=bar.update,
                     force=force,
+                    executor=spread,
                 )
         except (CorpusError, ValueError) as exc:
             fail(str(exc))
@@ -307,8 +338,6 @@ def build(
             raise typer.Exit(1)
         return
     _check_app_folders(out, bps, keep_failed=keep_failed, force=force)
-    results: list[dict[str, Any]] = []
-    failed: list[str] = []
     with Progress(
         TextColumn("{task.description}", markup=False),
         BarColumn(),
@@ -319,30 +348,21 @@ def build(
         disable=not err.is_terminal and as_json,
     ) as bar:
         task = bar.add_task("building apps", total=len(bps))
-        for bp in bps:
-            bar.update(task, description=f"building {bp.name}")
-            try:
-                built = build_app(bp, out, seed, keep_failed=keep_failed, force=force)
-            except FolderInUseError as exc:
-                fail(str(exc))
-            except BuildError as exc:
-                failed.append(str(exc))
-                results.append({"name": bp.name, "ok": False, "error": str(exc)})
-            else:
-                c = built.report.counts()
-                results.append(
-                    {
-                        "name": bp.name,
-                        "ok": True,
-                        "path": str(built.path),
-                        "tables": len(bp.entities),
-                        "tools": len(built.app.specs),
-                        "writes": sum(s.mode == "write" for s in built.app.specs),
-                        "cases": c["cases"],
-                        "unexpected_failures": c["unexpected_failure"],
-                    }
+        try:
+            with _spread_executor(executor, workers, address, local=True) as spread:
+                results = build_apps(
+                    bps,
+                    out,
+                    spread,
+                    seed=seed,
+                    keep_failed=keep_failed,
+                    force=force,
+                    on_start=lambda name: bar.update(task, description=f"building {name}"),
+                    on_done=lambda row: bar.advance(task),
                 )
-            bar.advance(task)
+        except FolderInUseError as exc:
+            fail(str(exc))
+        failed = [r["error"] for r in results if not r["ok"]]
     if as_json:
         print(json.dumps(results, indent=2))
     else:
@@ -385,6 +405,37 @@ def _check_counts(*, apps: int | None, tasks_per_app: int, states: int, distract
         fail(f"--seed must be 0 or more, got {seed}")
     if workers < 0:
         fail(f"--workers (-w) must be 0 (one per CPU) or more, got {workers}")
+
+
+def _check_executor(executor: str, address: str | None, builder: str) -> None:
+    """Refuse Ray with the LLM builder, an unknown ``--executor``, ``--address`` without Ray, and Ray not installed."""
+    from envsynth.scale.executor import ExecutorError, check_executor
+
+    if executor == "ray" and builder != "procedural":
+        fail("--executor ray builds with --builder procedural (the LLM builder runs on this machine)")
+    try:
+        check_executor(executor, address)
+    except ExecutorError as exc:
+        fail(str(exc))
+
+
+@contextlib.contextmanager
+def _spread_executor(executor: str, workers: int | None, address: str | None, *, local: bool = False) -> Iterator[Any]:
+    """The executor of a build, closed on exit: Ray, or local processes (``local``; else None: the corpus's own pool).
+
+    A missing ray package or an unreachable cluster ends the command with a one-line error.
+    """
+    from envsynth.scale.executor import ExecutorError, open_executor
+
+    if executor == "local" and not local:
+        yield None
+        return
+    try:
+        spread = open_executor(executor, workers=workers, address=address)
+    except ExecutorError as exc:
+        fail(str(exc))
+    with spread:
+        yield spread
 
 
 def _check_app_folders(out: Path, bps: list[Any], *, keep_failed: bool, force: bool) -> None:
@@ -549,6 +600,21 @@ def run(
         str | None, typer.Option("--user-base-url", help="The user simulator's API root (default: --base-url).")
     ] = None,
     user_max_turns: Annotated[int, typer.Option("--user-max-turns", help="User simulator replies per episode at most.")] = 10,
+    executor: Annotated[
+        str,
+        typer.Option(
+            help="local (episodes in this process) or ray (episodes spread over a Ray cluster, --concurrency at a "
+            "time; every worker reads CORPUS at the same path and calls the same --base-url; needs envsynth[ray]; "
+            "see docs/scale.md).",
+        ),
+    ] = "local",
+    address: Annotated[
+        str | None,
+        typer.Option(
+            help="--executor ray: the cluster (auto, host:6379 or ray://host:10001; default RAY_ADDRESS, else the one "
+            "'ray start' made here, else a new Ray instance on this machine).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Run an agent on a corpus's tasks (k attempts each) and summarize: pass@1, pass@k, turns, tokens.
@@ -594,6 +660,8 @@ def run(
                 user_model=user_model,
                 user_base_url=user_base_url,
                 user_max_turns=user_max_turns,
+                executor=executor,
+                address=address,
             )
         except (CorpusError, RunError, ValueError) as exc:
             fail(str(exc))

@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envsynth.blueprint.models import Blueprint
 from envsynth.corpus.app_tasks import AppJob, ProgressFn
@@ -17,6 +17,9 @@ from envsynth.corpus.layout import MANIFEST, SHARD_SIZE
 from envsynth.corpus.manifest import Composition, CorpusManifest, corpus_manifest
 from envsynth.corpus.pool import run_jobs
 from envsynth.files import clean_temps, write_atomic
+
+if TYPE_CHECKING:
+    from envsynth.scale.executor import Executor
 
 MAX_DEPTH = 4
 
@@ -62,6 +65,7 @@ def build_corpus(
     shard_size: int = SHARD_SIZE,
     task_stage: Any = None,
     force: bool = False,
+    executor: Executor | None = None,
 ) -> CorpusSummary:
     """Build (or resume) the corpus in ``out``: apps, sharded tasks and ``corpus.json``.
 
@@ -88,6 +92,8 @@ def build_corpus(
             are kept; see :func:`envsynth.compiler.build.build_app`). Without it such an app
             stops the build with a :class:`CorpusError`; a folder envsynth did not write at
             all is never replaced.
+        executor: spread app builds and task indexes over it (a Ray cluster: see
+            :mod:`envsynth.scale`) instead of ``workers`` local processes; the corpus is the same.
 
     Raises:
         ValueError: a composition out of range, or two blueprints with one name.
@@ -105,7 +111,12 @@ def build_corpus(
         AppJob(bp, i, root, tasks_per_app, states, distractors, seed, shard_size, task_stage, force=force) for i, bp in enumerate(chosen)
     ]
     n = 1 if task_stage is not None else (os.cpu_count() or 1) if workers == 0 else workers
-    outcomes = run_jobs(jobs, n, progress)
+    if executor is None:
+        outcomes = run_jobs(jobs, n, progress)
+    else:
+        from envsynth.scale.corpus import spread_jobs
+
+        outcomes = spread_jobs(jobs, executor, progress)
     manifest = corpus_manifest(jobs, outcomes, composition, seed, shard_size)
     write_atomic(root / MANIFEST, (json.dumps(manifest.model_dump(mode="json"), indent=2) + "\n").encode())
     return CorpusSummary(root, manifest, sum(o.synthesized for o in outcomes), time.perf_counter() - started)

@@ -13,6 +13,7 @@ from envsynth.llm.openai_client import check_endpoint
 from envsynth.rollout.batch import ProgressFn, RunError, UserFactory, run_batch
 from envsynth.rollout.summary import summarize
 from envsynth.rollout.trajectory import RUN_CONFIG
+from envsynth.scale.episodes import check_spread_run
 from envsynth.tasks.model import Task
 
 AGENTS = ("openai", "code", "oracle")
@@ -45,6 +46,8 @@ def run_command(
     user_model: str | None = None,
     user_base_url: str | None = None,
     user_max_turns: int = DEFAULT_USER_TURNS,
+    executor: str = "local",
+    address: str | None = None,
 ) -> dict[str, Any]:
     """Run an agent over a corpus into ``out`` (resumable) and return :func:`summarize` of the run.
 
@@ -80,6 +83,9 @@ def run_command(
         user_model: the user simulator's model (default: ``model``).
         user_base_url: its endpoint (default: ``base_url``).
         user_max_turns: the user simulator's replies per episode at most.
+        executor: ``local`` (this process) or ``ray`` (episodes spread over a Ray cluster,
+            ``concurrency`` at a time; see docs/scale.md).
+        address: the Ray cluster (default: ``RAY_ADDRESS``, else a local Ray instance).
 
     Raises:
         ValueError: bad settings (unknown agent or mode, no model, a count out of range such as
@@ -100,6 +106,7 @@ def run_command(
     if mode not in MODES:
         raise ValueError(f"--mode: unknown mode {mode!r} (choose from {', '.join(MODES)})")
     _check_counts(attempts, concurrency, max_turns, user_max_turns, requests, max_tokens, limit, seed, max_errors)
+    check_spread_run(executor=executor, address=address, mode=mode, user_sim=user_sim)
     if temperature is not None and temperature < 0:
         raise ValueError(f"--temperature must be 0 or more, got {temperature}")
     if user_sim and not (user_model or (agent == "openai" and model)):
@@ -151,6 +158,7 @@ def run_command(
         )
         meta |= {"user_sim": True, "user_model": user_model or model, "user_max_turns": user_max_turns}
 
+    spread = _open_spread(executor, address)
     sandbox = None
     if mode == "code":
         from envsynth.sandbox import CodeSandbox
@@ -172,11 +180,25 @@ def run_command(
             max_errors=max_errors,
             sandbox=sandbox,
             user_factory=users,
+            executor=spread,
         )
     finally:
-        if sandbox is not None:
-            sandbox.close()
+        _close(sandbox, spread)
     return {**summarize(out), "this_run": {"written": result.written, "skipped": result.skipped, "failed": result.errors}}
+
+
+def _close(*pools: Any) -> None:
+    """Close the sandbox and executor pools a run opened (None: not opened)."""
+    for pool in pools:
+        if pool is not None:
+            pool.close()
+
+
+def _open_spread(executor: str, address: str | None) -> Any:
+    """The executor episodes are spread over, or None to run them in this process (``local``)."""
+    from envsynth.scale.executor import open_executor
+
+    return None if executor == "local" else open_executor(executor, address=address)
 
 
 def _check_counts(

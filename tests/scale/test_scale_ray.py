@@ -1,0 +1,53 @@
+"""Builds and runs on a local Ray instance (2 CPUs): the same corpus and the same results as local ones."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scale_helpers import COMPOSITION, blueprints, hashes
+
+from envsynth.corpus import build_corpus
+from envsynth.rollout.command import run_command
+from envsynth.rollout.trajectory import read_trajectories
+from envsynth.scale import RayExecutor
+
+ray = pytest.importorskip("ray")
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[None]:
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def test_ray_build_is_byte_identical_to_a_local_build(ray_cluster: None, local_build: Path, tmp_path: Path) -> None:
+    with RayExecutor() as ex:
+        assert ex.slots == 2
+        spread = build_corpus(tmp_path / "ray", blueprints=blueprints(), executor=ex, **COMPOSITION)
+    assert ray.is_initialized()  # a Ray the caller started is left running
+    files = hashes(spread.path)
+    assert len(files) >= 15 and any(name.endswith("shard-00000.jsonl") for name in files)
+    assert files == hashes(local_build)
+    assert spread.manifest.digest == json.loads((local_build / "corpus.json").read_text())["digest"]
+
+
+def _episodes(run: Path) -> list[dict[str, Any]]:
+    """The run's trajectories without their wall-clock timings, by task and attempt."""
+    recs = [{k: v for k, v in rec.items() if k != "timings"} for rec in read_trajectories(run / "trajectories.jsonl")]
+    return sorted(recs, key=lambda r: (r["task_id"], r["attempt"]))
+
+
+def test_ray_run_of_the_oracle_gives_the_local_results(ray_cluster: None, local_build: Path, tmp_path: Path) -> None:
+    corpus = local_build
+    local = run_command(corpus, out=tmp_path / "local", agent="oracle", attempts=2)
+    spread = run_command(corpus, out=tmp_path / "ray", agent="oracle", attempts=2, executor="ray", concurrency=4)
+    assert spread["episodes"] == local["episodes"] == 24 and spread["pass@1"] == 1.0
+    assert _episodes(tmp_path / "ray") == _episodes(tmp_path / "local")
+    assert json.loads((tmp_path / "ray" / "run.json").read_text()) == json.loads((tmp_path / "local" / "run.json").read_text())
+    again = run_command(corpus, out=tmp_path / "ray", agent="oracle", attempts=2, executor="ray")
+    assert again["this_run"] == {"written": 0, "skipped": 24, "failed": 0}  # resumable as a local run
