@@ -258,6 +258,9 @@ def build(
     With --tasks-per-app T > 0, OUT becomes a corpus: apps in OUT/apps/, T admitted tasks per
     app (each in S initial states, distractor depth D) in sharded JSONL under OUT/tasks/, and
     OUT/corpus.json. An interrupted corpus build resumes where it stopped when run again.
+
+    --workers W builds W apps at once; --executor ray spreads app builds and task indexes
+    over a Ray cluster and writes the same files (see docs/scale.md).
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -620,7 +623,8 @@ def run(
     """Run an agent on a corpus's tasks (k attempts each) and summarize: pass@1, pass@k, turns, tokens.
 
     The model is any OpenAI-compatible endpoint (--base-url, or OPENAI_BASE_URL and
-    OPENAI_API_KEY). Rerun the same command to resume an interrupted run.
+    OPENAI_API_KEY). Rerun the same command to resume an interrupted run. --executor ray
+    runs the episodes on a Ray cluster (see docs/scale.md).
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
