@@ -51,3 +51,21 @@ def test_ray_run_of_the_oracle_gives_the_local_results(ray_cluster: None, local_
     assert json.loads((tmp_path / "ray" / "run.json").read_text()) == json.loads((tmp_path / "local" / "run.json").read_text())
     again = run_command(corpus, out=tmp_path / "ray", agent="oracle", attempts=2, executor="ray")
     assert again["this_run"] == {"written": 0, "skipped": 24, "failed": 0}  # resumable as a local run
+
+
+def test_ray_run_calls_the_users_endpoint_from_the_workers(ray_cluster: None, local_build: Path, tmp_path: Path) -> None:
+    from chat_server import chat_server, completion
+
+    calls: list[str] = []
+
+    def reply(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        calls.append(body["model"])
+        return 200, completion(body["model"], {"role": "assistant", "content": "I cannot do that."})
+
+    with chat_server(reply) as url:
+        args: dict[str, Any] = {"agent": "openai", "model": "m", "base_url": url, "api_key": "k", "limit": 3}
+        local = run_command(local_build, out=tmp_path / "local", **args)
+        spread = run_command(local_build, out=tmp_path / "ray", executor="ray", **args)
+    assert calls == ["m"] * 6 and spread["episodes"] == local["episodes"] == 3
+    assert _episodes(tmp_path / "ray") == _episodes(tmp_path / "local")
+    assert all(e["error"] is None and e["model"] == "m" for e in _episodes(tmp_path / "ray"))
