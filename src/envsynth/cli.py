@@ -268,7 +268,7 @@ def build(
     from envsynth.scale.apps import build_apps
 
     _check_counts(apps=apps, tasks_per_app=tasks_per_app, states=states, distractors=distractors, seed=seed, workers=workers or 0)
-    _check_executor(executor, address, builder)
+    _check_executor(executor, address, builder, workers)
     if builder not in ("procedural", "llm"):
         fail(f"--builder: unknown builder {builder!r} (choose procedural or llm)")
     if builder == "llm":
@@ -410,12 +410,14 @@ def _check_counts(*, apps: int | None, tasks_per_app: int, states: int, distract
         fail(f"--workers (-w) must be 0 (one per CPU) or more, got {workers}")
 
 
-def _check_executor(executor: str, address: str | None, builder: str) -> None:
-    """Refuse Ray with the LLM builder, an unknown ``--executor``, ``--address`` without Ray, and Ray not installed."""
+def _check_executor(executor: str, address: str | None, builder: str, workers: int | None) -> None:
+    """Refuse Ray or workers with the LLM builder, an unknown ``--executor``, ``--address`` without Ray, and Ray not installed."""
     from envsynth.scale.executor import ExecutorError, check_executor
 
     if executor == "ray" and builder != "procedural":
         fail("--executor ray builds with --builder procedural (the LLM builder runs on this machine)")
+    if workers not in (None, 1) and builder != "procedural":
+        fail("--workers is for --builder procedural (the LLM builder builds one domain at a time, in this process)")
     try:
         check_executor(executor, address)
     except ExecutorError as exc:

@@ -36,6 +36,7 @@ def test_bad_executor_settings_are_refused_before_building(tmp_path: Path) -> No
         (["--executor", "dask"], "--executor: unknown executor 'dask' (choose local or ray)"),
         (["--address", "auto"], "--address is for --executor ray"),
         (["--executor", "ray", "--builder", "llm", "--domain", "x"], "--executor ray builds with --builder procedural"),
+        (["--workers", "2", "--builder", "llm", "--domain", "x"], "--workers is for --builder procedural"),
     ):
         res = cli_without_ray("build", str(out), "-d", "taskboard", *args)
         assert res.returncode == 2 and words in res.stderr, res.stderr
