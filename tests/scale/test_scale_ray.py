@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 from scale_helpers import COMPOSITION, blueprints, hashes
 
+from envsynth import catalog
 from envsynth.corpus import build_corpus
 from envsynth.rollout.command import run_command
 from envsynth.rollout.trajectory import read_trajectories
@@ -69,3 +71,14 @@ def test_ray_run_calls_the_users_endpoint_from_the_workers(ray_cluster: None, lo
     assert calls == ["m"] * 6 and spread["episodes"] == local["episodes"] == 3
     assert _episodes(tmp_path / "ray") == _episodes(tmp_path / "local")
     assert all(e["error"] is None and e["model"] == "m" for e in _episodes(tmp_path / "ray"))
+
+
+@pytest.mark.skipif(not os.environ.get("ENVSYNTH_DEMO_RAY"), reason="the demo corpus takes minutes on 2 cores: set ENVSYNTH_DEMO_RAY=1")
+def test_ray_build_of_the_demo_corpus_is_byte_identical(ray_cluster: None, tmp_path: Path) -> None:
+    demo: dict[str, Any] = {"tasks_per_app": 10, "states": 2, "distractors": 2, "seed": 0}  # make demo's composition
+    every = [catalog.load(name) for name in catalog.names()]
+    local = build_corpus(tmp_path / "local", blueprints=every, **demo)
+    with RayExecutor() as ex:
+        spread = build_corpus(tmp_path / "ray", blueprints=every, executor=ex, **demo)
+    assert spread.records == local.records >= 150
+    assert hashes(spread.path) == hashes(local.path)
