@@ -265,7 +265,7 @@ def build(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from envsynth.compiler.build import FolderInUseError
-    from envsynth.scale.apps import build_apps
+    from envsynth.compiler.many import build_apps
 
     _check_counts(apps=apps, tasks_per_app=tasks_per_app, states=states, distractors=distractors, seed=seed, workers=workers or 0)
     _check_executor(executor, address, builder, workers)

@@ -16,6 +16,7 @@ from envsynth.corpus.errors import CorpusError
 from envsynth.corpus.layout import MANIFEST, SHARD_SIZE
 from envsynth.corpus.manifest import Composition, CorpusManifest, corpus_manifest
 from envsynth.corpus.pool import run_jobs
+from envsynth.corpus.spread import spread_jobs
 from envsynth.files import clean_temps, write_atomic
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def build_corpus(
             stops the build with a :class:`CorpusError`; a folder envsynth did not write at
             all is never replaced.
         executor: spread app builds and task indexes over it (a Ray cluster: see
-            :mod:`envsynth.scale`) instead of ``workers`` local processes; the corpus is the same.
+            :mod:`envsynth.corpus.spread`) instead of ``workers`` local processes; the corpus is the same.
 
     Raises:
         ValueError: a composition out of range, or two blueprints with one name.
@@ -111,12 +112,7 @@ def build_corpus(
         AppJob(bp, i, root, tasks_per_app, states, distractors, seed, shard_size, task_stage, force=force) for i, bp in enumerate(chosen)
     ]
     n = 1 if task_stage is not None else (os.cpu_count() or 1) if workers == 0 else workers
-    if executor is None:
-        outcomes = run_jobs(jobs, n, progress)
-    else:
-        from envsynth.scale.corpus import spread_jobs
-
-        outcomes = spread_jobs(jobs, executor, progress)
+    outcomes = run_jobs(jobs, n, progress) if executor is None else spread_jobs(jobs, executor, progress)
     manifest = corpus_manifest(jobs, outcomes, composition, seed, shard_size)
     write_atomic(root / MANIFEST, (json.dumps(manifest.model_dump(mode="json"), indent=2) + "\n").encode())
     return CorpusSummary(root, manifest, sum(o.synthesized for o in outcomes), time.perf_counter() - started)

@@ -185,7 +185,7 @@ async def arun_batch(
         t0 = time.perf_counter()
         try:
             if executor is not None:
-                from envsynth.scale.episodes import spread_episode
+                from envsynth.rollout.spread import spread_episode
 
                 return await spread_episode(executor, c, task, attempt, seed + attempt, policy_factory)
             user = user_factory(task, attempt) if user_factory is not None else None
@@ -260,7 +260,7 @@ def run_batch(
             workers; the caller closes it); None: function calling.
         user_factory: ``(task, attempt) -> UserSimulator``, called once per episode: an LLM
             plays the user (see :mod:`envsynth.agents.user`); None: no user simulator.
-        executor: run the episodes on it (a Ray cluster, see :mod:`envsynth.scale.episodes`;
+        executor: run the episodes on it (a Ray cluster, see :mod:`envsynth.rollout.spread`;
             function calling, no user simulator, ``policy_factory`` picklable by it), still
             ``concurrency`` at a time; None: in this process.
 

@@ -11,9 +11,9 @@ from envsynth.agents.user import DEFAULT_USER_TURNS
 from envsynth.corpus.load import Corpus, load_corpus
 from envsynth.llm.openai_client import check_endpoint
 from envsynth.rollout.batch import ProgressFn, RunError, UserFactory, run_batch
+from envsynth.rollout.spread import check_spread_run
 from envsynth.rollout.summary import summarize
 from envsynth.rollout.trajectory import RUN_CONFIG
-from envsynth.scale.episodes import check_spread_run
 from envsynth.tasks.model import Task
 
 AGENTS = ("openai", "code", "oracle")

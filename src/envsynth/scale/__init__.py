@@ -1,4 +1,7 @@
-"""Scale out: builds and runs over this machine's processes or a Ray cluster (see docs/scale.md).
+"""Executors: this machine's processes or a Ray cluster, for builds and runs to spread their work over (docs/scale.md).
+
+A leaf package: the stages that spread work over an executor hold that logic themselves
+(:mod:`envsynth.corpus.spread`, :mod:`envsynth.compiler.many`, :mod:`envsynth.rollout.spread`).
 
 Usage::
 
