@@ -199,7 +199,29 @@ _Apps = Annotated[int | None, typer.Option("--apps", "-A", help="A: build only t
 _T = Annotated[int, typer.Option("--tasks-per-app", "-T", help="T: tasks per app; 0 builds apps only.")]
 _S = Annotated[int, typer.Option("--states", "-S", help="S: initial states per task.")]
 _D = Annotated[int, typer.Option("--distractors", "-D", help="D: distractor depth, 0 to 4.")]
-_Workers = Annotated[int, typer.Option("--workers", "-w", help="Processes building apps in parallel (0: one per CPU).")]
+_Workers = Annotated[
+    int | None,
+    typer.Option(
+        "--workers",
+        "-w",
+        help="Processes building apps and their tasks in parallel, with or without -T (default 1; 0: one per CPU). "
+        "With --executor ray: Ray tasks in flight at most (default: the cluster's CPUs).",
+    ),
+]
+_Executor = Annotated[
+    str,
+    typer.Option(
+        help="local (processes on this machine) or ray (app builds and task indexes spread over a Ray cluster; "
+        "the same files as a local build; needs envsynth[ray]; see docs/scale.md).",
+    ),
+]
+_Address = Annotated[
+    str | None,
+    typer.Option(
+        help="--executor ray: the cluster (auto, host:6379 or ray://host:10001; default RAY_ADDRESS, else the one "
+        "'ray start' made here, else a new Ray instance on this machine). Workers must see OUT at the same path.",
+    ),
+]
 _Builder = Annotated[
     str,
     typer.Option(
@@ -242,7 +264,9 @@ def build(
     tasks_per_app: _T = 0,
     states: _S = 1,
     distractors: _D = 0,
-    workers: _Workers = 1,
+    workers: _Workers = None,
+    executor: _Executor = "local",
+    address: _Address = None,
     builder: _Builder = "procedural",
     model: _Model = None,
     base_url: _BaseUrl = None,
@@ -272,6 +296,9 @@ def build(
     domain, writes and debugs its custom tools (run only in sandboxed workers), proposes
     dependencies, and, with -T, rewrites task instructions and gates tool expansion; metrics go
     in OUT/llm_build.json and each app's provenance.
+
+    --workers W builds W apps at once; --executor ray spreads app builds and task indexes
+    over a Ray cluster (docs/scale.md); either way the files are those of a one-process build.
     """
     from envsynth.pipeline import ConfigError, ProceduralBuilder
     from envsynth.pipeline.config import BuildConfig, LLMOptions
@@ -282,11 +309,13 @@ def build(
     try:
         config = BuildConfig.of(
             out=out, seed=seed, apps=apps, tasks_per_app=tasks_per_app, states=states, distractors=distractors,
-            workers=workers, force=force, keep_failed=keep_failed,
+            workers=workers, force=force, keep_failed=keep_failed, executor=executor, address=address,
         )  # fmt: skip
         if builder == "llm":
             if blueprint:
                 fail("--blueprint is for --builder procedural; with --builder llm give --domain keywords")
+            if executor != "local" or workers not in (None, 1):
+                fail("--executor and --workers are for --builder procedural (the LLM builder builds one domain at a time, here)")
             if description and len(description) != len(domain or []):
                 fail(f"give one --description per --domain ({len(description)} descriptions for {len(domain or [])} domains)")
             options = LLMOptions.of(
@@ -468,12 +497,28 @@ def run(
     user_model: Annotated[str | None, _Help("--user-model", help="The user simulator's model (default: --model).")] = None,
     user_base_url: Annotated[str | None, _Help("--user-base-url", help="The user simulator's API root (default: --base-url).")] = None,
     user_max_turns: Annotated[int, _Help("--user-max-turns", help="User simulator replies per episode at most.")] = 10,
+    executor: Annotated[
+        str,
+        _Help(
+            help="local (episodes in this process) or ray (episodes spread over a Ray cluster, --concurrency at a "
+            "time; every worker reads CORPUS at the same path and calls the same --base-url; needs envsynth[ray]; "
+            "see docs/scale.md).",
+        ),
+    ] = "local",
+    address: Annotated[
+        str | None,
+        _Help(
+            help="--executor ray: the cluster (auto, host:6379 or ray://host:10001; default RAY_ADDRESS, else the one "
+            "'ray start' made here, else a new Ray instance on this machine).",
+        ),
+    ] = None,
     as_json: Annotated[bool, _Help("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Run an agent on a corpus's tasks (k attempts each) and summarize: pass@1, pass@k, turns, tokens.
 
     The model is any OpenAI-compatible endpoint (--base-url, or OPENAI_BASE_URL and
-    OPENAI_API_KEY). Rerun the same command to resume an interrupted run.
+    OPENAI_API_KEY). Rerun the same command to resume an interrupted run. --executor ray
+    runs the episodes on a Ray cluster (see docs/scale.md).
     """
     from envsynth.rollout.config import RunConfig
 
@@ -503,6 +548,8 @@ def run(
         user_model=user_model,
         user_base_url=user_base_url,
         user_max_turns=user_max_turns,
+        executor=executor,
+        address=address,
     )
     _run_and_summarize(config, as_json)
 

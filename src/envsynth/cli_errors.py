@@ -18,6 +18,9 @@ def error_line(exc: EnvsynthError | ValueError | KeyError) -> str:
     ``str(KeyError)`` adds; an error without a message is named by its class.
     """
     text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    problems: dict[str, str] | None = getattr(exc, "problems", None)  # a typed configuration's, field by field
+    if isinstance(exc, ConfigError) and problems:
+        return "; ".join(f"{flag(k)}: {v}" if k else v for k, v in problems.items())
     if isinstance(exc, ConfigError) and exc.option:
         text = f"{flag(exc.option)}: {text}"
     return text or type(exc).__name__

@@ -17,10 +17,12 @@ from envsynth.corpus.index import write_index
 from envsynth.corpus.layout import INDEX_FILE, MANIFEST, SHARD_SIZE, TASKS_DIR
 from envsynth.corpus.manifest import Composition, CorpusManifest, corpus_manifest
 from envsynth.corpus.pool import run_jobs
+from envsynth.corpus.spread import spread_jobs
 from envsynth.files import clean_temps, write_atomic
 
 if TYPE_CHECKING:
     from envsynth.compiler.build import AppStage
+    from envsynth.scale.executor import Executor
 
 MAX_DEPTH = 4
 
@@ -68,6 +70,7 @@ def build_corpus(
     app_stage: AppStage | None = None,
     force: bool = False,
     keep_failed: bool = False,
+    executor: Executor | None = None,
 ) -> CorpusSummary:
     """Build (or resume) the corpus in ``out``: apps, sharded tasks and ``corpus.json``.
 
@@ -99,6 +102,8 @@ def build_corpus(
             stops the build with a :class:`CorpusError`; a folder envsynth did not write at
             all is never replaced.
         keep_failed: keep the folder of an app whose tests fail as ``apps/<name>.failed/``.
+        executor: spread app builds and task indexes over it (a Ray cluster: see
+            :mod:`envsynth.corpus.spread`) instead of ``workers`` local processes; the corpus is the same.
 
     Raises:
         ValueError: a composition out of range, or two blueprints with one name.
@@ -132,7 +137,7 @@ def build_corpus(
     ]
     in_process = task_stage is not None or app_stage is not None
     n = 1 if in_process else (os.cpu_count() or 1) if workers == 0 else workers
-    outcomes = run_jobs(jobs, n, progress)
+    outcomes = run_jobs(jobs, n, progress) if executor is None else spread_jobs(jobs, executor, progress)
     manifest = corpus_manifest(jobs, outcomes, composition, seed, shard_size)
     write_index(root, manifest)  # before the manifest, which commits the build
     write_atomic(root / MANIFEST, (json.dumps(manifest.model_dump(mode="json"), indent=2) + "\n").encode())

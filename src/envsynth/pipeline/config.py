@@ -9,6 +9,7 @@ name the fields, so the CLI can name its flags instead.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -30,9 +31,13 @@ class BuildConfig(Config):
         tasks_per_app: T, admitted task indexes per app; 0 builds apps only.
         states: S, initial states (task records) per task index.
         distractors: D, the distractor depth (0 to 4).
-        workers: processes building apps in parallel (0: one per CPU).
+        workers: processes building apps in parallel (None: 1; 0: one per CPU).
         force: rebuild an app whose folder also holds files envsynth did not write (they are kept).
         keep_failed: keep ``apps/<app>.failed/`` of an app whose tests fail.
+        executor: ``local`` (``workers`` processes here) or ``ray`` (app builds and task
+            indexes spread over a Ray cluster, ``workers`` tasks in flight at most, 0: its
+            CPUs; the same files; see docs/scale.md).
+        address: ``ray`` only: the cluster (default ``RAY_ADDRESS``, else a local instance).
     """
 
     out: Path
@@ -41,14 +46,18 @@ class BuildConfig(Config):
     tasks_per_app: int = Field(0, ge=0)
     states: int = Field(1, ge=1)
     distractors: int = Field(0, ge=0, le=MAX_DEPTH)
-    workers: int = Field(1, ge=0)
+    workers: int | None = Field(None, ge=0)
     force: bool = False
     keep_failed: bool = False
+    executor: Literal["local", "ray"] = "local"
+    address: str | None = None
 
     @model_validator(mode="after")
     def _folder(self) -> BuildConfig:
         if self.out.exists() and not self.out.is_dir():
             raise ValueError(f"{self.out} exists and is not a folder")
+        if self.address is not None and self.executor != "ray":
+            raise ValueError("an address is for the ray executor")
         return self
 
 

@@ -23,6 +23,7 @@ from envsynth.tasks.model import Task
 if TYPE_CHECKING:
     from envsynth.agents.user import UserSimulator
     from envsynth.sandbox import CodeSandbox
+    from envsynth.scale.executor import Executor
 
 PolicyFactory = Callable[[Task, int], Policy]
 """``(task, attempt) -> policy``: a fresh policy per episode (they may share a chat client)."""
@@ -51,6 +52,7 @@ class BatchOptions(TypedDict, total=False):
     max_errors: int | None
     sandbox: CodeSandbox | None
     user_factory: UserFactory | None
+    executor: Executor | None
 
 
 @dataclass
@@ -177,8 +179,11 @@ async def arun_batch(
     max_errors: int | None = None,
     sandbox: CodeSandbox | None = None,
     user_factory: UserFactory | None = None,
+    executor: Executor | None = None,
 ) -> BatchResult:
     """The async form of :func:`run_batch`."""
+    if executor is not None and (sandbox is not None or user_factory is not None):
+        raise ValueError("a spread run carries no sandbox or user simulator to its workers: run those in this process")
     c = corpus if isinstance(corpus, Corpus) else load_corpus(corpus)
     chosen = list(c.tasks) if tasks is None else [c.task(t) if isinstance(t, str) else t for t in tasks]  # each record read once
     run_dir = Path(out)
@@ -196,6 +201,10 @@ async def arun_batch(
     async def one(task: Task, attempt: int) -> Trajectory:
         t0 = time.perf_counter()
         try:
+            if executor is not None:
+                from envsynth.rollout.spread import spread_episode
+
+                return await spread_episode(executor, c, task, attempt, seed + attempt, policy_factory)
             user = user_factory(task, attempt) if user_factory is not None else None
             policy = policy_factory(task, attempt)
             return await run_episode(c, task, policy, seed=seed + attempt, attempt=attempt, sandbox=sandbox, user=user)
@@ -257,6 +266,9 @@ def run_batch(
             workers; the caller closes it); None: function calling.
         user_factory: ``(task, attempt) -> UserSimulator``, called once per episode: an LLM
             plays the user (see :mod:`envsynth.agents.user`); None: no user simulator.
+        executor: run the episodes on it (a Ray cluster, see :mod:`envsynth.rollout.spread`;
+            function calling, no user simulator, ``policy_factory`` picklable by it), still
+            ``concurrency`` at a time; None: in this process.
 
     Raises:
         RunError: the folder holds trajectories of another version of a task, or

@@ -13,6 +13,7 @@ from envsynth.rollout.batch import PolicyFactory, ProgressFn, RunError, UserFact
 from envsynth.rollout.config import RunConfig
 from envsynth.rollout.summary import RunSummary, ThisRun, summarize
 from envsynth.rollout.trajectory import RUN_CONFIG
+from envsynth.scale.executor import check_executor
 from envsynth.tasks.model import Task
 
 
@@ -36,6 +37,7 @@ def run_command(config: RunConfig, progress: ProgressFn | None = None) -> RunSum
         KeyError: an unknown task id.
     """
     _check_run_folder(config)
+    check_executor(config.executor, config.address)
     c = load_corpus(config.corpus)
     chosen: list[Task] = [c.task(t) for t in config.tasks] if config.tasks else list(c.tasks)
     if config.limit is not None:
@@ -48,6 +50,7 @@ def run_command(config: RunConfig, progress: ProgressFn | None = None) -> RunSum
     if config.user_sim:
         users = _user_factory(c, config, llm)
         meta |= {"user_sim": True, "user_model": config.user_model or config.model, "user_max_turns": config.user_max_turns}
+    spread = _open_spread(config.executor, config.address)
     sandbox = None
     if config.mode == "code":
         from envsynth.sandbox import CodeSandbox
@@ -69,10 +72,10 @@ def run_command(config: RunConfig, progress: ProgressFn | None = None) -> RunSum
             max_errors=config.max_errors or None,
             sandbox=sandbox,
             user_factory=users,
+            executor=spread,
         )
     finally:
-        if sandbox is not None:
-            sandbox.close()
+        _close(sandbox, spread)
     return replace(summarize(config.out), this_run=ThisRun(result.written, result.skipped, result.errors))
 
 
@@ -175,3 +178,17 @@ def summary_rows(summary: RunSummary) -> list[tuple[str, str]]:
         ("retries", str(s.retries)),
     ]
     return rows
+
+
+def _close(*pools: Any) -> None:
+    """Close the sandbox and executor pools a run opened (None: not opened)."""
+    for pool in pools:
+        if pool is not None:
+            pool.close()
+
+
+def _open_spread(executor: str, address: str | None) -> Any:
+    """The executor episodes are spread over, or None to run them in this process (``local``)."""
+    from envsynth.scale.executor import open_executor
+
+    return None if executor == "local" else open_executor(executor, address=address)

@@ -57,6 +57,9 @@ class RunConfig(Config):
         user_model: the user simulator's model (default: ``model``).
         user_base_url: its endpoint (default: ``base_url``).
         user_max_turns: the user simulator's replies per episode at most.
+        executor: ``local`` (this process) or ``ray`` (episodes spread over a Ray cluster;
+            see docs/scale.md).
+        address: the Ray cluster (default: ``RAY_ADDRESS``, else a local Ray instance).
     """
 
     corpus: Path
@@ -81,6 +84,19 @@ class RunConfig(Config):
     user_model: str | None = Field(None, validate_default=True)
     user_base_url: str | None = None
     user_max_turns: int = Field(DEFAULT_USER_TURNS, ge=1)
+    executor: Literal["local", "ray"] = "local"
+    address: str | None = None
+
+    @field_validator("executor")
+    @classmethod
+    def _spreadable(cls, executor: str, info: ValidationInfo) -> str:
+        """A Ray run carries function-calling episodes only: the sandbox pool and the user simulator live in this process."""
+        d = info.data
+        if executor == "ray" and d.get("mode") == "code":
+            raise ValueError("the ray executor runs function-calling episodes; run code mode with the local executor")
+        if executor == "ray" and d.get("user_sim"):
+            raise ValueError("the ray executor does not carry the user simulator to its workers; run it with the local executor")
+        return executor
 
     @model_validator(mode="before")
     @classmethod
