@@ -334,7 +334,7 @@ def build(
     try:
         summary = run_build(config, ProceduralBuilder(_blueprints(domain, blueprint)), as_json=as_json, out=console, err=err)
     except (CorpusError, ValueError) as exc:
-        fail(str(exc))
+        fail(error_line(exc))
     for record in summary.manifest.apps:
         if record.error:
             warn("failed", record.error)
@@ -642,12 +642,13 @@ def _build_llm(config: Any, options: Any, *, as_json: bool) -> None:
     from envsynth.corpus import CorpusError
     from envsynth.corpus.console import TaskBar, summary_data, summary_tables
     from envsynth.llmbuild.client import BuildStop
-    from envsynth.llmbuild.command import metrics_rows
+    from envsynth.llmbuild.command import builder_client, metrics_rows
     from envsynth.llmbuild.pipeline import LLMBuilder, ended
-    from envsynth.pipeline.console import llm_client
 
     try:
-        client = llm_client(config, options)
+        llm_options = options.model_dump(include={"model", "base_url", "api_key", "cache_dir", "max_tokens_total", "context_tokens"})
+        llm_options |= options.model_dump(include={"max_output_tokens", "temperature", "llm_seed"})
+        client = builder_client(config.out, **llm_options)
     except ValueError as exc:
         fail(error_line(exc))
     summary = None

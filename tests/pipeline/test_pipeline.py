@@ -73,7 +73,8 @@ def test_a_builders_app_stage_is_sealed_into_the_folder_it_writes(tmp_path: Path
 def test_apps_only_is_a_corpus_without_tasks_and_tasks_can_be_added(tmp_path: Path, bookshop: Blueprint) -> None:
     out = tmp_path / "out"
     build(BuildConfig(out=out), ProceduralBuilder([bookshop]))
-    assert sorted(p.name for p in out.iterdir()) == ["apps", "corpus.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["apps", "corpus.json", "tasks"]
+    assert [p.name for p in (out / "tasks").iterdir()] == ["index.sqlite"]  # no task yet: an empty index
     app_before = _files(out / "apps")
     summary = build(BuildConfig(out=out, tasks_per_app=2, states=2), ProceduralBuilder([bookshop]))
     assert summary.records == 4 and (out / "tasks" / bookshop.name).is_dir()

@@ -26,17 +26,19 @@ def test_executor_ray_without_ray_is_a_one_line_error(tmp_path: Path) -> None:
     for res in (build, run):
         assert res.returncode == 2, res.stderr
         lines = [x for x in res.stderr.splitlines() if x.strip()]
-        assert lines == ["error: --executor ray needs the ray package, which is not installed: pip install 'envsynth[ray]'"], res.stderr
+        assert lines == [
+            "error: --executor: the ray executor needs the ray package, which is not installed: pip install 'envsynth[ray]'"
+        ], res.stderr
     assert not (tmp_path / "c" / "apps").exists()
 
 
 def test_bad_executor_settings_are_refused_before_building(tmp_path: Path) -> None:
     out = tmp_path / "c"
     for args, words in (
-        (["--executor", "dask"], "--executor: unknown executor 'dask' (choose local or ray)"),
-        (["--address", "auto"], "--address is for --executor ray"),
-        (["--executor", "ray", "--builder", "llm", "--domain", "x"], "--executor ray builds with --builder procedural"),
-        (["--workers", "2", "--builder", "llm", "--domain", "x"], "--workers is for --builder procedural"),
+        (["--executor", "dask"], "--executor: Input should be 'local' or 'ray', got 'dask'"),
+        (["--address", "auto"], "--address: an address is for the ray executor"),
+        (["--executor", "ray", "--builder", "llm", "--domain", "x"], "--executor and --workers are for --builder procedural"),
+        (["--workers", "2", "--builder", "llm", "--domain", "x"], "--executor and --workers are for --builder procedural"),
     ):
         res = cli_without_ray("build", str(out), "-d", "taskboard", *args)
         assert res.returncode == 2 and words in res.stderr, res.stderr
@@ -71,7 +73,7 @@ def test_workers_2_on_an_apps_only_build_uses_2_processes_and_the_same_files(tmp
     assert hashes(tmp_path / "two") == hashes(tmp_path / "one")
     rows = json.loads(two.stdout)
     assert [r["name"] for r in rows] == ["taskboard", "tempo_music"] and all(r["ok"] for r in rows)
-    assert rows[0]["path"] == str(tmp_path / "two" / "taskboard")
+    assert rows[0]["path"] == str(tmp_path / "two" / "apps" / "taskboard")
     assert [{k: v for k, v in r.items() if k != "path"} for r in rows] == [
         {k: v for k, v in r.items() if k != "path"} for r in json.loads(one.stdout)
     ]

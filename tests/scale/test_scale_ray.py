@@ -14,6 +14,7 @@ from scale_helpers import COMPOSITION, blueprints, hashes
 from envsynth import catalog
 from envsynth.corpus import build_corpus
 from envsynth.rollout.command import run_command
+from envsynth.rollout.config import RunConfig
 from envsynth.rollout.trajectory import read_trajectories
 from envsynth.scale import RayExecutor
 
@@ -46,12 +47,14 @@ def _episodes(run: Path) -> list[dict[str, Any]]:
 
 def test_ray_run_of_the_oracle_gives_the_local_results(ray_cluster: None, local_build: Path, tmp_path: Path) -> None:
     corpus = local_build
-    local = run_command(corpus, out=tmp_path / "local", agent="oracle", attempts=2)
-    spread = run_command(corpus, out=tmp_path / "ray", agent="oracle", attempts=2, executor="ray", concurrency=4)
+    local = run_command(RunConfig(corpus=corpus, out=tmp_path / "local", agent="oracle", attempts=2)).to_dict()
+    spread = run_command(
+        RunConfig(corpus=corpus, out=tmp_path / "ray", agent="oracle", attempts=2, executor="ray", concurrency=4)
+    ).to_dict()
     assert spread["episodes"] == local["episodes"] == 24 and spread["pass@1"] == 1.0
     assert _episodes(tmp_path / "ray") == _episodes(tmp_path / "local")
     assert json.loads((tmp_path / "ray" / "run.json").read_text()) == json.loads((tmp_path / "local" / "run.json").read_text())
-    again = run_command(corpus, out=tmp_path / "ray", agent="oracle", attempts=2, executor="ray")
+    again = run_command(RunConfig(corpus=corpus, out=tmp_path / "ray", agent="oracle", attempts=2, executor="ray")).to_dict()
     assert again["this_run"] == {"written": 0, "skipped": 24, "failed": 0}  # resumable as a local run
 
 
@@ -66,8 +69,8 @@ def test_ray_run_calls_the_users_endpoint_from_the_workers(ray_cluster: None, lo
 
     with chat_server(reply) as url:
         args: dict[str, Any] = {"agent": "openai", "model": "m", "base_url": url, "api_key": "k", "limit": 3}
-        local = run_command(local_build, out=tmp_path / "local", **args)
-        spread = run_command(local_build, out=tmp_path / "ray", executor="ray", **args)
+        local = run_command(RunConfig(corpus=local_build, out=tmp_path / "local", **args)).to_dict()
+        spread = run_command(RunConfig(corpus=local_build, out=tmp_path / "ray", executor="ray", **args)).to_dict()
     assert calls == ["m"] * 6 and spread["episodes"] == local["episodes"] == 3
     assert _episodes(tmp_path / "ray") == _episodes(tmp_path / "local")
     assert all(e["error"] is None and e["model"] == "m" for e in _episodes(tmp_path / "ray"))

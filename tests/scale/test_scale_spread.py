@@ -51,23 +51,30 @@ def test_spread_build_refuses_other_options_and_a_task_stage(local_build: Path, 
 
 
 def test_open_executor_names_the_bad_setting() -> None:
-    with pytest.raises(ExecutorError, match=r"--executor: unknown executor 'dask' \(choose local or ray\)"):
+    with pytest.raises(ExecutorError, match=r"unknown executor 'dask' \(choose local or ray\)") as info:
         open_executor("dask")
-    with pytest.raises(ExecutorError, match="--address is for --executor ray"):
+    assert info.value.option == "executor"
+    with pytest.raises(ExecutorError, match="an address is for the ray executor") as info:
         open_executor("local", address="auto")
+    assert info.value.option == "address"
     with pytest.raises(ExecutorError, match="workers must be 0"):
         open_executor("local", workers=-1)
 
 
 def test_spread_run_refuses_what_it_cannot_carry(local_build: Path, tmp_path: Path) -> None:
-    from envsynth.rollout.command import run_command
+    from envsynth.errors import ConfigError
+    from envsynth.rollout.config import RunConfig
 
-    with pytest.raises(ValueError, match="--executor ray runs function-calling episodes"):
-        run_command(local_build, out=tmp_path / "r", agent="oracle", mode="code", executor="ray")
-    with pytest.raises(ValueError, match="--executor ray does not carry --user-sim"):
-        run_command(local_build, out=tmp_path / "r", agent="oracle", user_sim=True, user_model="m", executor="ray")
-    with pytest.raises(ExecutorError, match="--address is for --executor ray"):
-        run_command(local_build, out=tmp_path / "r", agent="oracle", address="auto")
+    for settings, field, words in (
+        ({"mode": "code"}, "executor", "the ray executor runs function-calling episodes"),
+        ({"user_sim": True, "user_model": "m"}, "executor", "does not carry the user simulator"),
+    ):
+        with pytest.raises(ConfigError, match=words) as info:
+            RunConfig.of(corpus=local_build, out=tmp_path / "r", agent="oracle", executor="ray", **settings)
+        assert info.value.option == field
+    with pytest.raises(ConfigError, match="an address is for the ray executor") as info:
+        RunConfig.of(corpus=local_build, out=tmp_path / "r", agent="oracle", address="auto")
+    assert info.value.option == "address"
     assert not (tmp_path / "r").exists()
 
 
@@ -79,7 +86,7 @@ def test_a_ray_address_where_nothing_listens_is_refused_in_seconds() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
-        with pytest.raises(ExecutorError, match=rf"--address {address}: no Ray cluster answers there"):
+        with pytest.raises(ExecutorError, match=rf"no Ray cluster answers at {address}"):
             open_executor("ray", address=address)
     with pytest.raises(ExecutorError, match="not an address"):
         open_executor("ray", address="nowhere")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from envsynth.config import Config, describe_errors
 from envsynth.config import ConfigProblems as ConfigError
@@ -56,9 +56,14 @@ class BuildConfig(Config):
     def _folder(self) -> BuildConfig:
         if self.out.exists() and not self.out.is_dir():
             raise ValueError(f"{self.out} exists and is not a folder")
-        if self.address is not None and self.executor != "ray":
-            raise ValueError("an address is for the ray executor")
         return self
+
+    @field_validator("address")
+    @classmethod
+    def _address_for_ray(cls, address: str | None, info: ValidationInfo) -> str | None:
+        if address is not None and info.data.get("executor") != "ray":
+            raise ValueError("an address is for the ray executor")
+        return address
 
 
 class LLMOptions(Config):

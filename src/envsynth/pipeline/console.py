@@ -16,7 +16,7 @@ from rich.text import Text
 
 from envsynth.corpus.build import CorpusSummary
 from envsynth.corpus.layout import APPS_DIR
-from envsynth.pipeline.config import BuildConfig, LLMOptions
+from envsynth.pipeline.config import BuildConfig
 from envsynth.pipeline.run import build
 
 if TYPE_CHECKING:
@@ -30,6 +30,8 @@ FLAGS = {
     "states": "--states (-S)",
     "distractors": "--distractors (-D)",
     "workers": "--workers (-w)",
+    "executor": "--executor",
+    "address": "--address",
     "domains": "--domain",
     "descriptions": "--description",
     "max_tokens_total": "--max-tokens-total",
@@ -106,21 +108,3 @@ def apps_table(rows: list[dict[str, Any]], out: Path) -> Table:
         else:
             t.add_row(r["name"], "", "", "", "", "", Text("failed", style="red"))
     return t
-
-
-def llm_client(config: BuildConfig, options: LLMOptions) -> Any:
-    """The builder client for ``options`` (raises ValueError worded with the flags)."""
-    from envsynth.llmbuild.command import builder_client
-
-    return builder_client(
-        config.out,
-        model=options.model,
-        base_url=options.base_url,
-        api_key=options.api_key,
-        cache_dir=options.cache_dir,
-        max_tokens_total=options.max_tokens_total,
-        context_tokens=options.context_tokens,
-        max_output_tokens=options.max_output_tokens,
-        temperature=options.temperature,
-        llm_seed=options.llm_seed,
-    )

@@ -98,6 +98,13 @@ class RunConfig(Config):
             raise ValueError("the ray executor does not carry the user simulator to its workers; run it with the local executor")
         return executor
 
+    @field_validator("address")
+    @classmethod
+    def _address_for_ray(cls, address: str | None, info: ValidationInfo) -> str | None:
+        if address is not None and info.data.get("executor") != "ray":
+            raise ValueError("an address is for the ray executor")
+        return address
+
     @model_validator(mode="before")
     @classmethod
     def _code_agent(cls, data: Any) -> Any:

@@ -57,7 +57,7 @@ def remote_episode(path: str, digest: str, version: str, task_id: str, attempt: 
     """
     from envsynth import __version__
     from envsynth.rollout.batch import crashed_trajectory
-    from envsynth.rollout.episode import run_episode
+    from envsynth.rollout.runner import run_episode
 
     if __version__ != version:
         raise WorkerCorpusError(f"worker {socket.gethostname()} runs envsynth {__version__}, this run {version}: install the same version")
