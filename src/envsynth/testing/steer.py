@@ -43,7 +43,7 @@ STEERED_CALLS = ("count", "len", "abs", "round", "min", "max", "lookup", *X.DURA
 
 
 def _unsolvable(msg: str) -> Exception:
-    from envsynth.testing.fixtures import Unsolvable
+    from envsynth.testing.choose import Unsolvable
 
     return Unsolvable(msg)
 
@@ -307,9 +307,9 @@ def _solve_lookup(solver: Solver, fx: Fixture, node: ast.Call, op: type, v: Any)
 
 
 def _holds(op: type, a: Any, b: Any) -> bool:
-    from envsynth.testing.fixtures import _cmp
+    from envsynth.testing.choose import compare
 
-    return _cmp(op, a, b)
+    return compare(op, a, b)
 
 
 def _unkey(key: str, like: Any) -> Any:
