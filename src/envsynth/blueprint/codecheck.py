@@ -125,45 +125,61 @@ def _allowed(module: str) -> bool:
 
 
 def _node_problems(node: ast.AST) -> list[str]:
-    out: list[str] = []
-    if isinstance(node, ast.Import):
-        out += [f"import of {a.name!r} is not allowed" for a in node.names if not _allowed(a.name)]
-    elif isinstance(node, ast.ImportFrom):
-        if node.level:
-            out.append("relative imports are not allowed")
-        elif not _allowed(node.module or ""):
-            out.append(f"import from {node.module!r} is not allowed")
-        out += ["'import *' is not allowed" for a in node.names if a.name == "*"]
-        out += [f"importing {a.name!r} is not allowed" for a in node.names if a.name.startswith("_")]
-    elif isinstance(node, ast.Name):
-        if node.id in FORBIDDEN_NAMES:
-            out.append(f"{node.id!r} is not allowed")
-        elif node.id.startswith("__"):
-            out.append(f"dunder name {node.id!r} is not allowed")
-    elif isinstance(node, ast.Attribute):
-        if node.attr.startswith("_") or node.attr in FORBIDDEN_ATTRIBUTES:
-            out.append(f"access to attribute {node.attr!r} is not allowed")
-    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        if node.name.startswith("__"):
-            out.append(f"dunder name {node.name!r} is not allowed")
-    elif isinstance(node, ast.arg):
-        if node.arg.startswith("__"):
-            out.append(f"dunder name {node.arg!r} is not allowed")
-    elif isinstance(node, ast.alias):
-        if node.asname and node.asname.startswith("__"):
-            out.append(f"dunder name {node.asname!r} is not allowed")
-    elif isinstance(node, (ast.Global, ast.Nonlocal)):
-        out += [f"dunder name {n!r} is not allowed" for n in node.names if n.startswith("__")]
-    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-        if _FORMAT_DUNDER.search(node.value):
-            out.append("format fields reaching attributes that start with '_' are not allowed")
-        elif _DUNDER.fullmatch(node.value):
-            out.append(f"the dunder name {node.value!r} is not allowed, even as text")
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return _import_problems(node)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return _text_problems(node.value)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         receiver = node.func.value
         if node.func.attr in CLOCK_METHODS and not (isinstance(receiver, ast.Name) and receiver.id == "ctx"):
-            out.append(f"the host clock ({node.func.attr}()) is not allowed: use ctx.now() / ctx.today()")
+            return [f"the host clock ({node.func.attr}()) is not allowed: use ctx.now() / ctx.today()"]
+        return []
+    return _name_problems(node)
+
+
+def _import_problems(node: ast.Import | ast.ImportFrom) -> list[str]:
+    """Imports only of allowed modules, never relative, ``*`` or private names."""
+    if isinstance(node, ast.Import):
+        return [f"import of {a.name!r} is not allowed" for a in node.names if not _allowed(a.name)]
+    out: list[str] = []
+    if node.level:
+        out.append("relative imports are not allowed")
+    elif not _allowed(node.module or ""):
+        out.append(f"import from {node.module!r} is not allowed")
+    out += ["'import *' is not allowed" for a in node.names if a.name == "*"]
+    out += [f"importing {a.name!r} is not allowed" for a in node.names if a.name.startswith("_")]
     return out
+
+
+def _text_problems(text: str) -> list[str]:
+    """A string may not spell a dunder name nor a format field reaching a private attribute."""
+    if _FORMAT_DUNDER.search(text):
+        return ["format fields reaching attributes that start with '_' are not allowed"]
+    if _DUNDER.fullmatch(text):
+        return [f"the dunder name {text!r} is not allowed, even as text"]
+    return []
+
+
+def _name_problems(node: ast.AST) -> list[str]:
+    """Forbidden names and attributes; no dunder name anywhere (a variable, a definition, an argument, an alias)."""
+    if isinstance(node, ast.Name):
+        if node.id in FORBIDDEN_NAMES:
+            return [f"{node.id!r} is not allowed"]
+        return [f"dunder name {node.id!r} is not allowed"] if node.id.startswith("__") else []
+    if isinstance(node, ast.Attribute):
+        bad = node.attr.startswith("_") or node.attr in FORBIDDEN_ATTRIBUTES
+        return [f"access to attribute {node.attr!r} is not allowed"] if bad else []
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        name: str | None = node.name
+    elif isinstance(node, ast.arg):
+        name = node.arg
+    elif isinstance(node, ast.alias):
+        name = node.asname
+    elif isinstance(node, ast.Global | ast.Nonlocal):
+        return [f"dunder name {n!r} is not allowed" for n in node.names if n.startswith("__")]
+    else:
+        return []
+    return [f"dunder name {name!r} is not allowed"] if name and name.startswith("__") else []
 
 
 __all__ = ["ALLOWED_MODULES", "CLOCK_METHODS", "FORBIDDEN_ATTRIBUTES", "FORBIDDEN_NAMES", "MAX_CODE_CHARS", "check_tool_code"]

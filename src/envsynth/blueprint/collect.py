@@ -77,17 +77,7 @@ def _partial(data: dict[str, Any], exc: ValidationError) -> _Partial | None:
     bad: dict[str, set[int]] = {"entities": set(), "actions": set()}
     part = dict(data)
     for err in exc.errors():
-        loc = err["loc"]
-        key = loc[0] if loc else None
-        if key in bad and len(loc) > 1 and isinstance(loc[1], int):
-            bad[key].add(loc[1])  # type: ignore[index]
-        elif key in bad or not isinstance(key, str):
-            return None
-        elif key in _PLACEHOLDERS:
-            part[key] = _PLACEHOLDERS[key]
-        elif key not in Blueprint.model_fields or not Blueprint.model_fields[key].is_required():
-            part.pop(key, None)
-        else:
+        if not _set_aside(err["loc"], bad, part):
             return None
     kept = {key: [i for i in range(len(data[key])) if i not in bad[key]] for key in bad}
     for key, indexes in kept.items():
@@ -98,6 +88,22 @@ def _partial(data: dict[str, Any], exc: ValidationError) -> _Partial | None:
     except ValidationError:
         return None
     return _Partial(bp, kept, {n for n in dropped if isinstance(n, str)})
+
+
+def _set_aside(loc: tuple[Any, ...], bad: dict[str, set[int]], part: dict[str, Any]) -> bool:
+    """Set aside what an error is about (an entity or action to leave out, an optional key to default); False when nothing can be."""
+    key = loc[0] if loc else None
+    if key in bad and len(loc) > 1 and isinstance(loc[1], int):
+        bad[key].add(loc[1])  # type: ignore[index]
+    elif key in bad or not isinstance(key, str):
+        return False
+    elif key in _PLACEHOLDERS:
+        part[key] = _PLACEHOLDERS[key]
+    elif key not in Blueprint.model_fields or not Blueprint.model_fields[key].is_required():
+        part.pop(key, None)
+    else:
+        return False
+    return True
 
 
 @dataclass

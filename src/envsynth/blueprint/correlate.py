@@ -260,18 +260,8 @@ def _check_derived(ent: Entity, f: FieldDef, path: str) -> None:
     assert g is not None
     if f.unique:
         raise BlueprintError(path, f"{ent.name}.{f.name} is unique; a value drawn from other fields of the row cannot be kept unique")
-    anchor = g.after or g.before
-    if anchor is not None:
-        key = "after" if g.after is not None else "before"
-        other = _other(ent, f, anchor, f"{path}.{key}")
-        if f.type not in _TEMPORAL or other.type not in _TEMPORAL:
-            raise BlueprintError(f"{path}.{key}", f"{key} needs date or datetime fields; {f.name} is {f.type}, {anchor} is {other.type}")
-        try:
-            lo, hi = (duration_minutes(s) for s in g.by or ())
-        except ValueError as exc:
-            raise BlueprintError(f"{path}.by", str(exc)) from None
-        if lo > hi:
-            raise BlueprintError(f"{path}.by", f"[{g.by[0]}, {g.by[1]}]: the least distance is more than the most")  # type: ignore[index]
+    if (g.after or g.before) is not None:
+        _check_anchor(ent, f, g, path)
     for name, want in (g.when or {}).items():
         other = _other(ent, f, name, f"{path}.when.{name}")
         bad = [v for v in _wanted(want) if (other.choices and v not in other.choices) or (other.type == "bool" and not isinstance(v, bool))]
@@ -282,6 +272,21 @@ def _check_derived(ent: Entity, f: FieldDef, path: str) -> None:
         raise BlueprintError(f"{path}.when", f"{ent.name}.{f.name} is NULL on rows that do not match when: make it nullable: true")
     if g.differs_from is not None:
         _check_differs(ent, f, g.differs_from, f"{path}.differs_from")
+
+
+def _check_anchor(ent: Entity, f: FieldDef, g: Generator, path: str) -> None:
+    """``after``/``before`` (of ``f``'s generator ``g``): both fields dates or datetimes, ``by`` a valid range of durations."""
+    anchor = g.after or g.before
+    key = "after" if g.after is not None else "before"
+    other = _other(ent, f, anchor, f"{path}.{key}")  # type: ignore[arg-type]
+    if f.type not in _TEMPORAL or other.type not in _TEMPORAL:
+        raise BlueprintError(f"{path}.{key}", f"{key} needs date or datetime fields; {f.name} is {f.type}, {anchor} is {other.type}")
+    try:
+        lo, hi = (duration_minutes(s) for s in g.by or ())
+    except ValueError as exc:
+        raise BlueprintError(f"{path}.by", str(exc)) from None
+    if lo > hi:
+        raise BlueprintError(f"{path}.by", f"[{g.by[0]}, {g.by[1]}]: the least distance is more than the most")  # type: ignore[index]
 
 
 def _check_differs(ent: Entity, f: FieldDef, name: str, path: str) -> None:

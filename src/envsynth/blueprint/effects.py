@@ -15,11 +15,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from envsynth.blueprint import expr as X
+from envsynth.blueprint.fieldtypes import DATE_PATTERN, DATETIME_PATTERN, EMAIL_PATTERN, GENERATED_LOCALS, human, json_type
 from envsynth.blueprint.models import Entity, FieldDef, ForEach, Param
 from envsynth.blueprint.spec import Binding, Check, EachEffect, Effect, ParamSpec
 
 if TYPE_CHECKING:
-    from envsynth.blueprint.expand import _Expander
+    from envsynth.blueprint.expander import _Expander
 
 _ITEM_FIELD_TYPES = {"integer": "int", "number": "float", "boolean": "bool"}
 
@@ -31,8 +32,6 @@ def list_alias(p: Param, ent: Entity) -> str:
 
 def list_param(x: _Expander, p: Param, where: str) -> None:
     """Add a ``type: list`` parameter (ids with ``ref``, or objects with ``items``) and, for ids, bind their rows."""
-    from envsynth.blueprint.expand import human
-
     bounds: dict[str, Any] = {"min_items": p.min_items, "max_items": p.max_items}
     if p.ref is not None:
         ent = x.entity(p.ref, where + ".ref")
@@ -70,8 +69,6 @@ def _bind_listed_rows(
     x: _Expander, p: Param, ent: Entity, alias: str, named_by: str, where: str, hint: str = "", item: str | None = None
 ) -> None:
     """Bind the rows of ``ent`` a list parameter names (by ``named_by``) as ``alias``, each of which must exist."""
-    from envsynth.blueprint.expand import human
-
     if any(b.alias == alias for b in x.bindings):
         raise x.err(where, f"two rows would be called {alias!r}{hint}")
     x.bindings.append(Binding(alias=alias, entity=ent.name, key=ent.id_field, param=p.name, optional=not p.required, many=True, item=item))
@@ -86,8 +83,6 @@ def _bind_listed_rows(
 
 
 def _item_field(x: _Expander, name: str, ftype: str, where: str) -> ParamSpec:
-    from envsynth.blueprint.expand import DATE_PATTERN, DATETIME_PATTERN, EMAIL_PATTERN, human, json_type
-
     if "." in ftype:  # entity.field: that field's type and limits
         ent_name, fname = ftype.split(".")
         ent = x.entity(ent_name, where)
@@ -168,8 +163,6 @@ def _also(x: _Expander, alias: str, upd: dict[str, str], main_alias: str | None)
 
 def _for_each(x: _Expander, fe: ForEach, where: str) -> EachEffect:
     alias = fe.as_
-    from envsynth.blueprint.expand import GENERATED_LOCALS
-
     taken = {b.alias for b in x.bindings} | {p.name for p in x.params} | {"new", "row_values"} | GENERATED_LOCALS
     if alias in taken:
         raise x.err(f"{where}.as", f"{alias!r} already names a row or parameter here; pick another name for the item")

@@ -193,22 +193,28 @@ def _check(node: ast.AST, source: str) -> None:
     elif isinstance(node, ast.IfExp):
         for part in (node.test, node.body, node.orelse):
             _check(part, source)
-    elif isinstance(node, ast.Constant):
+    else:
+        _check_operand(node, source)
+
+
+def _check_operand(node: ast.AST, source: str) -> None:
+    """Check a node that is not an operator: a constant, a list, a name, ``alias.field`` or a call."""
+    if isinstance(node, ast.Constant):
         if not isinstance(node.value, str | int | float | bool | type(None)):
-            raise bad(f"constant {node.value!r}")
+            raise _bad(f"constant {node.value!r}", source)
     elif isinstance(node, ast.List | ast.Tuple):
         for e in node.elts:
             _check(e, source)
     elif isinstance(node, ast.Name):
         if node.id.startswith("_"):
-            raise bad(f"name {node.id!r}")
+            raise _bad(f"name {node.id!r}", source)
     elif isinstance(node, ast.Attribute):
         if not isinstance(node.value, ast.Name) or node.attr.startswith("_"):
-            raise bad("attribute access other than alias.field")
+            raise _bad("attribute access other than alias.field", source)
     elif isinstance(node, ast.Call):
         _check_call(node, source)
     else:
-        raise bad(type(node).__name__)
+        raise _bad(type(node).__name__, source)
 
 
 Renderer = Callable[[ast.AST], str | None]
@@ -250,19 +256,24 @@ def _render(node: ast.AST, hook: Renderer) -> str:
     if isinstance(node, ast.Attribute):
         return f"{r(node.value)}[{node.attr!r}]"
     if isinstance(node, ast.Call):
-        name = node.func.id  # type: ignore[attr-defined]
-        if name in ROW_FUNCTIONS:
-            table, sel, test = row_call(node, r)
-            if name == "all":
-                return f"_all({table!r}, {sel}, {test})"
-            return f"_{'exists' if name == 'any' else name}({table!r}, {sel})"
-        if name == "lower":
-            return f"str({r(node.args[0])}).lower()"
-        if name == "lookup":
-            return f"_lookup({', '.join(r(a) for a in node.args)})"
-        args = ", ".join(r(a) for a in node.args)
-        return f"_{name}({args})" if name in ("now", "today", "old", *DURATION_FUNCTIONS) else f"{name}({args})"
+        return _render_call(node, r)
     raise ExprError(f"cannot render {ast.dump(node)}")  # pragma: no cover - _check forbids
+
+
+def _render_call(node: ast.Call, r: Callable[[ast.AST], str]) -> str:
+    """A call rendered: row functions and the language's own functions as runtime helpers (``_exists``, ``_now``)."""
+    name = node.func.id  # type: ignore[attr-defined]
+    if name in ROW_FUNCTIONS:
+        table, sel, test = row_call(node, r)
+        if name == "all":
+            return f"_all({table!r}, {sel}, {test})"
+        return f"_{'exists' if name == 'any' else name}({table!r}, {sel})"
+    if name == "lower":
+        return f"str({r(node.args[0])}).lower()"
+    if name == "lookup":
+        return f"_lookup({', '.join(r(a) for a in node.args)})"
+    args = ", ".join(r(a) for a in node.args)
+    return f"_{name}({args})" if name in ("now", "today", "old", *DURATION_FUNCTIONS) else f"{name}({args})"
 
 
 def row_call(node: ast.Call, r: Callable[[ast.AST], str]) -> tuple[str, str, str]:

@@ -45,16 +45,8 @@ class _Checker:
         return X.ExprError(f"{msg}: {self.source!r}")
 
     def kind(self, node: ast.AST) -> str:
-        if isinstance(node, ast.Constant):
-            v = node.value
-            return "none" if v is None else "bool" if isinstance(v, bool) else "number" if isinstance(v, int | float) else "text"
-        if isinstance(node, ast.Name):
-            return self.param_kind.get(node.id, "any")
-        if isinstance(node, ast.Attribute):
-            ent = self.entity_of(node.value.id) if isinstance(node.value, ast.Name) else None
-            if ent is None or not ent.has(node.attr):
-                return "any"
-            return _FIELD_KINDS.get(ent.field(node.attr).type, "text")
+        if isinstance(node, ast.Constant | ast.Name | ast.Attribute):
+            return self.leaf_kind(node)
         if isinstance(node, ast.List | ast.Tuple):
             for e in node.elts:
                 self.kind(e)
@@ -78,6 +70,18 @@ class _Checker:
         if isinstance(node, ast.Call):
             return self.call(node)
         return "any"
+
+    def leaf_kind(self, node: ast.Constant | ast.Name | ast.Attribute) -> str:
+        """The kind of a constant, a parameter or ``alias.field`` (``any`` when unknown)."""
+        if isinstance(node, ast.Constant):
+            v = node.value
+            return "none" if v is None else "bool" if isinstance(v, bool) else "number" if isinstance(v, int | float) else "text"
+        if isinstance(node, ast.Name):
+            return self.param_kind.get(node.id, "any")
+        ent = self.entity_of(node.value.id) if isinstance(node.value, ast.Name) else None
+        if ent is None or not ent.has(node.attr):
+            return "any"
+        return _FIELD_KINDS.get(ent.field(node.attr).type, "text")
 
     def binop(self, node: ast.BinOp) -> str:
         a, b = self.kind(node.left), self.kind(node.right)

@@ -105,15 +105,7 @@ def _authorize(bp: Blueprint, spec: ToolSpec, user: Entity, param: str, paths: d
     """Give a tool that loads owned rows the acting-user parameter and one ownership check per row."""
     if spec.query is not None and spec.query.op != "get":
         return spec
-    # rows loaded from a parameter: owned rows, and user rows by id (a look-up by email finds who asks);
-    # not the target of a transfer: a user may send to someone else's row
-    action = bp.index.actions.get(spec.name)
-    recipient = action.target if isinstance(action, TransferAction) else None
-    rows = [
-        b
-        for b in spec.bindings
-        if b.param and b.alias != recipient and (b.entity in paths or (b.entity == user.name and b.key == user.id_field))
-    ]
+    rows = _owned_rows(bp, spec, user, paths)
     if not rows:
         return spec
     params, bindings, pre = list(spec.params), list(spec.bindings), list(spec.pre)
@@ -123,27 +115,7 @@ def _authorize(bp: Blueprint, spec: ToolSpec, user: Entity, param: str, paths: d
         raise BlueprintError(
             "authorization.param", f"{spec.name}: parameter {param!r} exists but does not load a {user.name}; set another 'param'"
         )
-    checks: list[Check] = []
-    if existing is None:
-        new = ParamSpec(
-            name=param,
-            type="string",
-            description=f"Id of the {_called(bp, user)} the agent acts for: the person making the request (like '{user.prefix}_104233').",
-            ref=user.name,
-            field=f"{user.name}.{user.id_field}",
-            semantic="id",
-        )
-        last_required = max((i for i, p in enumerate(params) if p.required), default=-1)
-        params.insert(last_required + 1, new)
-        bindings.append(Binding(alias=ACTING_ALIAS, entity=user.name, key=user.id_field, param=param))
-        checks.append(
-            Check(
-                id=f"exists:{ACTING_ALIAS}",
-                check=f"{ACTING_ALIAS} is not None",
-                message=f"No {_called(bp, user)} with id '{{{param}}}'.",
-                origin="implicit",
-            )
-        )
+    checks: list[Check] = [] if existing is not None else [_acting_user(bp, user, param, params, bindings)]
     for b in rows:
         if b.param == param:
             continue
@@ -157,6 +129,40 @@ def _authorize(bp: Blueprint, spec: ToolSpec, user: Entity, param: str, paths: d
     pre[last_exists + 1 : last_exists + 1] = checks
     reads = sorted(set(spec.reads) | {user.name} | _path_reads(rows, paths))
     return spec.model_copy(update={"params": params, "bindings": bindings, "pre": pre, "reads": reads})
+
+
+def _owned_rows(bp: Blueprint, spec: ToolSpec, user: Entity, paths: dict[str, list[tuple[Entity, str]]]) -> list[Binding]:
+    """The bindings that load owned rows, or user rows by id, from a parameter (not a transfer's recipient)."""
+    # rows loaded from a parameter: owned rows, and user rows by id (a look-up by email finds who asks);
+    # not the target of a transfer: a user may send to someone else's row
+    action = bp.index.actions.get(spec.name)
+    recipient = action.target if isinstance(action, TransferAction) else None
+    return [
+        b
+        for b in spec.bindings
+        if b.param and b.alias != recipient and (b.entity in paths or (b.entity == user.name and b.key == user.id_field))
+    ]
+
+
+def _acting_user(bp: Blueprint, user: Entity, param: str, params: list[ParamSpec], bindings: list[Binding]) -> Check:
+    """Add the acting-user parameter (after the required ones) and its binding; the check that the user exists."""
+    new = ParamSpec(
+        name=param,
+        type="string",
+        description=f"Id of the {_called(bp, user)} the agent acts for: the person making the request (like '{user.prefix}_104233').",
+        ref=user.name,
+        field=f"{user.name}.{user.id_field}",
+        semantic="id",
+    )
+    last_required = max((i for i, p in enumerate(params) if p.required), default=-1)
+    params.insert(last_required + 1, new)
+    bindings.append(Binding(alias=ACTING_ALIAS, entity=user.name, key=user.id_field, param=param))
+    return Check(
+        id=f"exists:{ACTING_ALIAS}",
+        check=f"{ACTING_ALIAS} is not None",
+        message=f"No {_called(bp, user)} with id '{{{param}}}'.",
+        origin="implicit",
+    )
 
 
 def _path_reads(rows: list[Binding], paths: dict[str, list[tuple[Entity, str]]]) -> set[str]:

@@ -120,15 +120,26 @@ class ValueMaker:
             v = self.draw_gen(f.gen, f)
             return self._clamp(f, v)
         t = f.type
+        if t in _TEXT_TYPES:
+            return self._text(t, row)
+        if t in ("enum", "state"):
+            return self.rng.choice(f.choices or [])
+        if t == "bool":
+            return self.rng.random() < 0.5
+        if t in ("int", "quantity", "money", "float"):
+            return self._number(f)
+        if t == "date":
+            return (self.ref_day + dt.timedelta(days=self.rng.randint(-365, 120))).isoformat()
+        if t == "datetime":
+            return self._with_time(self.ref_day + dt.timedelta(days=self.rng.randint(-365, 120)))
+        raise ValueError(f"no value maker for type {t}")  # id and ref are drawn by the state builder
+
+    def _text(self, t: str, row: dict[str, Any] | None) -> str:
+        """A value of a text type: Faker's, or an email or phone number made here."""
         if t == "name":
             return self.fake("name")
-        if t == "email":  # person.name42@domain: from the row's person, else from one of a fixed list of names
-            person = next((v for k, v in (row or {}).items() if isinstance(v, str) and k in _name_fields(row)), None)
-            if not person:
-                person = self.rng.choice(email_names())
-            local = _NOT_LOCAL.sub("", person.lower().replace(" ", "."))
-            local = _DOTS.sub(".", local)[:30].strip(".") or "user"
-            return f"{local}{self.rng.randint(1, 99)}@{self.rng.choice(_EMAIL_DOMAINS)}"
+        if t == "email":
+            return self._email(row)
         if t == "phone":
             return f"+1-{self.rng.randint(200, 989)}-{self.rng.randint(200, 999)}-{self.rng.randint(1000, 9999)}"
         if t == "url":
@@ -139,25 +150,26 @@ class ValueMaker:
             return self.fake("company")
         if t == "string":
             return self.fake("catch_phrase")
-        if t == "text":
-            return self.fake("sentence", nb_words=10)
-        if t in ("enum", "state"):
-            return self.rng.choice(f.choices or [])
-        if t == "bool":
-            return self.rng.random() < 0.5
-        if t in ("int", "quantity"):
+        return self.fake("sentence", nb_words=10)
+
+    def _email(self, row: dict[str, Any] | None) -> str:
+        """person.name42@domain: from the row's person, else from one of a fixed list of names."""
+        person = next((v for k, v in (row or {}).items() if isinstance(v, str) and k in _name_fields(row)), None)
+        if not person:
+            person = self.rng.choice(email_names())
+        local = _NOT_LOCAL.sub("", person.lower().replace(" ", "."))
+        local = _DOTS.sub(".", local)[:30].strip(".") or "user"
+        return f"{local}{self.rng.randint(1, 99)}@{self.rng.choice(_EMAIL_DOMAINS)}"
+
+    def _number(self, f: FieldDef) -> int | float:
+        """A number within the field's bounds (up to 50 above the lower one for counts, 500 for amounts, when unbounded)."""
+        if f.type in ("int", "quantity"):
             lo = int(f.lower_bound if f.lower_bound is not None else 0)
             hi = int(f.max if f.max is not None else max(lo + 50, 50))
             return self.rng.randint(lo, hi)
-        if t in ("money", "float"):
-            lo = f.lower_bound if f.lower_bound is not None else 0.0
-            hi = f.max if f.max is not None else max(lo + 500.0, 500.0)
-            return round(self.rng.uniform(max(lo, 1.0 if hi > 1 else lo), hi), 2)
-        if t == "date":
-            return (self.ref_day + dt.timedelta(days=self.rng.randint(-365, 120))).isoformat()
-        if t == "datetime":
-            return self._with_time(self.ref_day + dt.timedelta(days=self.rng.randint(-365, 120)))
-        raise ValueError(f"no value maker for type {t}")  # id and ref are drawn by the state builder
+        flo = f.lower_bound if f.lower_bound is not None else 0.0
+        fhi = f.max if f.max is not None else max(flo + 500.0, 500.0)
+        return round(self.rng.uniform(max(flo, 1.0 if fhi > 1 else flo), fhi), 2)
 
     def _clamp(self, f: FieldDef, v: Any) -> Any:
         if isinstance(v, int | float) and not isinstance(v, bool):
@@ -181,6 +193,9 @@ class ValueMaker:
             if candidate not in taken:
                 taken.add(candidate)
                 return candidate
+
+
+_TEXT_TYPES = frozenset(("name", "email", "phone", "url", "address", "company", "string", "text"))
 
 
 def _name_fields(row: dict[str, Any] | None) -> set[str]:

@@ -178,24 +178,7 @@ class ToolWriter:
         if not spec.effects:  # get
             return [f"return {spec.returns}"]
         # every value is computed before the first write
-        computed: list[list[tuple[str, str, str]]] = []
-        for k, ef in enumerate(spec.effects):
-            items = []
-            for field, src in ef.values.items():
-                var = (
-                    f"{ef.alias}_{field}"
-                    if ef.op == "update"
-                    else f"new_{field}"
-                    if len(spec.effects) == 1 or ef.alias == "new"
-                    else f"{ef.alias}{k}_{field}"
-                )
-                if src == "new_id()":
-                    ent = self.bp.entity(ef.entity)
-                    val = f"ctx.new_id({ef.entity!r}, {field!r}, {ent.prefix!r})"
-                else:
-                    val = py(src)
-                items.append((field, var, val))
-            computed.append(items)
+        computed = [self._values(spec, k, ef) for k, ef in enumerate(spec.effects)]
         for ef, items in zip(spec.effects, computed):
             for field, var, val in items:
                 if field in ef.when_given:
@@ -207,52 +190,74 @@ class ToolWriter:
             out += EACH.compute(self.bp, spec, py)
         returned = None
         for ef, items in zip(spec.effects, computed):
-            ent = self.bp.entity(ef.entity)
-            idf = ent.id_field
-            if ef.op == "update" and ef.when_given:
-                out.append("changes: dict[str, Any] = {}")
-                for field, var, val in items:
-                    if field in ef.when_given:
-                        out.append(f"if {ef.when_given[field]} is not None:")
-                        out.append(f"    changes[{field!r}] = {val}")
-                    else:
-                        out.append(f"changes[{field!r}] = {var}")
-                out.append("assignments = ', '.join(f'\"{column}\" = ?' for column in changes)")
-                out.append(
-                    f"db.execute(f'UPDATE {q(ef.entity)} SET {{assignments}} WHERE {q(idf)} = ?', (*changes.values(), {ef.alias}[{idf!r}]))"
-                )
-            elif ef.op == "update":
-                sets = ", ".join(f"{q(f)} = ?" for f, _, _ in items)
-                args = ", ".join(var for _, var, _ in items)
-                out.append(f"db.execute('UPDATE {q(ef.entity)} SET {sets} WHERE {q(idf)} = ?', ({args}, {ef.alias}[{idf!r}]))")
-            elif ef.op == "insert":
-                cols = ", ".join(q(f) for f, _, _ in items)
-                marks = ", ".join("?" for _ in items)
-                args = ", ".join(var for _, var, _ in items)
-                out.append(f"db.execute('INSERT INTO {q(ef.entity)} ({cols}) VALUES ({marks})', ({args},))")
-                id_var = next(var for f, var, _ in items if f == idf)
-                returned = (ef, id_var)
-            else:
-                for child, ref in ef.cascade:
-                    out.append(f"db.execute('DELETE FROM {q(child)} WHERE {q(ref)} = ?', ({ef.alias}[{idf!r}],))")
-                out.append(f"db.execute('DELETE FROM {q(ef.entity)} WHERE {q(idf)} = ?', ({ef.alias}[{idf!r}],))")
+            out += self._write(ef, items)
+            if ef.op == "insert":
+                idf = self.bp.entity(ef.entity).id_field
+                returned = (ef, next(var for f, var, _ in items if f == idf))
         out += EACH.write(self.bp, spec)
+        out.append(self._return(spec, returned))
+        return out
+
+    def _values(self, spec: ToolSpec, k: int, ef: Effect) -> list[tuple[str, str, str]]:
+        """``(field, variable, expression)`` of each value effect ``k`` writes."""
+        items = []
+        for field, src in ef.values.items():
+            var = (
+                f"{ef.alias}_{field}"
+                if ef.op == "update"
+                else f"new_{field}"
+                if len(spec.effects) == 1 or ef.alias == "new"
+                else f"{ef.alias}{k}_{field}"
+            )
+            if src == "new_id()":
+                ent = self.bp.entity(ef.entity)
+                val = f"ctx.new_id({ef.entity!r}, {field!r}, {ent.prefix!r})"
+            else:
+                val = py(src)
+            items.append((field, var, val))
+        return items
+
+    def _write(self, ef: Effect, items: list[tuple[str, str, str]]) -> list[str]:
+        """The SQL statements of one effect (an update of only the given optional fields builds its SET clause)."""
+        idf = self.bp.entity(ef.entity).id_field
+        if ef.op == "update" and ef.when_given:
+            out = ["changes: dict[str, Any] = {}"]
+            for field, var, val in items:
+                if field in ef.when_given:
+                    out.append(f"if {ef.when_given[field]} is not None:")
+                    out.append(f"    changes[{field!r}] = {val}")
+                else:
+                    out.append(f"changes[{field!r}] = {var}")
+            out.append("assignments = ', '.join(f'\"{column}\" = ?' for column in changes)")
+            out.append(
+                f"db.execute(f'UPDATE {q(ef.entity)} SET {{assignments}} WHERE {q(idf)} = ?', (*changes.values(), {ef.alias}[{idf!r}]))"
+            )
+            return out
+        if ef.op == "update":
+            sets = ", ".join(f"{q(f)} = ?" for f, _, _ in items)
+            args = ", ".join(var for _, var, _ in items)
+            return [f"db.execute('UPDATE {q(ef.entity)} SET {sets} WHERE {q(idf)} = ?', ({args}, {ef.alias}[{idf!r}]))"]
+        if ef.op == "insert":
+            cols = ", ".join(q(f) for f, _, _ in items)
+            marks = ", ".join("?" for _ in items)
+            args = ", ".join(var for _, var, _ in items)
+            return [f"db.execute('INSERT INTO {q(ef.entity)} ({cols}) VALUES ({marks})', ({args},))"]
+        out = [f"db.execute('DELETE FROM {q(child)} WHERE {q(ref)} = ?', ({ef.alias}[{idf!r}],))" for child, ref in ef.cascade]
+        out.append(f"db.execute('DELETE FROM {q(ef.entity)} WHERE {q(idf)} = ?', ({ef.alias}[{idf!r}],))")
+        return out
+
+    def _return(self, spec: ToolSpec, returned: tuple[Effect, str] | None) -> str:
+        """The return statement: the inserted row, the deleted id, or the row ``returns`` names, as stored after the writes."""
         if spec.returns == "new" and returned is not None:
             ef, id_var = returned
             ent = self.bp.entity(ef.entity)
-            out.append(
-                f"return ctx.one('SELECT * FROM {q(ef.entity)} WHERE {q(ent.id_field)} = ?', ({id_var},), {ef.entity!r})  # type: ignore[return-value]"
-            )
-        elif spec.returns == "none":
+            return f"return ctx.one('SELECT * FROM {q(ef.entity)} WHERE {q(ent.id_field)} = ?', ({id_var},), {ef.entity!r})  # type: ignore[return-value]"
+        if spec.returns == "none":
             b = spec.bindings[0]
-            out.append(f"return {{'deleted': {b.alias}[{self.bp.entity(b.entity).id_field!r}]}}")
-        else:
-            b = spec.binding(spec.returns)
-            ent = self.bp.entity(b.entity)
-            out.append(
-                f"return ctx.one('SELECT * FROM {q(b.entity)} WHERE {q(ent.id_field)} = ?', ({spec.returns}[{ent.id_field!r}],), {b.entity!r})  # type: ignore[return-value]"
-            )
-        return out
+            return f"return {{'deleted': {b.alias}[{self.bp.entity(b.entity).id_field!r}]}}"
+        b = spec.binding(spec.returns)
+        ent = self.bp.entity(b.entity)
+        return f"return ctx.one('SELECT * FROM {q(b.entity)} WHERE {q(ent.id_field)} = ?', ({spec.returns}[{ent.id_field!r}],), {b.entity!r})  # type: ignore[return-value]"
 
     def _query(self, spec: ToolSpec) -> list[str]:
         qy = spec.query

@@ -136,14 +136,20 @@ def establishes(spec: ToolSpec) -> list[Sets]:
             vals = None if (tree := _tree(src)) is None else _constants(tree, enums)
             out.update(Sets(each.entity, fname, v) for v in vals or ())
     for c in spec.post:
-        if c.origin != "declared":
-            continue
-        for node in X.conjuncts(X.parse(c.check)):
-            if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
-                at, vals = _attr(node.left, amap), _constants(node.comparators[0], enums)
-                if at is not None and vals is not None and not _is_old(node.left):
-                    out.update(Sets(at[0], at[1], v) for v in vals)
+        if c.origin == "declared":
+            out.update(_post_sets(c.check, amap, enums))
     return sorted(out, key=lambda s: (s.entity, s.field, value_key(s.value)))
+
+
+def _post_sets(check: str, amap: dict[str, str], enums: dict[str, list[Any]]) -> set[Sets]:
+    """The constants a declared post-condition says fields hold (``alias.field == c`` conjuncts, not of ``old``)."""
+    out: set[Sets] = set()
+    for node in X.conjuncts(X.parse(check)):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
+            at, vals = _attr(node.left, amap), _constants(node.comparators[0], enums)
+            if at is not None and vals is not None and not _is_old(node.left):
+                out.update(Sets(at[0], at[1], v) for v in vals)
+    return out
 
 
 def _is_old(node: ast.AST) -> bool:
@@ -223,18 +229,28 @@ def _requirement(node: ast.expr, amap: dict[str, str], src: str) -> list[Require
         left, right = right, left
     at = _attr(left, amap)
     if at is not None and isinstance(op, ast.In | ast.Eq | ast.Is):
-        elts = right.elts if isinstance(op, ast.In) and isinstance(right, ast.List | ast.Tuple) else [right]
-        if all(isinstance(e, ast.Constant) for e in elts) and (not isinstance(op, ast.Is) or right.value is None):  # type: ignore[attr-defined]
-            vals = tuple(sorted({e.value for e in elts}, key=value_key))  # type: ignore[attr-defined]
-            return [Requirement("state", at[0], at[1], vals, src)]
-        return []
+        return _state_requirement(at, op, right, src)
     if isinstance(op, ast.Gt | ast.GtE | ast.Lt | ast.LtE):
-        if isinstance(left, ast.Call) and getattr(left.func, "id", None) == "count" and isinstance(op, ast.Gt | ast.GtE):
-            return _requirement(ast.Call(func=ast.Name("exists"), args=left.args, keywords=left.keywords), amap, src)
-        big = 1 if isinstance(op, ast.Gt | ast.GtE) else -1
-        terms = _signed_terms(left, big, amap) + _signed_terms(right, -big, amap)
-        return [Requirement("increase" if s > 0 else "decrease", e, f, (), src) for (e, f), s in terms]
+        return _order_requirements(op, left, right, amap, src)
     return []
+
+
+def _state_requirement(at: tuple[str, str], op: ast.cmpop, right: ast.expr, src: str) -> list[Requirement]:
+    """``alias.field == c`` / ``in [c, ...]`` / ``is None``: the field must hold one of those constants."""
+    elts = right.elts if isinstance(op, ast.In) and isinstance(right, ast.List | ast.Tuple) else [right]
+    if all(isinstance(e, ast.Constant) for e in elts) and (not isinstance(op, ast.Is) or right.value is None):  # type: ignore[attr-defined]
+        vals = tuple(sorted({e.value for e in elts}, key=value_key))  # type: ignore[attr-defined]
+        return [Requirement("state", at[0], at[1], vals, src)]
+    return []
+
+
+def _order_requirements(op: ast.cmpop, left: ast.expr, right: ast.expr, amap: dict[str, str], src: str) -> list[Requirement]:
+    """``a >= b``: each field on the big side must increase enough, each on the small side decrease (``count(...) > n``: a row must exist)."""
+    if isinstance(left, ast.Call) and getattr(left.func, "id", None) == "count" and isinstance(op, ast.Gt | ast.GtE):
+        return _requirement(ast.Call(func=ast.Name("exists"), args=left.args, keywords=left.keywords), amap, src)
+    big = 1 if isinstance(op, ast.Gt | ast.GtE) else -1
+    terms = _signed_terms(left, big, amap) + _signed_terms(right, -big, amap)
+    return [Requirement("increase" if s > 0 else "decrease", e, f, (), src) for (e, f), s in terms]
 
 
 def requirements(spec: ToolSpec) -> list[Requirement]:

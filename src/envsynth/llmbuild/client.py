@@ -20,20 +20,33 @@ token budget resumes where it stopped when rerun with a larger one.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import os
-import re
-import tempfile
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal, NoReturn, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from envsynth.errors import LLMBuildError
 from envsynth.llm.types import ChatModel, ChatResponse, LLMError, Message, Usage, message_text
+from envsynth.llmbuild.errors import (  # re-exported: callers import them from here
+    BudgetExceeded,
+    BuildStop,
+    CallFailed,
+    EndpointUnavailable,
+    PromptTooLong,
+    RoleError,
+    StructuredOutputError,
+    _FormatRejected,
+)
+from envsynth.llmbuild.replies import (  # extract_json_object and validation_errors: re-exported
+    extract_json_object,
+    is_context_length,
+    is_response_format_rejection,
+    schema_name,
+    validation_errors,
+    with_schema_instruction,
+)
+from envsynth.llmbuild.replycache import cache_key, read_entry, write_entry
 
 __all__ = [
     "BudgetExceeded",
@@ -54,123 +67,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T", bound=BaseModel)
 StructuredMode = Literal["auto", "json_schema", "prompt"]
-
-
-class BuildStop(LLMBuildError, RuntimeError):
-    """The build must stop now, cleanly: nothing more is asked of the model in this run.
-
-    Every reply so far is cached, so rerunning the same command continues where this run
-    stopped. The subclasses say why.
-    """
-
-
-class BudgetExceeded(BuildStop):
-    """The token budget does not cover the next request: it is not sent.
-
-    Attributes:
-        spent: prompt + completion tokens of the real (non-cached) calls so far.
-        budget: the ``max_tokens_total`` the client was given.
-        needed: what the refused request could have used (its prompt estimate plus its
-            ``max_tokens``), added to the reservations of requests in flight.
-    """
-
-    def __init__(self, spent: int, budget: int, needed: int = 0) -> None:
-        ask = (
-            f"; the next request could use up to {needed} more (its prompt and max_tokens: --max-output-tokens lowers it)" if needed else ""
-        )
-        super().__init__(
-            f"token budget spent: {spent} tokens used of --max-tokens-total {budget}{ask}. Rerun with a larger "
-            "--max-tokens-total to continue where this run stopped (cached replies cost nothing)."
-        )
-        self.spent = spent
-        self.budget = budget
-        self.needed = needed
-
-
-class EndpointUnavailable(BuildStop):
-    """The model endpoint failed for good (after retries) where the build has no fallback.
-
-    Attributes:
-        role: the role whose call failed last.
-        error: the chat client's error (status, kind, attempts).
-    """
-
-    def __init__(self, role: str, error: LLMError, why: str = "") -> None:
-        status = f"HTTP {error.status}" if error.status is not None else error.kind
-        first = str(error).splitlines()[0] if str(error) else status
-        super().__init__(
-            f"the model endpoint failed ({status}) for the {role} role{why}: {first[:300]}. "
-            "Everything so far is cached: rerun the same command to continue once the endpoint works."
-        )
-        self.role = role
-        self.error = error
-
-
-class RoleError(LLMBuildError, RuntimeError):
-    """A role got nothing usable from one request; the caller falls back (or drops what it was making).
-
-    Attributes:
-        role: the builder role that asked.
-    """
-
-    role: str
-
-
-class PromptTooLong(RoleError):
-    """A prompt does not fit the model's context: refused here by the estimate, or by the server (400).
-
-    Attributes:
-        role: the builder role.
-        tokens: the estimated prompt tokens.
-        limit: the prompt budget (tokens), or the context size when the server refused.
-        by_server: the server answered that the context length is exceeded.
-    """
-
-    def __init__(self, role: str, tokens: int, limit: int, *, by_server: str = "") -> None:
-        where = f"the server refused it: {by_server[:200]}" if by_server else f"over the prompt budget of {limit} tokens"
-        super().__init__(
-            f"{role}: the prompt (~{tokens} tokens) does not fit the model's context ({where}); "
-            "set --context-tokens to the model's context length"
-        )
-        self.role = role
-        self.tokens = tokens
-        self.limit = limit
-        self.by_server = by_server
-
-
-class CallFailed(RoleError):
-    """A call of a role that has a fallback failed after retries (the endpoint is not yet deemed down).
-
-    Attributes:
-        role: the builder role.
-        error: the chat client's error.
-    """
-
-    def __init__(self, role: str, error: LLMError) -> None:
-        super().__init__(f"{role}: the model call failed: {str(error).splitlines()[0][:300] if str(error) else error.kind}")
-        self.role = role
-        self.error = error
-
-
-class StructuredOutputError(RoleError):
-    """A role gave no valid structured output within its attempts.
-
-    Attributes:
-        role: the builder role that asked.
-        attempts: replies received (the first and every correction).
-        errors: the parse or validation error of each reply, the last one last.
-    """
-
-    def __init__(self, role: str, attempts: int, errors: list[str]) -> None:
-        last = errors[-1] if errors else "no reply"
-        super().__init__(f"{role}: no valid structured output after {attempts} attempt(s); last error: {last}")
-        self.role = role
-        self.attempts = attempts
-        self.errors = list(errors)
-
-
-class _FormatRejected(LLMBuildError):
-    """The server rejected ``response_format`` (internal: ``auto`` switches to prompt mode)."""
 
 
 @dataclass
@@ -211,156 +107,6 @@ class RoleStats:
 
     def to_dict(self) -> dict[str, int]:
         return {**asdict(self), "requests": self.requests, "total_tokens": self.total_tokens}
-
-
-# --- parsing a reply into one JSON object -------------------------------------------------
-
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"```[\w+-]*[ \t]*\n?(.*?)```", re.DOTALL)
-_JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
-
-
-def _drop_trailing_commas(text: str) -> str:
-    """``text`` without commas that directly precede ``}`` or ``]`` (outside strings)."""
-    out: list[str] = []
-    in_string = escaped = False
-    for i, ch in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == ",":
-            j = i + 1
-            while j < len(text) and text[j].isspace():
-                j += 1
-            if j < len(text) and text[j] in "}]":
-                continue
-        out.append(ch)
-    return "".join(out)
-
-
-def _loads(text: str) -> Any:
-    """``text`` as JSON, tolerating trailing commas. Raises ``ValueError``."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return json.loads(_drop_trailing_commas(text))
-
-
-def _balanced_objects(text: str) -> list[str]:
-    """The top-level balanced ``{...}`` spans of ``text``, in order (braces in strings ignored)."""
-    spans: list[str] = []
-    depth, start = 0, -1
-    in_string = escaped = False
-    for i, ch in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"' and depth > 0:
-            in_string = True
-        elif ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth > 0:
-            depth -= 1
-            if depth == 0:
-                spans.append(text[start : i + 1])
-    return spans
-
-
-def extract_json_object(text: str) -> dict[str, Any]:
-    """The one JSON object in a model reply.
-
-    Accepted: plain JSON; JSON in a ```` ```json ```` (or any) fence; the first balanced
-    top-level ``{...}`` in surrounding prose. Trailing commas are tolerated and
-    ``<think>...</think>`` blocks are skipped.
-
-    Raises:
-        ValueError: no JSON object could be read; the message says why.
-    """
-    body = _THINK.sub("", text).strip()
-    if not body:
-        raise ValueError("the reply is empty: expected one JSON object")
-    first_error: str | None = None
-    for candidate in [body, *(m.strip() for m in _FENCE.findall(body)), *_balanced_objects(body)]:
-        try:
-            obj = _loads(candidate)
-        except ValueError as exc:
-            first_error = first_error or (str(exc) if candidate.startswith(("{", "[")) else None)
-            continue
-        if not isinstance(obj, dict):
-            raise ValueError(f"expected one JSON object ({{...}}), got a JSON {_JSON_TYPES.get(type(obj), type(obj).__name__)}")
-        return obj
-    if first_error is None:
-        raise ValueError("the reply contains no JSON object ({...})")
-    raise ValueError(f"the reply is not valid JSON: {first_error}")
-
-
-def _path(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(root)"
-
-
-def validation_errors(exc: ValidationError) -> str:
-    """A pydantic error as lines ``path: message (got value)``, e.g. ``tools[0].name: Field required``."""
-    lines = []
-    for err in exc.errors(include_url=False):
-        got = "" if err["type"] == "missing" else f" (got {json.dumps(err.get('input'), default=str)[:120]})"
-        lines.append(f"{_path(err['loc'])}: {err['msg']}{got}")
-    return f"{exc.error_count()} validation error(s):\n" + "\n".join(lines)
-
-
-def _schema_name(schema: type[BaseModel]) -> str:
-    """The class name as OpenAI accepts a ``json_schema`` name (``[a-zA-Z0-9_-]``, at most 64)."""
-    return re.sub(r"[^a-zA-Z0-9_-]", "_", schema.__name__)[:64] or "output"
-
-
-def _with_schema_instruction(messages: list[Message], schema_json: dict[str, Any]) -> list[Message]:
-    """``messages`` with the instruction to answer in one JSON object of ``schema_json`` in the system message."""
-    instruction = (
-        "Reply with ONE JSON object that matches this JSON schema, and nothing else "
-        "(no prose before or after it):\n" + json.dumps(schema_json, indent=2, ensure_ascii=False)
-    )
-    if messages and messages[0].get("role") == "system":
-        head = messages[0]
-        return [{**head, "content": f"{message_text(head.get('content'))}\n\n{instruction}"}, *messages[1:]]
-    return [{"role": "system", "content": instruction}, *messages]
-
-
-_FORMAT_WORDS = ("response_format", "json_schema", "json schema", "guided_json")
-_CONTEXT_WORDS = (
-    "context length",
-    "context_length",
-    "maximum context",
-    "context window",
-    "too many tokens",
-    "prompt is too long",
-    "reduce the length",
-)
-
-
-def _is_context_length(exc: LLMError) -> bool:
-    """Whether a failed call says the prompt (plus ``max_tokens``) is over the model's context."""
-    text = str(exc).lower()
-    return exc.status in (400, 413, 422, None) and any(w in text for w in _CONTEXT_WORDS)
-
-
-def _is_response_format_rejection(exc: LLMError) -> bool:
-    """Whether a 400/422 is about ``response_format`` (a server without JSON-schema output), not another mistake."""
-    text = str(exc).lower()
-    return exc.status in (400, 422) and not _is_context_length(exc) and any(w in text for w in _FORMAT_WORDS)
 
 
 CONTEXT_TOKENS = 8192
@@ -481,7 +227,7 @@ class BuilderClient:
     def fits(self, messages: list[Message], schema: type[BaseModel] | None = None) -> bool:
         """Whether ``messages`` fit the prompt budget, with room for ``schema``'s instruction (prompt mode adds it)."""
         if schema is not None:
-            messages = _with_schema_instruction(messages, schema.model_json_schema())
+            messages = with_schema_instruction(messages, schema.model_json_schema())
         return estimate_tokens(messages) <= self.prompt_budget
 
     @property
@@ -550,7 +296,7 @@ class BuilderClient:
         }
         rest = [*messages, correction]
         if self._mode == "prompt":
-            rest = _with_schema_instruction(rest, schema_json)
+            rest = with_schema_instruction(rest, schema_json)
         room = (self.prompt_budget - estimate_tokens(rest) - 4) * CHARS_PER_TOKEN - 80
         echo = clip_text(text, max(0, min(MAX_ECHO_CHARS, room)))
         return [*messages, {"role": "assistant", "content": echo}, correction]
@@ -560,7 +306,7 @@ class BuilderClient:
     ) -> ChatResponse:
         """One reply in the current mode; in ``auto``, a rejected ``response_format`` switches to ``prompt`` for good."""
         if self._mode == "json_schema":
-            fmt = {"type": "json_schema", "json_schema": {"name": _schema_name(schema), "schema": schema_json, "strict": False}}
+            fmt = {"type": "json_schema", "json_schema": {"name": schema_name(schema), "schema": schema_json, "strict": False}}
             try:
                 return await self._call(
                     role, convo, mode="json_schema", schema=schema_json, extra={"response_format": fmt}, fallback=fallback, tag=tag
@@ -569,7 +315,7 @@ class BuilderClient:
                 if self._mode == "json_schema":
                     log.warning("the server rejected response_format (%s); asking for JSON in the prompt from now on", exc)
                 self._mode = "prompt"
-        messages = _with_schema_instruction(convo, schema_json)
+        messages = with_schema_instruction(convo, schema_json)
         return await self._call(role, messages, mode="prompt", schema=schema_json, extra={}, fallback=fallback, tag=tag)
 
     def _request_params(self, prompt_tokens: int, extra: dict[str, Any]) -> dict[str, Any]:
@@ -604,8 +350,8 @@ class BuilderClient:
         if prompt_tokens > self.prompt_budget:
             raise PromptTooLong(role, prompt_tokens, self.prompt_budget)
         params = self._request_params(prompt_tokens, extra)
-        key = self._key(messages, mode, schema, params, tag)
-        cached = self._cache_read(key)
+        key = cache_key(self.chat, messages, mode, schema, params, tag)
+        cached = read_entry(self.cache_dir, key)
         if cached is not None and "rejected" in cached:
             # a response_format rejection recorded by an earlier "auto" run: replayed in auto mode only,
             # so an explicit json_schema client still asks the server
@@ -635,7 +381,7 @@ class BuilderClient:
             "finish_reason": resp.finish_reason,
             "usage": {"prompt_tokens": resp.usage.prompt_tokens, "completion_tokens": resp.usage.completion_tokens},
         }
-        self._cache_write(key, entry)
+        write_entry(self.cache_dir, key, entry)
         return resp
 
     def _failed(self, role: str, exc: LLMError, *, mode: str, key: str, fallback: bool, prompt_tokens: int) -> NoReturn:
@@ -644,12 +390,12 @@ class BuilderClient:
         Only a ``response_format`` rejection is cached (as ``rejected``); nothing else is, so a
         rerun asks again.
         """
-        if mode == "json_schema" and self._auto and _is_response_format_rejection(exc):
-            self._cache_write(key, {"rejected": str(exc), "status": exc.status})
+        if mode == "json_schema" and self._auto and is_response_format_rejection(exc):
+            write_entry(self.cache_dir, key, {"rejected": str(exc), "status": exc.status})
             raise _FormatRejected(str(exc)) from exc
         stats = self._role(role)
         stats.failures += 1
-        if _is_context_length(exc):
+        if is_context_length(exc):
             raise PromptTooLong(role, prompt_tokens, self.context_tokens, by_server=str(exc)) from exc
         self._failures += 1
         if not fallback or self._failures >= MAX_FAILURES:
@@ -658,58 +404,6 @@ class BuilderClient:
             raise self._stopped from exc
         log.warning("%s: the model call failed (%s); using the fallback", role, exc)
         raise CallFailed(role, exc) from exc
-
-    # --- cache ----------------------------------------------------------------------------
-
-    def _key(
-        self, messages: list[Message], mode: str, schema: dict[str, Any] | None, params: dict[str, Any], tag: str | None = None
-    ) -> str:
-        """The sha256 of what a call asks: model, its default params, messages, mode, schema, params (and a tag)."""
-        asked: dict[str, Any] = {
-            "model": self.chat.model,
-            "model_params": getattr(self.chat, "params", None) or {},
-            "messages": messages,
-            "mode": mode,
-            "schema": schema,
-            "params": params,
-        }
-        if tag is not None:
-            asked["tag"] = tag
-        canonical = json.dumps(asked, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-    def _cache_path(self, key: str) -> Path | None:
-        return None if self.cache_dir is None else self.cache_dir / key[:2] / f"{key}.json"
-
-    def _cache_read(self, key: str) -> dict[str, Any] | None:
-        """The cached entry of ``key``; None when absent or unreadable (a corrupt file is a miss)."""
-        path = self._cache_path(key)
-        if path is None or not path.is_file():
-            return None
-        try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            log.warning("ignoring the unreadable cache file %s", path)
-            return None
-        if isinstance(entry, dict) and (isinstance(entry.get("message"), dict) or isinstance(entry.get("rejected"), str)):
-            return entry
-        log.warning("ignoring the malformed cache file %s", path)
-        return None
-
-    def _cache_write(self, key: str, entry: dict[str, Any]) -> None:
-        """Write ``entry`` for ``key`` atomically (a temp file in the same folder, then ``os.replace``)."""
-        path = self._cache_path(key)
-        if path is None:
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(entry, f, ensure_ascii=False, sort_keys=True)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
 
     # --- metrics --------------------------------------------------------------------------
 

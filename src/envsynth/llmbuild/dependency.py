@@ -31,7 +31,7 @@ from typing import Any, Literal
 import networkx as nx
 from pydantic import BaseModel, ConfigDict, Field
 
-from envsynth.blueprint.spec import ToolSpec
+from envsynth.blueprint.spec import ParamSpec, ToolSpec
 from envsynth.graph import GRAPH_FILE, ToolGraph
 from envsynth.graph.schema import schema_from_blueprint
 from envsynth.llmbuild.prompts import prompt
@@ -263,15 +263,8 @@ def _source_field(app: App, src: ToolSpec, tgt: ToolSpec, edge: ProposedEdge) ->
         name = edge.field
     elif ent is None:
         name = edge.param or ""
-    elif p.field and p.field.split(".", 1)[0] == ent:
-        name = p.field.split(".", 1)[1]
-    elif p.ref == ent:
-        name = app.blueprint.entity(ent).id_field
-    elif p.ref:
-        refs = [f.name for f in app.blueprint.entity(ent).fields if f.type == "ref" and f.ref == p.ref]
-        name = refs[0] if refs else ""
     else:
-        name = edge.param if fields is not None and edge.param in fields else ""
+        name = _filling_field(app, p, ent, edge.param, fields)
     if not name:
         return None, f"no field of {src.name}'s result fills {edge.param!r}"
     if p.ref and ent is not None:
@@ -279,6 +272,18 @@ def _source_field(app: App, src: ToolSpec, tgt: ToolSpec, edge: ProposedEdge) ->
         if carried != p.ref:
             return None, f"{ent}.{name} does not carry a {p.ref} id, which {tgt.name}.{edge.param} takes"
     return name, ""
+
+
+def _filling_field(app: App, p: ParamSpec, ent: str, param: str | None, fields: set[str] | None) -> str:
+    """The field of an ``ent`` row that fills parameter ``p`` (the field it copies, the id or a ref to what it takes); "" if none."""
+    if p.field and p.field.split(".", 1)[0] == ent:
+        return p.field.split(".", 1)[1]
+    if p.ref == ent:
+        return app.blueprint.entity(ent).id_field
+    if p.ref:
+        refs = [f.name for f in app.blueprint.entity(ent).fields if f.type == "ref" and f.ref == p.ref]
+        return refs[0] if refs else ""
+    return param if param is not None and fields is not None and param in fields else ""
 
 
 def _check_data(

@@ -322,6 +322,22 @@ def merge_cases(old: list[TestCase], fix: DebugReply, verdicts: list[CaseVerdict
     notes = [f"drop of {n!r} refused: there is no such case" for n in drops if n not in {c.name for c in old}]
     staying = [given.get(c.name, c) for c in old if c.name not in drops]
     staying += [c for name, c in given.items() if name not in {o.name for o in old} and name not in drops]
+    kept_back = _kept_back(old, fix, given, drops, observed, staying, notes)
+    order = {c.name: i for i, c in enumerate(old)}
+    merged = sorted([*staying, *kept_back], key=lambda c: order.get(c.name, len(order)))
+    return merged, notes
+
+
+def _kept_back(
+    old: list[TestCase],
+    fix: DebugReply,
+    given: dict[str, TestCase],
+    drops: dict[str, str],
+    observed: dict[str, str],
+    staying: list[TestCase],
+    notes: list[str],
+) -> list[TestCase]:
+    """The cases whose drop is refused (as the reply gives them, else as they were), noting each refusal and each case left out."""
     kept_back = []
     for c in old:
         if c.name not in drops:
@@ -335,9 +351,7 @@ def merge_cases(old: list[TestCase], fix: DebugReply, verdicts: list[CaseVerdict
             "repeat of another case, may be dropped; fix the code or the case instead"
         )
         kept_back.append(given.get(c.name, c))
-    order = {c.name: i for i, c in enumerate(old)}
-    merged = sorted([*staying, *kept_back], key=lambda c: order.get(c.name, len(order)))
-    return merged, notes
+    return kept_back
 
 
 def _unique_names(cases: list[TestCase]) -> list[TestCase]:

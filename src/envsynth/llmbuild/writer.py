@@ -21,6 +21,7 @@ import contextlib
 import datetime as dt
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -223,22 +224,7 @@ def required_values(app: App, task: Task) -> list[Value]:
     def add(kind: str, norm: str, shown: str) -> None:
         out.setdefault((kind, norm), Value(kind, norm, shown))
 
-    for rx in (_DATE_MDY, _DATE_DMY, _DATE_ISO):
-        for mt in rx.finditer(text):
-            for d in _dates(mt[0])[0]:
-                add("date", d, mt[0])
-    _, rest = _dates(text)
-    for rx in (_TIME_12, _TIME_24):
-        for mt in rx.finditer(rest):
-            for t in _times(mt[0])[0]:
-                add("time", t, mt[0].strip())
-    _, rest = _times(rest)
-    for q in _QUOTED.findall(rest):
-        add("text", _norm_text(q).strip(), q)
-    rest = _QUOTED.sub(" ", rest)
-    for e in _EMAIL.findall(rest):
-        add("text", _norm_text(e).strip(), e)
-    rest = _EMAIL.sub(" ", rest)
+    rest = _text_values(text, add)
     user = _norm_text(task.user.name).strip()
     for kind, v in _literal_values(app, task):
         if isinstance(v, bool) or v is None:
@@ -262,6 +248,26 @@ def required_values(app: App, task: Task) -> list[Value]:
     return list(out.values())
 
 
+def _text_values(text: str, add: Callable[[str, str, str], None]) -> str:
+    """Add the dates, times, quoted values and emails ``text`` writes out; the text without them (for its numbers)."""
+    for rx in (_DATE_MDY, _DATE_DMY, _DATE_ISO):
+        for mt in rx.finditer(text):
+            for d in _dates(mt[0])[0]:
+                add("date", d, mt[0])
+    _, rest = _dates(text)
+    for rx in (_TIME_12, _TIME_24):
+        for mt in rx.finditer(rest):
+            for t in _times(mt[0])[0]:
+                add("time", t, mt[0].strip())
+    _, rest = _times(rest)
+    for q in _QUOTED.findall(rest):
+        add("text", _norm_text(q).strip(), q)
+    rest = _QUOTED.sub(" ", rest)
+    for e in _EMAIL.findall(rest):
+        add("text", _norm_text(e).strip(), e)
+    return _EMAIL.sub(" ", rest)
+
+
 def _answer_spec(app: App, task: Task) -> ToolSpec | None:
     if task.answer_step is None:
         return None
@@ -279,25 +285,29 @@ def question_problems(app: App, task: Task, text: str) -> list[str]:
     spec = _answer_spec(app, task)
     if spec is None:
         return []
-    q = spec.query
-    if q is not None and (q.op == "search" or (q.op == "aggregate" and q.agg == "count")):
-        groups: list[tuple[str, ...]] = [_COUNT_WORDS]
-        what = "how many records there are"
-    else:
-        field = (q.field if q is not None and q.op == "aggregate" else task.answer_field) or ""
-        ent = app.blueprint.entity(q.entity if q is not None else spec.entity)
-        said = field_words(ent.field(field)) if ent.has(field) else human(field)  # the words the instruction uses (its label)
-        groups = [(w, w.rstrip("s")) for w in said.split() if w not in _STOP]
-        what = f"the {said}"
-        if q is not None and q.op == "aggregate":
-            words = _AGG_WORDS.get(q.agg or "sum", (q.agg or "",))
-            groups.append(words)
-            what = f"the {words[0]} {said}"
+    groups, what = _asked_words(app, task, spec)
     for sentence in re.split(r"(?<=[.?!])\s+", text):
         low = _norm_text(sentence)
         if any(w in low for w in _ASKING) and all(any(w in low for w in g) for g in groups):
             return []
     return [f"it no longer asks for {what}: the user must still ask for it, as a question"]
+
+
+def _asked_words(app: App, task: Task, spec: ToolSpec) -> tuple[list[tuple[str, ...]], str]:
+    """The word groups a sentence must use (one word of each) to ask what the task asks, and that thing in words."""
+    q = spec.query
+    if q is not None and (q.op == "search" or (q.op == "aggregate" and q.agg == "count")):
+        return [_COUNT_WORDS], "how many records there are"
+    field = (q.field if q is not None and q.op == "aggregate" else task.answer_field) or ""
+    ent = app.blueprint.entity(q.entity if q is not None else spec.entity)
+    said = field_words(ent.field(field)) if ent.has(field) else human(field)  # the words the instruction uses (its label)
+    groups: list[tuple[str, ...]] = [(w, w.rstrip("s")) for w in said.split() if w not in _STOP]
+    what = f"the {said}"
+    if q is not None and q.op == "aggregate":
+        words = _AGG_WORDS.get(q.agg or "sum", (q.agg or "",))
+        groups.append(words)
+        what = f"the {words[0]} {said}"
+    return groups, what
 
 
 def check_rewrite(app: App, task: Task, rewrite: Rewrite, required: list[Value] | None = None) -> list[str]:

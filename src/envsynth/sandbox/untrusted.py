@@ -352,26 +352,37 @@ def apply_changes(
     checked = writes is not None or creates is not None or deletes is not None
     plan: dict[str, dict[str, list[Any]]] = {}
     for table, entry in changes.items():
-        if table not in snap.columns or not isinstance(entry, dict) or set(entry) - {"insert", "update", "delete"}:
-            raise SandboxedToolFailure(f"{tool}: the sandbox reported changes to an unknown table {str(table)[:80]!r}")
-        width = len(snap.columns[table]) + 1
-        old = snap.rows[table]
-        rows: dict[str, list[Any]] = {"insert": [], "update": [], "delete": []}
-        for op in ("insert", "update"):
-            for row in entry.get(op, []):
-                if not isinstance(row, list) or len(row) != width or not all(_scalar(v) for v in row):
-                    raise SandboxedToolFailure(f"{tool}: invalid {op} row for {table!r} from the sandbox")
-                rid = row[0]
-                if not isinstance(rid, int) or isinstance(rid, bool) or (rid in old) != (op == "update"):
-                    raise SandboxedToolFailure(f"{tool}: invalid rowid in an {op} of {table!r} from the sandbox")
-                rows[op].append(row)
-        for rid in entry.get("delete", []):
-            if not isinstance(rid, int) or isinstance(rid, bool) or rid not in old:
-                raise SandboxedToolFailure(f"{tool}: invalid rowid in a delete of {table!r} from the sandbox")
-            rows["delete"].append(rid)
+        rows = _table_changes(snap, table, entry, tool)
         if checked:
             _within_scope(tool, table, snap, rows, writes or {}, creates or [], deletes or [])
         plan[table] = rows
+    _apply_plan(db, snap, plan)
+
+
+def _table_changes(snap: _Snapshot, table: Any, entry: Any, tool: str) -> dict[str, list[Any]]:
+    """One table's reported changes, validated: a known table, rows of scalars of its width, rowids that exist (or not, for inserts)."""
+    if table not in snap.columns or not isinstance(entry, dict) or set(entry) - {"insert", "update", "delete"}:
+        raise SandboxedToolFailure(f"{tool}: the sandbox reported changes to an unknown table {str(table)[:80]!r}")
+    width = len(snap.columns[table]) + 1
+    old = snap.rows[table]
+    rows: dict[str, list[Any]] = {"insert": [], "update": [], "delete": []}
+    for op in ("insert", "update"):
+        for row in entry.get(op, []):
+            if not isinstance(row, list) or len(row) != width or not all(_scalar(v) for v in row):
+                raise SandboxedToolFailure(f"{tool}: invalid {op} row for {table!r} from the sandbox")
+            rid = row[0]
+            if not isinstance(rid, int) or isinstance(rid, bool) or (rid in old) != (op == "update"):
+                raise SandboxedToolFailure(f"{tool}: invalid rowid in an {op} of {table!r} from the sandbox")
+            rows[op].append(row)
+    for rid in entry.get("delete", []):
+        if not isinstance(rid, int) or isinstance(rid, bool) or rid not in old:
+            raise SandboxedToolFailure(f"{tool}: invalid rowid in a delete of {table!r} from the sandbox")
+        rows["delete"].append(rid)
+    return rows
+
+
+def _apply_plan(db: sqlite3.Connection, snap: _Snapshot, plan: dict[str, dict[str, list[Any]]]) -> None:
+    """Inserts (parents first), updates of the changed columns only, deletes (children first): parameterized SQL."""
     for table in snap.order:
         cols = snap.columns[table]
         for row in plan.get(table, {}).get("insert", []):

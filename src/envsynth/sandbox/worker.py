@@ -112,6 +112,64 @@ def protocol_pipes():
     return os.fdopen(rfd, "r", encoding="utf-8", newline="\n"), os.fdopen(wfd, "w", encoding="utf-8", newline="\n")
 
 
+def _make_stub(name, params, doc, call):
+    """The tool function ``name``: checks its arguments like Python would, then ``call(name, arguments)``."""
+
+    def stub(*args, **kwargs):
+        if len(args) > len(params):
+            raise TypeError(f"{name}() takes {len(params)} arguments but {len(args)} were given")
+        arguments = dict(zip(params, args))
+        for key, value in kwargs.items():
+            if key in arguments:
+                raise TypeError(f"{name}() got multiple values for argument {key!r}")
+            arguments[key] = value
+        try:
+            json.dumps(arguments)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name}(): arguments must be JSON values ({exc})") from None
+        return call(name, arguments)
+
+    stub.__name__ = stub.__qualname__ = name
+    stub.__doc__ = doc
+    return stub
+
+
+def _run_block(msg, namespace, cpu_total, output_limit):
+    """Run one code block with its CPU allowance, its output captured; ``(capture, error text or None)``."""
+    capture = _Capture(output_limit)
+    error = None
+    used = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
+    soft = min(cpu_total, int(used + float(msg.get("cpu", 5))) + 1)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, cpu_total))
+    sys.stdout = sys.stderr = capture
+    try:
+        code = compile(msg["code"], "<code>", "exec")
+        exec(code, namespace)
+    except _Stop:
+        pass
+    except SyntaxError as exc:
+        error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    except BaseException as exc:  # the agent's error, reported back as the observation
+        error = _agent_traceback(exc)
+    finally:
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    if len(error or "") > 4000:
+        error = error[:2000] + "\n...\n" + error[-2000:]
+    return capture, error
+
+
+def _agent_traceback(exc):
+    """The traceback of an error in the agent's code: from its first frame on, without this file's frames."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != "<code>":
+        tb = tb.tb_next
+    try:
+        lines = traceback.format_exception(type(exc), exc, tb)
+        return "".join(line for line in lines if 'File "/sandbox/' not in line).strip()
+    except BaseException:
+        return type(exc).__name__
+
+
 def _main():
     memory, cpu_total, output_limit = (int(a) for a in sys.argv[1:4])
     confine(memory, cpu_total)
@@ -150,32 +208,13 @@ def _main():
             raise ToolError(reply.get("error", "the call failed"))
         return reply.get("value")
 
-    def make_stub(name, params, doc):
-        def stub(*args, **kwargs):
-            if len(args) > len(params):
-                raise TypeError(f"{name}() takes {len(params)} arguments but {len(args)} were given")
-            arguments = dict(zip(params, args))
-            for key, value in kwargs.items():
-                if key in arguments:
-                    raise TypeError(f"{name}() got multiple values for argument {key!r}")
-                arguments[key] = value
-            try:
-                json.dumps(arguments)
-            except (TypeError, ValueError) as exc:
-                raise TypeError(f"{name}(): arguments must be JSON values ({exc})") from None
-            return call(name, arguments)
-
-        stub.__name__ = stub.__qualname__ = name
-        stub.__doc__ = doc
-        return stub
-
     namespace = {}
 
     def setup(tools):
         namespace.clear()
         namespace.update({"__name__": "__main__", "__builtins__": __builtins__, "ToolError": ToolError})
         for tool in tools:
-            namespace[tool["name"]] = make_stub(tool["name"], tool.get("params", []), tool.get("doc", ""))
+            namespace[tool["name"]] = _make_stub(tool["name"], tool.get("params", []), tool.get("doc", ""), call)
 
     setup([])
     send({"op": "hello"})
@@ -188,32 +227,7 @@ def _main():
         if op != "run":
             continue
         current["block"] = msg.get("block")
-        capture = _Capture(output_limit)
-        error = None
-        used = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
-        soft = min(cpu_total, int(used + float(msg.get("cpu", 5))) + 1)
-        resource.setrlimit(resource.RLIMIT_CPU, (soft, cpu_total))
-        sys.stdout = sys.stderr = capture
-        try:
-            code = compile(msg["code"], "<code>", "exec")
-            exec(code, namespace)
-        except _Stop:
-            pass
-        except SyntaxError as exc:
-            error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        except BaseException as exc:  # the agent's error, reported back as the observation
-            tb = exc.__traceback__
-            while tb is not None and tb.tb_frame.f_code.co_filename != "<code>":
-                tb = tb.tb_next
-            try:
-                lines = traceback.format_exception(type(exc), exc, tb)
-                error = "".join(line for line in lines if 'File "/sandbox/' not in line).strip()
-            except BaseException:
-                error = type(exc).__name__
-        finally:
-            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-        if len(error or "") > 4000:
-            error = error[:2000] + "\n...\n" + error[-2000:]
+        capture, error = _run_block(msg, namespace, cpu_total, output_limit)
         send({"op": "done", "block": current["block"], "output": capture.text(), "dropped": capture.dropped, "error": error})
 
 

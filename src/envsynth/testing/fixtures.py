@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import datetime as dt
 import random
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -23,26 +22,14 @@ from envsynth.blueprint import expr as X
 from envsynth.blueprint.correlate import derived_order
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import Check, ParamSpec, ToolSpec
-from envsynth.errors import EnvsynthError
 from envsynth.runtime import evaluate as E
 from envsynth.runtime import toolkit as F
 from envsynth.runtime.state import Rows, StateBuilder
+from envsynth.testing import choose as C
 from envsynth.testing import lists as L
 from envsynth.testing import steer
-
-_NEGATE = {
-    ast.Eq: ast.NotEq,
-    ast.NotEq: ast.Eq,
-    ast.Lt: ast.GtE,
-    ast.GtE: ast.Lt,
-    ast.Gt: ast.LtE,
-    ast.LtE: ast.Gt,
-    ast.In: ast.NotIn,
-    ast.NotIn: ast.In,
-    ast.Is: ast.IsNot,
-    ast.IsNot: ast.Is,
-}
-_MIRROR = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
+from envsynth.testing.choose import Unsolvable  # re-exported: raised by the solver and steer
+from envsynth.testing.toolview import tool_view
 
 
 @lru_cache(maxsize=8192)
@@ -59,57 +46,6 @@ def _tree(check: Check) -> ast.expr:
 
 def _parse(check: Check) -> ast.expr:
     return X.parse(check.check).tree
-
-
-@dataclass
-class _Tool:
-    """What the solver looks up in a tool's spec, worked out once per (spec, blueprint) objects (see :func:`_tool`)."""
-
-    params: tuple[tuple[ParamSpec, str, bool], ...]  # (param, name, required)
-    optional: list[str]  # optional parameters other than limit and offset
-    by_param: dict[str, tuple[str, str]]  # param -> (entity, key) of the first binding it loads
-    binds: tuple[tuple[str, str, str, str | None, str, str], ...]  # (alias, entity, key, param, via alias, via field)
-    aliases: frozenset[str]
-    names: frozenset[str]  # parameter names
-    filters: dict[str, Any]  # param -> the first query filter it feeds
-    fields: dict[str, tuple[ParamSpec, FieldDef | None]] = field(default_factory=dict)  # see Solver._field_of
-    many: tuple[tuple[str, str, str, str, str | None], ...] = ()  # (alias, entity, key, list param, item field) of rows a list loads
-
-
-def _tool(bp: Blueprint, spec: ToolSpec) -> _Tool:
-    """What the solver looks up in ``spec`` (kept on the spec's index, per blueprint)."""
-    return spec.index.paired(_find_tool, spec, bp)
-
-
-def _find_tool(spec: ToolSpec, bp: Blueprint) -> _Tool:
-    by_param: dict[str, tuple[str, str]] = {}
-    binds = []
-    for b in spec.bindings:
-        if b.many:
-            continue
-        if b.param is not None:
-            by_param.setdefault(b.param, (b.entity, b.key))
-            binds.append((b.alias, b.entity, b.key, b.param, "", ""))
-        else:
-            src_alias, fname = (b.via or "").split(".", 1)
-            binds.append((b.alias, b.entity, b.key, None, src_alias, fname))
-    filters: dict[str, Any] = {}
-    for flt in spec.query.filters if spec.query is not None else ():
-        filters.setdefault(flt.param, flt)
-    return _Tool(
-        params=tuple((p, p.name, p.required) for p in spec.params),
-        optional=[p.name for p in spec.params if not p.required and p.name not in ("limit", "offset")],
-        by_param=by_param,
-        binds=tuple(binds),
-        aliases=frozenset(b.alias for b in spec.bindings),
-        names=frozenset(p.name for p in spec.params),
-        filters=filters,
-        many=tuple((b.alias, b.entity, b.key, b.param or "", b.item) for b in spec.bindings if b.many),
-    )
-
-
-class Unsolvable(EnvsynthError):
-    """No assignment found for a condition."""
 
 
 @dataclass
@@ -147,7 +83,7 @@ class Solver:
         self.now = now
         self.seed = seed
         self.rows_per_entity = rows_per_entity
-        self.tool = _tool(bp, spec)
+        self.tool = tool_view(bp, spec)
         self._rng: random.Random | None = None
 
     @property
@@ -227,16 +163,7 @@ class Solver:
         if target is not None:
             flt = self.tool.filters.get(p.name)
             if flt is not None:
-                v = target.get(flt.field)
-                if v is None:
-                    return None
-                if flt.op == "contains":
-                    text = str(v)
-                    words = [w for w in text.split() if len(w) >= 3] or [text]
-                    return rng.choice(words).lower()
-                if flt.op == "in":
-                    return [v]
-                return v
+                return C.filter_value(flt, target, rng)
         if p.name == "limit":
             return 50
         if p.name == "offset":
@@ -249,29 +176,22 @@ class Solver:
             return rng.choice(p.enum)
         f = self._field_of(p)
         if p.type in ("integer", "number"):
-            lo = (
-                p.minimum
-                if p.minimum is not None
-                else (p.exclusive_minimum + (1 if p.type == "integer" else 0.01))
-                if p.exclusive_minimum is not None
-                else 1
-            )
-            hi = p.maximum if p.maximum is not None else max(lo + 10, 20)
-            hi = min(hi, lo + 40)
-            if p.type == "integer":
-                return rng.randint(int(lo), int(hi))
-            return round(rng.uniform(lo, hi), 2)
+            return C.draw_number(p, rng)
         if p.type == "boolean":
             return rng.random() < 0.5
         if f is not None:
-            table = (p.field or "").split(".")[0]
-            source = builder.pool.get(table) if builder.pool and not f.unique else None
-            if source and derived_order(self.bp.entity(table)):  # correlated fields: all from one pool row
-                v = builder.donor(table).get(f.name)
-            else:
-                v = rng.choice(source).get(f.name) if source else None
-            return v if v is not None else builder.values.value(f)
+            return self._draw_field(p, f, rng, builder)
         return builder.values.value(FieldDef(name="x", type=p.semantic if p.semantic not in ("int", "float", "bool") else "string"))  # type: ignore[arg-type]
+
+    def _draw_field(self, p: ParamSpec, f: FieldDef, rng: random.Random, builder: StateBuilder) -> Any:
+        """A value of the field a parameter stands for: from the builder's pool when it has one, else drawn."""
+        table = (p.field or "").split(".")[0]
+        source = builder.pool.get(table) if builder.pool and not f.unique else None
+        if source and derived_order(self.bp.entity(table)):  # correlated fields: all from one pool row
+            v = builder.donor(table).get(f.name)
+        else:
+            v = rng.choice(source).get(f.name) if source else None
+        return v if v is not None else builder.values.value(f)
 
     def _field_of(self, p: ParamSpec) -> FieldDef | None:
         """The entity field a parameter stands for, unless an id or reference (memoised per parameter object)."""
@@ -371,7 +291,7 @@ class Solver:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             return self.make(fx, node.operand, not want)
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
-            op = type(node.ops[0]) if want else _NEGATE[type(node.ops[0])]
+            op = type(node.ops[0]) if want else C.NEGATE[type(node.ops[0])]
             return self._compare(fx, node.left, op, node.comparators[0])
         if isinstance(node, ast.Compare):  # a < b < c: each pair
             sides = [node.left, *node.comparators]
@@ -385,8 +305,8 @@ class Solver:
         attempts = []
         if self._assignable(left):
             attempts.append((left, op, right))
-        if self._assignable(right) and op in _MIRROR:
-            attempts.append((right, _MIRROR[op], left))
+        if self._assignable(right) and op in C.MIRROR:
+            attempts.append((right, C.MIRROR[op], left))
         elif self._assignable(right) and op in (ast.Eq, ast.NotEq):
             attempts.append((right, op, left))
         if isinstance(left, ast.BinOp):
@@ -417,59 +337,71 @@ class Solver:
         if isinstance(target, ast.BinOp) and isinstance(target.op, ast.Mult | ast.Div):
             return steer.solve_scaled(self, fx, target, op, v)
         if isinstance(target, ast.BinOp) and isinstance(target.op, ast.Add | ast.Sub):
-            a, b = target.left, target.right
-            if isinstance(target.op, ast.Add):  # date_add/date_sub: + and - that also move dates by durations
-                if self._assignable(a):
-                    return self._solve(fx, a, op, F.date_sub(v, self.value(fx, b)))
-                if self._assignable(b):
-                    return self._solve(fx, b, op, F.date_sub(v, self.value(fx, a)))
-            else:
-                if self._assignable(a):
-                    return self._solve(fx, a, op, F.date_add(v, self.value(fx, b)))
-                if self._assignable(b):
-                    return self._solve(fx, b, _MIRROR.get(op, op), F.date_sub(self.value(fx, a), v))
-            raise Unsolvable(f"{X.describe(target)} has no parameter or field of a bound row to change")
+            return self._solve_shift(fx, target, op, v)
         if isinstance(target, ast.Call):
             return steer.solve_call(self, fx, target, op, v)
         if isinstance(target, ast.Attribute):
-            alias = target.value.id  # type: ignore[attr-defined]
-            row = fx.aliases.get(alias)
-            if row is None:
-                raise Unsolvable(f"{alias} is not bound")
-            b = self.spec.binding(alias)
-            ent = self.bp.entity(b.entity)
-            f = ent.field(target.attr)
-            if f.type == "id":
-                return self._rebind_alias(fx, alias, op, v)
-            if f.type == "ref" and op in (ast.Eq, ast.NotEq, ast.In, ast.NotIn):
-                target_ent = self.bp.entity(f.ref or "")
-                ids = [r[target_ent.id_field] for r in fx.rows.get(target_ent.name, []) if _cmp(op, r[target_ent.id_field], v)]
-                if not ids:
-                    raise Unsolvable(f"no {target_ent.name} id fits")
-                row[f.name] = self.rng.choice(ids)
-                return None
-            if op is ast.IsNot and row.get(f.name) is None and fx.builder is not None:
-                row[f.name] = fx.builder.values.value(f, row) if f.type != "ref" else self._any_id(fx, f)
-                return None
-            row[f.name] = self._pick(op, v, f, None, row.get(f.name))
-            if fx.builder is not None:  # fields drawn from this one follow it (a delivery date only on delivered orders)
-                fx.builder.rederive(ent, row, f.name)
-            return None
+            return self._solve_field(fx, target, op, v)
         if isinstance(target, ast.Name):
-            p = self.spec.param(target.id)
-            if any(b.param == p.name for b in self.spec.bindings):
-                b = next(b for b in self.spec.bindings if b.param == p.name)
-                if op is ast.Is:
-                    fx.args[p.name] = None
-                    self.rebind(fx)
-                    return None
-                return self._rebind_alias(fx, b.alias, ast.NotEq if op is ast.IsNot else op, v)
-            if op is ast.IsNot and fx.args.get(p.name) is None and fx.builder is not None:
-                fx.args[p.name] = self.draw_param(p, self.rng, fx.builder, None)
-                return None
-            fx.args[p.name] = self._pick(op, v, self._field_of(p), p, fx.args.get(p.name))
-            return None
+            return self._solve_param(fx, target, op, v)
         raise Unsolvable(f"{X.describe(target)} is not a parameter, a field of a bound row or a form the solver steers")
+
+    def _solve_shift(self, fx: Fixture, target: ast.BinOp, op: type, v: Any) -> None:
+        """Solve ``a + b <op> v`` or ``a - b <op> v`` through the side that can change (dates move by durations)."""
+        a, b = target.left, target.right
+        if isinstance(target.op, ast.Add):  # date_add/date_sub: + and - that also move dates by durations
+            if self._assignable(a):
+                return self._solve(fx, a, op, F.date_sub(v, self.value(fx, b)))
+            if self._assignable(b):
+                return self._solve(fx, b, op, F.date_sub(v, self.value(fx, a)))
+        else:
+            if self._assignable(a):
+                return self._solve(fx, a, op, F.date_add(v, self.value(fx, b)))
+            if self._assignable(b):
+                return self._solve(fx, b, C.MIRROR.get(op, op), F.date_sub(self.value(fx, a), v))
+        raise Unsolvable(f"{X.describe(target)} has no parameter or field of a bound row to change")
+
+    def _solve_field(self, fx: Fixture, target: ast.Attribute, op: type, v: Any) -> None:
+        """Assign a field of a bound row (an id by rebinding the alias, a reference to a fitting row's id)."""
+        alias = target.value.id  # type: ignore[attr-defined]
+        row = fx.aliases.get(alias)
+        if row is None:
+            raise Unsolvable(f"{alias} is not bound")
+        b = self.spec.binding(alias)
+        ent = self.bp.entity(b.entity)
+        f = ent.field(target.attr)
+        if f.type == "id":
+            return self._rebind_alias(fx, alias, op, v)
+        if f.type == "ref" and op in (ast.Eq, ast.NotEq, ast.In, ast.NotIn):
+            target_ent = self.bp.entity(f.ref or "")
+            ids = [r[target_ent.id_field] for r in fx.rows.get(target_ent.name, []) if C.compare(op, r[target_ent.id_field], v)]
+            if not ids:
+                raise Unsolvable(f"no {target_ent.name} id fits")
+            row[f.name] = self.rng.choice(ids)
+            return None
+        if op is ast.IsNot and row.get(f.name) is None and fx.builder is not None:
+            row[f.name] = fx.builder.values.value(f, row) if f.type != "ref" else self._any_id(fx, f)
+            return None
+        row[f.name] = self._pick(op, v, f, None, row.get(f.name))
+        if fx.builder is not None:  # fields drawn from this one follow it (a delivery date only on delivered orders)
+            fx.builder.rederive(ent, row, f.name)
+        return None
+
+    def _solve_param(self, fx: Fixture, target: ast.Name, op: type, v: Any) -> None:
+        """Assign a parameter (one that loads a binding by rebinding its alias to a fitting row)."""
+        p = self.spec.param(target.id)
+        if any(b.param == p.name for b in self.spec.bindings):
+            b = next(b for b in self.spec.bindings if b.param == p.name)
+            if op is ast.Is:
+                fx.args[p.name] = None
+                self.rebind(fx)
+                return None
+            return self._rebind_alias(fx, b.alias, ast.NotEq if op is ast.IsNot else op, v)
+        if op is ast.IsNot and fx.args.get(p.name) is None and fx.builder is not None:
+            fx.args[p.name] = self.draw_param(p, self.rng, fx.builder, None)
+            return None
+        fx.args[p.name] = self._pick(op, v, self._field_of(p), p, fx.args.get(p.name))
+        return None
 
     def _any_id(self, fx: Fixture, f: FieldDef) -> Any:
         target = self.bp.entity(f.ref or "")
@@ -480,7 +412,7 @@ class Solver:
 
     def _rebind_alias(self, fx: Fixture, alias: str, op: type, v: Any) -> None:
         b = self.spec.binding(alias)
-        candidates = [r for r in fx.rows[b.entity] if _cmp(op, r[b.key], v)]
+        candidates = [r for r in fx.rows[b.entity] if C.compare(op, r[b.key], v)]
         if not candidates:
             raise Unsolvable(f"no {b.entity} row fits")
         row = self.rng.choice(candidates)
@@ -495,83 +427,7 @@ class Solver:
         self.rebind(fx)
 
     def _pick(self, op: type, v: Any, f: FieldDef | None, p: ParamSpec | None, current: Any) -> Any:
-        rng = self.rng
-        choices = (f.choices if f else None) or (p.enum if p else None)
-        numeric = isinstance(v, int | float) and not isinstance(v, bool)
-        is_int = (f is not None and f.type in ("int", "quantity")) or (p is not None and p.type == "integer")
-        lo = f.lower_bound if f is not None else (p.minimum if p is not None else None)
-        hi = f.max if f is not None else (p.maximum if p is not None else None)
-        if p is not None and p.exclusive_minimum is not None:
-            lo = p.exclusive_minimum + (1 if is_int else 0.01)
-        if op is ast.Eq:
-            out = v
-        elif op is ast.NotEq:
-            if choices:
-                others = [c for c in choices if c != v]
-                if not others:
-                    raise Unsolvable("no other choice")
-                out = rng.choice(others)
-            elif isinstance(v, bool):
-                out = not v
-            elif numeric:
-                out = v + 1 if hi is None or v + 1 <= hi else v - 1
-            elif v is None:
-                out = current if current is not None else "x"
-            else:
-                out = f"{v} II"
-        elif op in (ast.In, ast.NotIn):
-            pool = list(v)
-            if op is ast.In:
-                if not pool:
-                    raise Unsolvable("empty list")
-                out = rng.choice(pool)
-            else:
-                others = [c for c in (choices or []) if c not in pool]
-                if not others:
-                    raise Unsolvable("nothing outside the list")
-                out = rng.choice(others)
-        elif op in (ast.Is, ast.IsNot):
-            if op is ast.Is:
-                out = None
-            else:
-                out = current if current is not None else (rng.choice(choices) if choices else 1 if is_int else "x")
-        else:
-            out = self._ordered(op, v, is_int, f)
-        out = steer.fit_stamp(out, steer.field_kind(f, p.semantic if p is not None else None), op)
-        if isinstance(out, int | float) and not isinstance(out, bool):
-            if op in (ast.Lt, ast.LtE, ast.Gt, ast.GtE):  # a random margin may overshoot a bound
-                if lo is not None and out < lo:
-                    out = lo
-                if hi is not None and out > hi:
-                    out = hi
-            if is_int:
-                if out != int(out):
-                    out = int(out) + (1 if op in (ast.Gt, ast.GtE) else 0)
-                out = int(out)
-            elif isinstance(out, float):
-                out = round(out, 2)
-            if op in (ast.Lt, ast.LtE, ast.Gt, ast.GtE) and not _cmp(op, out, v):
-                raise Unsolvable(f"no value within bounds is {op.__name__} {v}")
-            if (lo is not None and out < lo) or (hi is not None and out > hi):
-                raise Unsolvable(f"{out} is out of bounds")
-        return out
-
-    def _ordered(self, op: type, v: Any, is_int: bool, f: FieldDef | None) -> Any:
-        rng = self.rng
-        if isinstance(v, str):
-            day = dt.date.fromisoformat(v[:10])
-            shift = {ast.GtE: rng.randint(0, 5), ast.Gt: rng.randint(1, 5), ast.LtE: -rng.randint(0, 5), ast.Lt: -rng.randint(1, 5)}[op]
-            new = (day + dt.timedelta(days=shift)).isoformat()
-            return new + v[10:]
-        step = 1 if is_int else 0.01
-        spread = rng.choice([0, 0, 1, 2, 5]) if is_int else rng.choice([0.0, 0.0, 1.0, 2.5, 10.0])
-        if op is ast.GtE:
-            return v + spread
-        if op is ast.Gt:
-            return v + step + spread
-        if op is ast.LtE:
-            return v - spread
-        return v - step - spread
+        return C.pick(self.rng, op, v, f, p, current)
 
     def _exists(self, fx: Fixture, node: ast.Call, want: bool) -> None:
         if want or steer.call_name(node) == "all":
@@ -602,21 +458,3 @@ class Solver:
                             child[f.name] = None
                         else:
                             self._drop(fx, other.name, child)
-
-
-def _cmp(op: type, a: Any, b: Any) -> bool:
-    try:
-        return {
-            ast.Eq: lambda: a == b,
-            ast.NotEq: lambda: a != b,
-            ast.In: lambda: a in b,
-            ast.NotIn: lambda: a not in b,
-            ast.Lt: lambda: a < b,
-            ast.LtE: lambda: a <= b,
-            ast.Gt: lambda: a > b,
-            ast.GtE: lambda: a >= b,
-            ast.Is: lambda: a is b,
-            ast.IsNot: lambda: a is not b,
-        }[op]()
-    except E.EVALUATION_ERRORS:
-        return False

@@ -15,7 +15,6 @@ Each case ends as Success / Anticipated Rejection / Unexpected Failure; a verdic
 
 from __future__ import annotations
 
-import ast
 import sqlite3
 from collections import Counter
 from typing import Any, Literal
@@ -25,12 +24,12 @@ from pydantic import BaseModel
 from envsynth.blueprint import expr as X
 from envsynth.blueprint.spec import Check, ParamSpec, ToolSpec
 from envsynth.runtime import evaluate as E
-from envsynth.runtime import toolkit as F
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import FAILURE, REJECTION, SUCCESS
 from envsynth.runtime.state import Rows, diff_rows, read_rows, rows_to_bytes_fast
 from envsynth.testing import each as EACH
 from envsynth.testing import lists as L
+from envsynth.testing.expected import change_problems, post_problems, query_problems
 from envsynth.testing.fixtures import Fixture, Solver, Unsolvable
 from envsynth.testing.guard_cases import state_guard_cases
 
@@ -87,28 +86,6 @@ class TestReport(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         return {"app": self.app, "summary": self.counts(), "verdicts": [v.model_dump(mode="json") for v in self.verdicts]}
-
-
-def _post_hook(node: ast.AST) -> str | None:
-    """Post-conditions: ``old(x)`` reads the state before the call (``_before``)."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "old":
-        return X.render(node.args[0], _before_hook)
-    return None
-
-
-def _before_hook(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        return f"_before[{node.value.id!r}][{node.attr!r}]"
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in X.ROW_FUNCTIONS:
-        table, sel, test = X.row_call(node, lambda n: X.render(n, _before_hook))
-        if node.func.id == "all":
-            return f"_all_before({table!r}, {sel}, {test})"
-        return f"_{'exists' if node.func.id == 'any' else node.func.id}_before({table!r}, {sel})"
-    return None
-
-
-def _match(rows: list[dict[str, Any]], where: dict[str, Any]) -> list[dict[str, Any]]:
-    return [r for r in rows if F.row_matches(r, where)]
 
 
 class ToolTester:
@@ -203,153 +180,10 @@ class ToolTester:
         if res.outcome != SUCCESS:
             problems.append(f"{res.outcome}: {res.content[-800:]}")
         else:
-            problems += self.check_changes(fx, before, after)
-            problems += self.check_post(fx, args, before, after, res.data)
-            problems += self.check_query(fx, args, before, res.data)
+            problems += change_problems(self.bp, self.spec, self.app.now, fx, before, after)
+            problems += post_problems(self.bp, self.spec, self.app.now, fx, args, before, after, res.data)
+            problems += query_problems(self.bp, self.spec, fx, args, before, res.data)
         self.record(case, "positive", SUCCESS, res.outcome, problems, args)
-
-    def check_changes(self, fx: Fixture, before: Rows, after: Rows) -> list[str]:
-        """Only the rows and fields the effects name may change."""
-        diff = diff_rows(self.bp, before, after)
-        spec = self.spec
-        allowed_fields: dict[tuple[str, str], set[str]] = {}
-        inserts: Counter[str] = Counter()
-        deletes: dict[str, set[str]] = {}
-        for ef in spec.effects:
-            ent = self.bp.entity(ef.entity)
-            if ef.op == "insert":
-                inserts[ef.entity] += 1
-                continue
-            row = fx.aliases.get(ef.alias)
-            if row is None:
-                continue
-            key = row[ent.id_field]
-            if ef.op == "update":
-                allowed_fields.setdefault((ef.entity, key), set()).update(ef.values)
-            else:
-                deletes.setdefault(ef.entity, set()).add(key)
-                for child, ref in ef.cascade:
-                    child_ent = self.bp.entity(child)
-                    deletes.setdefault(child, set()).update(r[child_ent.id_field] for r in before[child] if r.get(ref) == key)
-        each = self._each(fx, before, after, diff) if spec.each else EACH.EachExpectation()
-        for (table, key), values in each.updates.items():
-            allowed_fields.setdefault((table, key), set()).update(values)
-        for table, wanted in each.inserts.items():
-            inserts[table] += len(wanted)
-        problems = []
-        custom = spec.code is not None
-        for table, d in diff.items():
-            for key, cols in d.changed.items():
-                ok_cols = set(spec.writes.get(table, [])) if custom else allowed_fields.get((table, key), set())
-                bad = set(cols) - ok_cols
-                if bad:
-                    problems.append(f"unexpected change of {table} {key}: {sorted(bad)}")
-            if custom:
-                if d.added and table not in spec.creates:
-                    problems.append(f"unexpected new {table} rows")
-                if d.removed and table not in spec.deletes:
-                    problems.append(f"unexpected removal of {table} rows")
-                continue
-            if len(d.added) != inserts.get(table, 0):
-                problems.append(f"{len(d.added)} new {table} rows, expected {inserts.get(table, 0)}")
-            if set(d.removed) != deletes.get(table, set()):
-                problems.append(f"removed {table} rows {sorted(d.removed)}, expected {sorted(deletes.get(table, set()))}")
-        for table, n in inserts.items():
-            if table not in diff and n:
-                problems.append(f"expected {n} new {table} row(s), none added")
-        for table, keys in deletes.items():
-            if keys and (table not in diff or set(diff[table].removed) != keys):
-                if table not in diff:
-                    problems.append(f"expected {table} rows {sorted(keys)} removed")
-        added = {table: list(d.added.values()) for table, d in diff.items()}
-        return problems + each.problems(self.bp, after, added)
-
-    def _each(self, fx: Fixture, before: Rows, after: Rows, diff: Any) -> EACH.EachExpectation:
-        """What the for_each effects must change, from the state before the call (``new``: the row the call inserted)."""
-        ns: dict[str, Any] = {p.name: fx.args.get(p.name) for p in self.spec.params}
-        ns.update(fx.aliases)
-        main = next((ef for ef in self.spec.effects if ef.op == "insert" and ef.alias == "new"), None)
-        added = list(diff[main.entity].added.values()) if main is not None and main.entity in diff else []
-        ns["new"] = added[0] if added else None
-        ns["_clock"] = self.app.now
-        return EACH.expect(self.bp, self.spec, ns, before)
-
-    def check_post(self, fx: Fixture, args: dict[str, Any], before: Rows, after: Rows, result: Any) -> list[str]:
-        spec = self.spec
-        if not spec.post:
-            return []
-        before_alias: dict[str, Any] = {}
-        after_alias: dict[str, Any] = {}
-        for b in spec.bindings:
-            row = fx.aliases.get(b.alias)
-            if row is None or b.many:  # the rows of a list of ids: as loaded
-                before_alias[b.alias] = after_alias[b.alias] = row
-                continue
-            ent = self.bp.entity(b.entity)
-            key = row[ent.id_field]
-            before_alias[b.alias] = next((r for r in before[b.entity] if r[ent.id_field] == key), None)
-            after_alias[b.alias] = next((r for r in after[b.entity] if r[ent.id_field] == key), None)
-        diff = diff_rows(self.bp, before, after)
-        for ef in spec.effects:
-            if ef.op == "insert":
-                added = list(diff.get(ef.entity).added.values()) if ef.entity in diff else []
-                after_alias[ef.alias] = added[0] if len(added) == 1 else None
-        ns: dict[str, Any] = {p.name: args.get(p.name) for p in spec.params}
-        ns.update(after_alias)
-        ns["result"] = result
-        ns["_before"] = before_alias
-        now = self.app.now
-        ns.update(
-            _now=lambda: now,
-            _today=lambda: now[:10],
-            _exists=lambda t, w: bool(_match(after[t], w)),
-            _count=lambda t, w: len(_match(after[t], w)),
-            _exists_before=lambda t, w: bool(_match(before[t], w)),
-            _count_before=lambda t, w: len(_match(before[t], w)),
-            _all=E.all_rows(after),
-            _all_before=E.all_rows(before),
-            _lookup=E.table_lookup(self.bp.tables),
-        )
-        problems = []
-        for c in spec.post:
-            code = compile(X.render(X.parse(c.check), _post_hook), "<post>", "eval")
-            try:
-                ok = E.evaluate(code, ns)
-            except E.EVALUATION_ERRORS as exc:
-                ok = False
-                c = c.model_copy(update={"message": f"{c.message} ({type(exc).__name__}: {exc})"})
-            if not ok:
-                problems.append(f"post-condition {c.id} failed: {c.check}")
-        return problems
-
-    def check_query(self, fx: Fixture, args: dict[str, Any], before: Rows, result: Any) -> list[str]:
-        q = self.spec.query
-        if q is None:
-            return []
-        if q.op == "get":
-            expected = fx.aliases.get(q.alias or "")
-            ent = self.bp.entity(q.entity)
-            ref = next((r for r in before[q.entity] if expected and r[ent.id_field] == expected[ent.id_field]), None)
-            return [] if result == ref else [f"get returned {result!r}, expected {ref!r}"]
-        rows = [r for r in before[q.entity] if _passes(r, q.filters, args)]
-        if q.op == "search":
-            ent = self.bp.entity(q.entity)
-            rows.sort(key=lambda r: r[ent.id_field])
-            rows.sort(key=lambda r: _sort_key(r.get(q.sort or ent.id_field)), reverse=q.descending)
-            limit = args.get("limit", self.spec.param("limit").default)
-            offset = args.get("offset", 0)
-            want = {"total": len(rows), "items": rows[offset : offset + limit]}
-            return (
-                []
-                if result == want
-                else [
-                    f"search returned total {result.get('total')} / {len(result.get('items', []))} items, expected {want['total']} / {len(want['items'])}"
-                ]
-            )
-        want_val = _aggregate(q.agg or "count", q.field, q.group_by, rows)
-        if not _close(result, want_val):
-            return [f"aggregate returned {result!r}, expected {want_val!r}"]
-        return []
 
     # -- negative ----------------------------------------------------------------
     def negative_check(self, check: Check) -> None:
@@ -489,58 +323,6 @@ def _bad_values(p: ParamSpec) -> list[tuple[str, Any]]:
     if p.required or p.constrained:
         out.append(("type", wrong))
     return out
-
-
-def _passes(row: dict[str, Any], filters: list[Any], args: dict[str, Any]) -> bool:
-    for f in filters:
-        v = args.get(f.param)
-        if v is None:
-            continue
-        x = row.get(f.field)
-        if f.op == "eq" and x != v:
-            return False
-        if f.op == "contains" and (x is None or str(v).lower() not in str(x).lower()):
-            return False
-        if f.op == "gte" and (x is None or x < v):
-            return False
-        if f.op == "lte" and (x is None or x > v):
-            return False
-        if f.op == "in" and x not in v:
-            return False
-    return True
-
-
-def _sort_key(v: Any) -> tuple[int, Any]:
-    return (0, 0) if v is None else (1, v)
-
-
-def _aggregate(op: str, field: str | None, group_by: str | None, rows: list[dict[str, Any]]) -> Any:
-    def agg(rs: list[dict[str, Any]]) -> Any:
-        vals = [r[field] for r in rs if field and r.get(field) is not None]
-        if op == "count":
-            return len(rs)
-        if op == "sum":
-            return round(float(sum(vals)), 2)
-        if not vals:
-            return None
-        if op == "avg":
-            return round(sum(vals) / len(vals), 2)
-        return min(vals) if op == "min" else max(vals)
-
-    if group_by:
-        keys = sorted({r.get(group_by) for r in rows}, key=_sort_key)
-        return {"groups": [{group_by: k, "value": agg([r for r in rows if r.get(group_by) == k])} for k in keys]}
-    return {"value": agg(rows)}
-
-
-def _close(a: Any, b: Any) -> bool:
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
-    if isinstance(a, int | float) and isinstance(b, int | float) and not isinstance(a, bool):
-        return abs(a - b) < 0.005 + 1e-9 * abs(b)
-    return a == b
 
 
 def test_app(app: App, seed: int = 0) -> TestReport:

@@ -50,7 +50,7 @@ EnvsynthError, imported late: fixtures imports this module) or a value that does
 
 
 def _unsolvable(msg: str) -> Exception:
-    from envsynth.testing.fixtures import Unsolvable
+    from envsynth.testing.choose import Unsolvable
 
     return Unsolvable(msg)
 
@@ -84,26 +84,35 @@ def passing_value(solver: Solver, fx: Fixture, ent: Entity, key: str, v: Any, wa
     f = ent.field(name)
     if want and op == "eq" and not isinstance(v, list | tuple):
         return v
-    if op in _ORDER:
-        sym: type = _ORDER[op]
-    elif isinstance(v, list | tuple):
-        sym = ast.In if op == "eq" else ast.NotIn
-    else:
-        sym = ast.Eq if op == "eq" else ast.NotEq
-    if not want:
-        sym = _FLIP[sym]
+    sym = _filter_op(op, v, want)
     if f.type in ("ref", "id"):
-        target = solver.bp.entity(f.ref or "") if f.type == "ref" else ent
-        ids = [r[target.id_field] for r in fx.rows.get(target.name, []) if F.value_matches(r[target.id_field], op, v) == want]
-        if not ids:
-            raise _unsolvable(f"no {target.name} id {'passes' if want else 'fails'} {key}={v!r}")
-        return solver.rng.choice(ids)
+        return _passing_id(solver, fx, ent, f, key, op, v, want)
     if sym is ast.NotIn and not (f.choices or ()):
         nums = [x for x in v if isinstance(x, int | float) and not isinstance(x, bool)]
         return max(nums) + 1 if nums and len(nums) == len(v) else f"{v[0]} II" if v else "x"
     if sym is ast.NotEq and f.type in ("date", "datetime") and isinstance(v, str):
         sym = ast.Gt
     return solver._pick(sym, v, f, None, None)
+
+
+def _filter_op(op: str, v: Any, want: bool) -> type:
+    """The comparison a filter ``field__op=v`` makes (negated unless ``want``)."""
+    if op in _ORDER:
+        sym: type = _ORDER[op]
+    elif isinstance(v, list | tuple):
+        sym = ast.In if op == "eq" else ast.NotIn
+    else:
+        sym = ast.Eq if op == "eq" else ast.NotEq
+    return sym if want else _FLIP[sym]
+
+
+def _passing_id(solver: Solver, fx: Fixture, ent: Entity, f: FieldDef, key: str, op: str, v: Any, want: bool) -> Any:
+    """An existing id (of ``ent``, or of the table ``f`` refers to) that passes (``want``) or fails ``key=v``."""
+    target = solver.bp.entity(f.ref or "") if f.type == "ref" else ent
+    ids = [r[target.id_field] for r in fx.rows.get(target.name, []) if F.value_matches(r[target.id_field], op, v) == want]
+    if not ids:
+        raise _unsolvable(f"no {target.name} id {'passes' if want else 'fails'} {key}={v!r}")
+    return solver.rng.choice(ids)
 
 
 def concrete(solver: Solver, fx: Fixture, ent: Entity, where: dict[str, Any]) -> dict[str, Any]:
@@ -314,9 +323,9 @@ def _solve_lookup(solver: Solver, fx: Fixture, node: ast.Call, op: type, v: Any)
 
 
 def _holds(op: type, a: Any, b: Any) -> bool:
-    from envsynth.testing.fixtures import _cmp
+    from envsynth.testing.choose import compare
 
-    return _cmp(op, a, b)
+    return compare(op, a, b)
 
 
 def _unkey(key: str, like: Any) -> Any:
