@@ -114,3 +114,15 @@ def test_a_mixed_task_ends_with_a_get_only_when_something_is_left_to_ask(built_c
         out = synthesize(app, graph, app_index=4, task_index=t, states=2, depth=4, seed=0)
         assert not isinstance(out, Rejection), (t, out)
         assert out[0].kind == "action" or out[0].expected_answer is not None  # no read left: the writes alone
+
+
+def test_a_question_whose_answer_is_a_word_of_the_noun_or_date_phrase_is_asked(built_catalog: dict[str, BuiltApp]) -> None:
+    """ "the release type of the album ..." answers "album", "the status of my message sent on ..." answers "sent":
+    both were rejected as answer_in_question, so get_album and get_message were never covered. The blueprints
+    now call an album a release and say a message was posted on a date."""
+    for name, index, t, tool in (("tempo_music", 4, 14, "get_album"), ("relay_chat", 3, 39, "get_message")):
+        app = built_catalog[name].app
+        out = synthesize(app, build_graph(app.specs), app_index=index, task_index=t, states=2, depth=4, seed=0)
+        assert not isinstance(out, Rejection), (name, t, out)
+        assert out[0].oracle[-1].tool == tool
+        assert str(out[0].expected_answer).lower() not in out[0].instruction.lower()
