@@ -9,15 +9,15 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from envsynth.blueprint.models import Entity
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows
 from envsynth.tasks.answerpath import answer_in, group_field
+from envsynth.tasks.askable import ANSWER_TYPES, set_by_chain
 from envsynth.tasks.chain import Step
 from envsynth.tasks.instruction import identity_fields
 from envsynth.tasks.model import Call
 from envsynth.tasks.world import Instance
-
-ANSWER_TYPES = ("money", "quantity", "int", "float", "enum", "state", "date", "string", "name", "email", "company")
 
 
 @dataclass(frozen=True)
@@ -58,10 +58,14 @@ def _answer_spec(app: App, steps: list[Step], calls: list[Call], rng: random.Ran
     i = len(steps) - 1
     if last.query.op == "get":
         ent = app.blueprint.entity(last.entity)
-        stated, computed = _set_by_chain(app, steps[:-1], ent.name)
+        stated, computed = set_by_chain(app, [st.spec for st in steps[:-1]], ent.name)
         stated |= identity_fields(app.blueprint, ent)  # nobody asks for their own name or email
         # never a field the request itself gives (an argument, a state its verb names); the row's description leaves it out
-        fields = [f.name for f in ent.fields if f.type in ANSWER_TYPES and f.name not in stated]
+        fields = [
+            f.name
+            for f in ent.fields
+            if f.type in ANSWER_TYPES and f.name not in stated and _has_value(ent, f.name, calls[i], core, computed)
+        ]
         preferred = [f for f in fields if f in computed] or fields  # what the chain worked out is worth asking about
         return i, rng.choice(preferred) if preferred else None
     if last.query.op == "aggregate" and last.query.group_by:  # one group's value: "how many of the orders are pending?"
@@ -72,6 +76,18 @@ def _answer_spec(app: App, steps: list[Step], calls: list[Call], rng: random.Ran
     return i, "total"
 
 
+def _has_value(ent: Entity, field: str, get: Call, core: Rows, computed: set[str]) -> bool:
+    """Whether the row a get reads can have a value in ``field``: not an empty field of the pre-existing row it reads,
+    nor a field that may be empty of a row the chain made and did not fill (an order's tracking number)."""
+    if field in computed:
+        return True
+    key = next((v for v in get.args.values() if isinstance(v, str)), None) if not get.refs else None
+    row = next((r for r in core.get(ent.name, ()) if r.get(ent.id_field) == key), None) if key is not None else None
+    if row is not None:
+        return row.get(field) is not None
+    return not ent.field(field).nullable
+
+
 def _answered_rows(app: App, calls: list[Call], step: int | None, field: str | None) -> dict[tuple[str, Any], tuple[str, ...]]:
     """(table, key) of the row a get answer reads -> the field its description must not use (it is the answer)."""
     if step is None or field is None or app.spec_by_name[calls[step].tool].kind != "get":
@@ -79,24 +95,3 @@ def _answered_rows(app: App, calls: list[Call], step: int | None, field: str | N
     b = app.spec_by_name[calls[step].tool].bindings[0]
     key = calls[step].args.get(b.param or "")
     return {(b.entity, key): (field,)} if key is not None else {}
-
-
-def _set_by_chain(app: App, steps: list[Step], entity: str) -> tuple[set[str], set[str]]:
-    """Fields of ``entity`` the steps write: (stated by the request, worked out by the tools).
-
-    A field set to an argument as given, or a state field (the request's verb names the
-    state), is stated; anything else the steps write (a new balance, a timestamp) is worked out.
-    """
-    stated: set[str] = set()
-    computed: set[str] = set()
-    states = {f.name for f in app.blueprint.entity(entity).fields if f.type == "state"}
-    for st in steps:
-        params = {p.name for p in st.spec.params}
-        for ef in st.spec.effects:
-            if ef.entity != entity:
-                continue
-            for f, expr in ef.values.items():
-                (stated if f in states or expr.strip() in params else computed).add(f)
-        for f in st.spec.writes.get(entity, []) if not st.spec.effects else []:  # custom code: only what it may write is known
-            (stated if f in states or f in params else computed).add(f)
-    return stated, computed - stated

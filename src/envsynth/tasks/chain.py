@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.graph.model import ToolGraph
 from envsynth.runtime.app import App
+from envsynth.tasks.askable import askable
 from envsynth.tasks.instruction import refers_to
 from envsynth.tasks.model import Ref, TaskKind
 from envsynth.tasks.rowfacts import RowFacts
@@ -274,7 +275,13 @@ def _reader(app: App, rng: random.Random, steps: list[Step], slot: int | None = 
         if not reads:
             return None
         return Step(reads[slot % len(reads)] if slot is not None else rng.choice(reads))
-    options = [(g, how, param, j, name) for j, st in enumerate(steps) for g, how, param, name in _reads_of(app, st.spec)]
+    specs = [st.spec for st in steps]
+    options = [
+        (g, how, param, j, name)
+        for j, st in enumerate(steps)
+        for g, how, param, name in _reads_of(app, st.spec)
+        if g.kind != "get" or askable(app, specs, g.bindings[0].entity, made=how == "ref")  # a get with something left to ask
+    ]
     return _step(rng.choice(options)) if options else None
 
 

@@ -87,15 +87,20 @@ class Description:
     entity: str
     facts: dict[str, Any] = field(default_factory=dict)
     parent: tuple[str, Description] | None = None  # (ref field, parent description)
+    also: tuple[str, Description] | None = None  # a second parent, for a row that only its two parents tell apart
+
+    def parents(self) -> list[tuple[str, Description]]:
+        """The (ref field, parent description) pairs the row is described through."""
+        return [p for p in (self.parent, self.also) if p is not None]
 
     def matches(self, bp: Blueprint, rows: Rows, row: dict[str, Any]) -> bool:
         if any(row.get(k) != v for k, v in self.facts.items()):
             return False
-        if self.parent is not None:
-            ref, pd = self.parent
+        for ref, pd in self.parents():
             ent = bp.entity(pd.entity)
             parent = next((r for r in rows.get(pd.entity, []) if r[ent.id_field] == row.get(ref)), None)
-            return parent is not None and pd.matches(bp, rows, parent)
+            if parent is None or not pd.matches(bp, rows, parent):
+                return False
         return True
 
     def count(self, bp: Blueprint, rows: Rows) -> int:
@@ -133,8 +138,9 @@ def _matching(d: Description, candidates: list[dict[str, Any]], lookup: _Lookup)
     out = candidates
     for k, v in d.facts.items():
         out = [r for r in out if r.get(k) == v]
-    if d.parent is not None and out:
-        ref, pd = d.parent
+    for ref, pd in d.parents():
+        if not out:
+            break
         parents = [lookup.row(pd.entity, r.get(ref)) for r in out]
         good = {id(p) for p in _matching(pd, [p for p in parents if p is not None], lookup)}
         out = [r for r, p in zip(out, parents, strict=True) if p is not None and id(p) in good]
@@ -162,11 +168,12 @@ def _find_fields(ent: Entity) -> _Fields:
     fields.sort(key=lambda f: (f.name != ent.label, _ORDER.index(f.type)))
     telling = ("date", "datetime", "money", "name", "company", "string")
     known = {name: -len(ent.known_by) + i for i, name in enumerate(ent.known_by)}  # best first, before any other field
+    refs = sorted((f for f in ent.fields if f.type == "ref"), key=lambda f: known.get(f.name, 0))  # the parents people name first
     return _Fields(
         entity=ent,
         named=tuple((0, f.name) for f in fields if f.name == ent.label),
         others=tuple((known.get(f.name, 0 if f.type in telling else 1), f.name) for f in fields if f.name != ent.label),
-        refs=tuple((f.name, f.ref or "") for f in ent.fields if f.type == "ref"),
+        refs=tuple((f.name, f.ref or "") for f in refs),
     )
 
 
@@ -208,27 +215,15 @@ def _describe(
         matching = [r for r in matching if r.get(name) == v]
         if len(matching) == 1:
             break
-    if len(matching) != 1 and depth < 1:
-        for ref, target in fields.refs:
-            key = row.get(ref)
-            if key is not None:
-                parent_ent = bp.entity(target)
-                prow = lookup.row(parent_ent.name, key)
-                if prow is None:
-                    continue
-                pd = _describe(bp, rows, lookup, parent_ent.name, prow, rng, depth + 1)
-                if pd is not None:
-                    d.parent = (ref, pd)
-                    if len(_matching(d, matching, lookup)) == 1:
-                        break
-                    d.parent = None
+    if (len(matching) != 1 or not d.facts) and depth < 1:  # a row no own fact names (a stock entry) goes by its parents
+        _by_parents(bp, rows, lookup, d, row, matching, fields.refs, rng)
     if d.parent is None and len(matching) != 1:
         return None
     # drop facts that are not needed (keeps instructions short), label last
     droppable = [k for k in d.facts if k != ent.label]
     if droppable and len(d.facts) > 1:
         # rows that the parent (if any) allows: without a fact, the others must still single out one of them
-        base = table if d.parent is None else _matching(Description(entity, parent=d.parent), table, lookup)
+        base = table if d.parent is None else _matching(Description(entity, parent=d.parent, also=d.also), table, lookup)
         for k in droppable:
             if len(d.facts) == 1:
                 break
@@ -239,6 +234,39 @@ def _describe(
             if len(left) != 1:
                 d.facts[k] = v
     return d
+
+
+def _by_parents(
+    bp: Blueprint,
+    rows: Rows,
+    lookup: _Lookup,
+    d: Description,
+    row: dict[str, Any],
+    matching: list[dict[str, Any]],
+    refs: tuple[tuple[str, str], ...],
+    rng: random.Random,
+) -> None:
+    """Set ``d.parent`` (and ``d.also``) to the fewest parents, in ``refs`` order, that with ``d``'s facts single out ``row``.
+
+    One parent first ("the item of my order ..."), then two ("the stock entry of the product X at the warehouse Y").
+    """
+    found: list[tuple[str, Description]] = []
+    for ref, target in refs:
+        prow = lookup.row(target, row.get(ref)) if row.get(ref) is not None else None
+        pd = _describe(bp, rows, lookup, target, prow, rng, 1) if prow is not None else None
+        if pd is None:
+            continue
+        d.parent = (ref, pd)
+        if len(_matching(d, matching, lookup)) == 1:
+            return
+        found.append((ref, pd))
+    d.parent = None
+    for i, first in enumerate(found):
+        for second in found[i + 1 :]:
+            d.parent, d.also = first, second
+            if len(_matching(d, matching, lookup)) == 1:
+                return
+    d.parent = d.also = None
 
 
 def render(bp: Blueprint, d: Description, possessive: str = "the") -> str:
@@ -273,9 +301,20 @@ def render(bp: Blueprint, d: Description, possessive: str = "the") -> str:
     text = head + "".join(f" {p}" for p in phrases)
     if parts:
         text += " with " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+    return text + _of_parents(bp, ent, d, bool(parts or phrases))
+
+
+def _of_parents(bp: Blueprint, ent: Entity, d: Description, said: bool) -> str:
+    """The parents a description names its row through: " of the order ...", then " at the warehouse ..."
+    (the second parent's ref field ``say``, else " and ...")."""
+    text = ""
     if d.parent is not None:
         _ref, pd = d.parent
-        text += f" (the one for {render(bp, pd)})" if parts or phrases else f" of {render(bp, pd)}"
+        text += f" (the one for {render(bp, pd)})" if said else f" of {render(bp, pd)}"
+    if d.also is not None:
+        ref, ad = d.also
+        f = ent.field(ref)
+        text += " " + f.say.replace("{value}", render(bp, ad)) if f.say else f" and {render(bp, ad)}"
     return text
 
 

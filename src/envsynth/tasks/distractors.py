@@ -40,6 +40,7 @@ def add_distractors(
     pool: Rows | None = None,
     guarded: frozenset[str] = frozenset(),
     bound: frozenset[tuple[str, Any]] = frozenset(),
+    unsaid: tuple[tuple[str, ...], ...] = (),
 ) -> tuple[Rows, dict[str, int]]:
     """Distractor rows for ``targets`` ((table, key) of rows the task names), by level.
 
@@ -48,6 +49,10 @@ def add_distractors(
     depth-4 decoys go to the other related tables, and a distractor of levels 1-3 in a
     guarded table may not refer to a ``bound`` row (one the chain acts on): another
     pending order of the customer whose account the task closes is left out.
+
+    A distractor must differ from its target in a value a description can say: never only
+    in fields of the entity's ``never_describe`` (a counter, free text) or, per target, in
+    the fields of ``unsaid`` (aligned with ``targets``: the answer a question asks for).
 
     Returns:
         (the new rows by table, rows added per level as ``{"d1": n, ...}``).
@@ -58,18 +63,7 @@ def add_distractors(
     b = _builder(bp, order, core, seed, pool)
     before = {k: len(v) for k, v in b.rows.items()}
     counts: dict[str, int] = {}
-    ids = id_fields(bp)
-    indexes: dict[str, dict[Any, dict[str, Any]]] = {}  # table -> key -> row, for the targets' tables
-    found = []
-    for t, k in targets:
-        if t not in ids:
-            continue
-        index = indexes.get(t)
-        if index is None:
-            key = ids[t]
-            index = indexes[t] = {r[key]: r for r in b.rows[t]}
-        if k in index:
-            found.append(_target(bp, bp.entity(t), index[k], guarded))
+    found = _targets(bp, b.rows, targets, guarded, unsaid)
     watched = [tg.ent for tg in found if tg.ent.name in guarded and bound]  # target tables the chain's checks count
     for level in range(1, min(depth, 4) + 1):
         n0 = sum(map(len, b.rows.values()))
@@ -99,6 +93,25 @@ def add_distractors(
     return added, counts
 
 
+def _targets(
+    bp: Blueprint, rows: Rows, targets: list[tuple[str, Any]], guarded: frozenset[str], unsaid: tuple[tuple[str, ...], ...]
+) -> list[_Target]:
+    """The targets found in ``rows``, each with what its distractors take from it."""
+    ids = id_fields(bp)
+    indexes: dict[str, dict[Any, dict[str, Any]]] = {}  # table -> key -> row, for the targets' tables
+    found = []
+    for i, (t, k) in enumerate(targets):
+        if t not in ids:
+            continue
+        index = indexes.get(t)
+        if index is None:
+            key = ids[t]
+            index = indexes[t] = {r[key]: r for r in rows[t]}
+        if k in index:
+            found.append(_target(bp, bp.entity(t), index[k], guarded, unsaid[i] if i < len(unsaid) else ()))
+    return found
+
+
 class _Target(NamedTuple):
     """A target row and what its distractors take from it (worked out once per call)."""
 
@@ -111,14 +124,15 @@ class _Target(NamedTuple):
     children: list[tuple[Any, Any]]  # level 4: (entity, ref field) of the related tables
 
 
-def _target(bp: Blueprint, ent: Any, row: dict[str, Any], guarded: frozenset[str]) -> _Target:
+def _target(bp: Blueprint, ent: Any, row: dict[str, Any], guarded: frozenset[str], unsaid: tuple[str, ...] = ()) -> _Target:
     fx = _fields(ent)
+    facts = [f for f in fx.facts if f not in unsaid]
     return _Target(
         ent=ent,
         row=row,
-        values={n: v for n in fx.plain if (v := row.get(n)) is not None},
+        values={n: v for n in fx.plain if n not in unsaid and (v := row.get(n)) is not None},
         named=_fixed(ent, row, keep={ent.label}) if ent.label else None,
-        changeable=[f for f in fx.facts if row.get(f) is not None] or fx.facts,
+        changeable=[f for f in facts if row.get(f) is not None] or facts,
         like=_fixed(ent, row, keep=set(fx.facts) | fx.refs),
         children=_children(bp, ent.name, guarded),
     )
@@ -190,8 +204,8 @@ def _find_children(bp: Blueprint, table: str, guarded: frozenset[str]) -> list[t
 class _Fields(NamedTuple):
     """Field names of an entity as the distractor levels use them."""
 
-    plain: list[str]  # every field but the id
-    copyable: list[str]  # those that are not unique (a copy may take them from its target)
+    plain: list[str]  # every field but the id and those that never describe a row
+    copyable: list[str]  # every field but the id that is not unique (a copy may take them from its target)
     facts: list[str]  # identifying facts: plain, non-unique, not a ref or free text
     refs: set[str]  # ref fields
 
@@ -202,9 +216,10 @@ def _fields(ent: Any) -> _Fields:
 
 
 def _build_fields(ent: Any) -> _Fields:
+    never = set(ent.never_describe)  # a counter or free text: a copy that differs only there names the same row
     return _Fields(
-        plain=[f.name for f in ent.fields[1:]],
+        plain=[f.name for f in ent.fields[1:] if f.name not in never],
         copyable=[f.name for f in ent.fields[1:] if not f.unique],
-        facts=[f.name for f in ent.fields[1:] if f.type not in ("ref", "text") and not f.unique],
+        facts=[f.name for f in ent.fields[1:] if f.type not in ("ref", "text") and not f.unique and f.name not in never],
         refs={f.name for f in ent.fields if f.type == "ref"},
     )

@@ -65,11 +65,13 @@ class _Finder:
         self.identify_by = set(identify_by(self.bp, self.bp.entity(requester.table))) if requester.table else set()
         self.parents: dict[tuple[str, Any], Description] = {}  # rows described as the parent of a named row
         for (table, key), d in descs.items():
-            row = self._row(table, key)
-            while d.parent is not None and row is not None:
-                ref, pd = d.parent
-                self.parents.setdefault((pd.entity, row.get(ref)), pd)
-                d, row = pd, self._row(pd.entity, row.get(ref))
+            self._note_parents(d, self._row(table, key))
+
+    def _note_parents(self, d: Description, row: dict[str, Any] | None) -> None:
+        """Record the descriptions of the rows ``d`` names ``row`` through (its parents, theirs...)."""
+        for ref, pd in d.parents() if row is not None else ():
+            self.parents.setdefault((pd.entity, row.get(ref)), pd)  # type: ignore[union-attr]
+            self._note_parents(pd, self._row(pd.entity, row.get(ref)))  # type: ignore[union-attr]
 
     def route(self, table: str, key: Any, depth: int) -> list[str] | None:
         """Tools that find row ``key`` of ``table`` from what is stated, or None."""
@@ -86,8 +88,8 @@ class _Finder:
     def _stated(self, table: str, key: Any) -> set[str]:
         d = self.descs.get((table, key)) or self.parents.get((table, key))
         stated = set(d.facts) if d is not None else set()
-        if d is not None and d.parent is not None:  # "the stock entry of the product X": a search can filter on X once X is found
-            stated.add(d.parent[0])
+        if d is not None:  # "the stock entry of the product X": a search can filter on X once X is found
+            stated |= {ref for ref, _ in d.parents()}
         if (table, key) == self.me:
             stated |= self.identify_by
         return stated

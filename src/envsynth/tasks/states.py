@@ -67,19 +67,28 @@ class _Frame:
     bound: frozenset[tuple[str, Any]]
 
 
-def draw_state(inst: Instance, core: Core, index: int, descs: Descriptions | None, describer: Describer) -> TaskStateDraw | Rejection:
+def draw_state(
+    inst: Instance,
+    core: Core,
+    index: int,
+    descs: Descriptions | None,
+    describer: Describer,
+    unsaid: dict[tuple[str, Any], tuple[str, ...]] | None = None,
+) -> TaskStateDraw | Rejection:
     """Task state ``index``: distractors drawn until the chain runs and the judge accepts (up to 3 draws).
 
     ``core`` is the core stage's :class:`~envsynth.tasks.core.Core`; state 0 may widen its rows
     to all of s0 (when the chain does not run on the core alone). ``descs`` is None for state 0
-    (``describer`` makes them) and state 0's descriptions for the others.
+    (``describer`` makes them) and state 0's descriptions for the others. ``unsaid`` maps a
+    target (by its state-0 key) to fields no description of it may use (the answer a question
+    asks for): no distractor differs from it only there.
     """
     frame = _frame(inst, core, index)
     why, detail = "description_ambiguous_in_state", ""
     attempt = -1
     while attempt < ATTEMPTS - 1:
         attempt += 1
-        extra, per_level = _distractors(inst, core, frame, attempt, descs)
+        extra, per_level = _distractors(inst, core, frame, attempt, descs, unsaid or {})
         full = merged(frame.core, extra)
         try:
             runs = _ground_truth(inst, core, frame.calls, full, extra)
@@ -114,7 +123,9 @@ def _frame(inst: Instance, core: Core, index: int) -> _Frame:
     return _Frame(index, rng, rows, calls, targets, bound)
 
 
-def _distractors(inst: Instance, core: Core, frame: _Frame, attempt: int, descs: Descriptions | None) -> tuple[Rows, dict[str, int]]:
+def _distractors(
+    inst: Instance, core: Core, frame: _Frame, attempt: int, descs: Descriptions | None, unsaid: dict[tuple[str, Any], tuple[str, ...]]
+) -> tuple[Rows, dict[str, int]]:
     """Draw ``attempt`` of the state's distractors (none that a fixed description would also match)."""
     app, plan = inst.plan.app, inst.plan
     extra, per_level = add_distractors(
@@ -127,6 +138,7 @@ def _distractors(inst: Instance, core: Core, frame: _Frame, attempt: int, descs:
         value_pool(app),
         core.guarded,
         frame.bound,
+        tuple(unsaid.get(tk, ()) for tk in core.targets),
     )
     if descs is not None:  # the instruction is fixed: drop distractors its descriptions would also match
         extra = _without_matches(app, frame.core, extra, [descs[tk] for tk in core.targets])

@@ -73,7 +73,7 @@ def _tasks(inst: Instance, states: int) -> list[Task] | Rejection:
     request: Request | None = None
     admitted: list[Admitted] = []
     for s in range(states):
-        draw = draw_state(inst, core, s, descs, judge)
+        draw = draw_state(inst, core, s, descs, judge, question.avoid)
         if isinstance(draw, Rejection):
             return draw
         descs = draw.descs
