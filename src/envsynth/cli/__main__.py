@@ -1,0 +1,5 @@
+"""``python -m envsynth.cli``."""
+
+from envsynth.cli import main
+
+main()
