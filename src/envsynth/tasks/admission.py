@@ -14,7 +14,7 @@ from envsynth.runtime.app import App
 from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import Rows
 from envsynth.tasks.answer import Question, extract
-from envsynth.tasks.instantiate import ChainFailed, Run, execute
+from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, execute
 from envsynth.tasks.model import Rejection, Task, TaskState
 from envsynth.tasks.oracle import oracle_program
 from envsynth.tasks.request import Request
@@ -38,7 +38,7 @@ Variant = Callable[[App, Admitted], "Admitted | Rejection"]
 def admit_state(
     inst: Instance, draw: TaskStateDraw, question: Question, request: Request, expected: Effects, answer: Any
 ) -> Admitted | Rejection:
-    """The task of one state, sealed and admitted (see :func:`admit`)."""
+    """The task of one state, admitted (see :func:`admit`; :func:`vary` seals it)."""
     plan = inst.plan
     task = _task(inst, draw, question, request, expected, answer)
     problem = admit(plan.app, task, draw.full, draw.check, expected if draw.check is draw.run else None, expected)
@@ -47,9 +47,10 @@ def admit_state(
     return Admitted(task, draw.full)
 
 
-def vary(app: App, admitted: Admitted, variants: tuple[Variant, ...]) -> Admitted | Rejection:
-    """``admitted`` through each of ``variants``; a task some variant changed must pass :func:`admit` on its state
-    (once, after the last variant; run in a workspace of its own: no other workspace may be open).
+def vary(app: App, admitted: Admitted, variants: tuple[Variant, ...], workspace: Workspace | None = None) -> Admitted | Rejection:
+    """``admitted`` through each of ``variants``, sealed (:meth:`Task.sealed`: the task is hashed once, here); a task
+    some variant changed must pass :func:`admit` on its state (once, after the last variant; run in ``workspace`` when
+    given, which must have that state loaded, else in a workspace of its own: no other workspace may be open then).
     """
     original = admitted.task
     changed: list[str] = []
@@ -57,14 +58,15 @@ def vary(app: App, admitted: Admitted, variants: tuple[Variant, ...]) -> Admitte
         out = variant(app, admitted)
         if isinstance(out, Rejection):
             return out
-        if out.task != admitted.task:
+        if out.task is not admitted.task and out.task != admitted.task:  # a variant that changes nothing returns its input
             changed.append(getattr(variant, "__name__", str(variant)))
         admitted = out
+    task = admitted.task.sealed()
     if changed and admitted.task != original:
-        problem = admit(app, admitted.task, admitted.state)
+        problem = admit(app, task, admitted.state, workspace=workspace)
         if problem:
-            return Rejection(app=app.name, coordinates=admitted.task.coordinates, reason=problem, detail=f"variant {', '.join(changed)}")
-    return admitted
+            return Rejection(app=app.name, coordinates=task.coordinates, reason=problem, detail=f"variant {', '.join(changed)}")
+    return Admitted(task, admitted.state)
 
 
 def _task(inst: Instance, draw: TaskStateDraw, question: Question, request: Request, expected: Effects, answer: Any) -> Task:
@@ -95,7 +97,7 @@ def _task(inst: Instance, draw: TaskStateDraw, question: Question, request: Requ
             "distractor_rows": count_rows(extra),
             "visible_tools": len(request.visible),
         },
-    ).sealed()
+    )  # sealed by vary(), after the variant stages
 
 
 def _nonempty(rows: Rows) -> Rows:
@@ -109,6 +111,7 @@ def admit(
     replay: Run | None = None,
     replay_effects: Effects | None = None,
     expected: Effects | None = None,
+    workspace: Workspace | None = None,
 ) -> str | None:
     """The admission rule; None when admitted, else the reason.
 
@@ -119,6 +122,7 @@ def admit(
     already made it (seed 1 on s0; for a chain that draws no ids, any seed's run), and
     ``replay_effects`` its effects on s0 when those are known too. ``expected`` is the
     task's expected effects as :class:`Effects`, when the caller has them at hand.
+    ``workspace`` is one with s0 loaded to replay in (else s0 is loaded anew).
     """
     if expected is None:
         expected = Effects.from_dict(task.expected_effects)
@@ -130,7 +134,7 @@ def admit(
     run = replay
     if run is None:
         try:
-            run = execute(app, s0, list(task.oracle), seed=1)
+            run = workspace.run(list(task.oracle), seed=1) if workspace is not None else execute(app, s0, list(task.oracle), seed=1)
         except ChainFailed:
             return "oracle_fails"
     actual = replay_effects if replay_effects is not None and replay is not None else effects_of(app.blueprint, s0, run.final, now=app.now)
