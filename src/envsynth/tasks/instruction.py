@@ -111,40 +111,62 @@ class Phraser(Questions):
         if any(row_param.get(n, n) not in call.args and row_param.get(n, n) not in call.refs for n in slots(phrase) if n not in fill):
             return None  # an optional row or value this call leaves out: the phrase does not fit
         used: set[str] = {self._main_param(spec)} if fill else set()
+        self._fill_slots(spec, call, calls, descs, phrase, fill, used, rows, row_param)
+        text = _mine_said(phrase, fill).format(**fill)
+        question = text.endswith("?")
+        text = text.removesuffix("?") + self._extra_rows(spec, call, calls, descs, rows, used)
+        values = [
+            k for k in call.args if k not in used and k not in rows and k not in ("limit", "offset") and not self._mine(spec, k, call)
+        ]
+        return text + self._left_out_values(spec, call, values, question) + ("?" if question else "")
+
+    def _extra_rows(
+        self, spec: ToolSpec, call: Call, calls: list[Call], descs: dict[str, Description], rows: set[str], used: set[str]
+    ) -> str:
+        """The rows a say phrase leaves out (but the requester, implied), after it: " for the colleague ..."."""
+        extra = [p for p in sorted(rows) if p not in used and (p in call.args or p in call.refs) and not self._is_me(call, p, descs)]
+        if not extra:
+            return ""
+        return " for " + ", ".join(self.row_text(spec, call, p, descs, calls, role="other") for p in extra)
+
+    def _fill_slots(
+        self,
+        spec: ToolSpec,
+        call: Call,
+        calls: list[Call],
+        descs: dict[str, Description],
+        phrase: str,
+        fill: dict[str, str],
+        used: set[str],
+        rows: set[str],
+        row_param: dict[str, str | None],
+    ) -> None:
+        """Fill ``fill`` with the words of each slot of ``phrase`` not filled yet (rows described, values as written),
+        adding the parameters it says to ``used``."""
         for name in slots(phrase):
             if name in fill:
                 continue
-            param = row_param.get(name, name)
+            param = row_param.get(name, name) or name
             used.add(param)
             if param in rows or param in call.refs:
                 first = not any(p in rows or p in call.refs for p in used - {param})
                 fill[name] = self.row_text(spec, call, param, descs, calls, role="main" if first else "other")
             else:
                 fill[name] = _param_value(spec, self.bp, param, call.args[param])
-        for name, words in fill.items():  # "deactivate the account of {member}" said by that member: "deactivate my account"
-            if words == "my account":
-                phrase = re.sub(rf"\bthe (\w+) of \{{{name}\}}", r"my \1", phrase)
-        text = phrase.format(**fill)
-        question = text.endswith("?")
-        text = text.removesuffix("?")
-        extra_rows = [p for p in sorted(rows) if p not in used and (p in call.args or p in call.refs) and not self._is_me(call, p, descs)]
-        if extra_rows:
-            text += " for " + ", ".join(self.row_text(spec, call, p, descs, calls, role="other") for p in extra_rows)
-        values = [
-            k for k in call.args if k not in used and k not in rows and k not in ("limit", "offset") and not self._mine(spec, k, call)
-        ]
-        if values and question:
-            conds = self._filters(spec, Call(tool=call.tool, args={k: call.args[k] for k in values}))
-            text += joined(conds)
-        elif values:
-            entity = spec.query.entity if spec.query else spec.entity
-            new = "new " if spec.kind == "update" else ""
-            parts = []
-            for k in values:
-                words = self._words(spec, entity, k)
-                parts.append(f"the {new}{words} {_is(words)} {_param_value(spec, self.bp, k, call.args[k])}")
-            text += "; " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
-        return text + ("?" if question else "")
+
+    def _left_out_values(self, spec: ToolSpec, call: Call, values: list[str], question: bool) -> str:
+        """The values a say phrase leaves out, after it: as conditions of a question, else "; the new name is ..."."""
+        if not values:
+            return ""
+        if question:
+            return joined(self._filters(spec, Call(tool=call.tool, args={k: call.args[k] for k in values})))
+        entity = spec.query.entity if spec.query else spec.entity
+        new = "new " if spec.kind == "update" else ""
+        parts = []
+        for k in values:
+            words = self._words(spec, entity, k)
+            parts.append(f"the {new}{words} {_is(words)} {_param_value(spec, self.bp, k, call.args[k])}")
+        return "; " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
 
     @staticmethod
     def _main_param(spec: ToolSpec) -> str:
@@ -197,9 +219,9 @@ class Phraser(Questions):
         return _field_of(self.bp, entity, param)
 
     def clause(self, idx: int, calls: list[Call], descs: dict[str, Description]) -> str:
+        """Call ``idx`` of the chain as a request clause: in its action's ``say`` phrase, else in words derived from the tool."""
         call = calls[idx]
         spec = self.specs[call.tool]
-        bp = self.bp
         said = self.said(spec, call, calls, descs)
         if said is not None:
             return said
@@ -208,42 +230,80 @@ class Phraser(Questions):
         main = next((b.param for b in spec.bindings if b.entity == spec.entity and b.param in row_params), None)
         others = [p for p in row_params if p != main]
         if spec.kind == "transfer" and len(row_params) >= 2:
-            amount = spec.param(next(p.name for p in spec.params if p.name not in row_params))
-            src, dst = row_params[0], row_params[1]
-            how_much = _param_value(spec, bp, amount.name, call.args[amount.name])
-            if amount.semantic != "money" and amount.field:
-                how_much += " " + human(amount.field.split(".")[1])
-            source = self.row_text(spec, call, src, descs, calls)
-            target = self.row_text(spec, call, dst, descs, calls, role="other")
-            text = f"move {how_much} from {source} to {target}"
-            values.pop(amount.name, None)
+            text = self._transfer(spec, call, calls, descs, row_params, values)
             others = []
         elif spec.kind == "update" and any(c.id == "given" for c in spec.pre):  # an update with only 'set' reads as its verb
-            target = self.row_text(spec, call, main, descs, calls) if main else human(spec.entity)
-            changes = [f"its {self._words(spec, spec.entity, k)} to {_param_value(spec, bp, k, v)}" for k, v in values.items()]
-            changes += [f"its {human(p).removesuffix(' id')} to {self.row_text(spec, call, p, descs, calls, role='other')}" for p in others]
+            text = self._set(spec, call, calls, descs, main, values, others)
             values, others = {}, []
-            text = f"update {target}: set " + ", ".join(changes[:-1]) + (" and " if len(changes) > 1 else "") + changes[-1]
-        elif spec.kind in ("create", "book"):
-            words = spec.name.split("_")
-            rest = human("_".join(words[1:])) or human(spec.entity)
-            prepositional = rest.split(" ")[0] in ("for", "to", "from", "on", "in", "at", "with", "into")
-            text = f"{words[0]} {_article(rest)} {rest}" if spec.kind == "create" and not prepositional else f"{words[0]} {rest}"
-        elif spec.kind == "delete":
-            text = f"delete {self.row_text(spec, call, main, descs, calls) if main else human(spec.entity)}"
         else:
-            target = self.row_text(spec, call, main, descs, calls) if main else human(spec.entity)
-            verb = _verb(spec)
-            text = f"{verb} {target}" if " " not in verb else f"{human(spec.name)} for {target}"
+            text = self._derived(spec, call, calls, descs, main)
+        return text + self._others_and_values(spec, call, calls, descs, others, values)
+
+    def _others_and_values(
+        self, spec: ToolSpec, call: Call, calls: list[Call], descs: dict[str, Description], others: list[str], values: dict[str, Any]
+    ) -> str:
+        """What a derived clause adds after its verb and row: " for the team ..., using ...", ", setting its ..."."""
+        text = ""
         if others:
             linked = [self.row_text(spec, call, p, descs, calls, role="other") for p in others]
             text += " for " + linked[0] + "".join(f", using {t}" for t in linked[1:])
         if values:
-            parts = [f"{self._words(spec, spec.entity, k)} {_param_value(spec, bp, k, v)}" for k, v in values.items()]
-            joined = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+            parts = [f"{self._words(spec, spec.entity, k)} {_param_value(spec, self.bp, k, v)}" for k, v in values.items()]
+            listed = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
             lead = "," if others else ""
-            text += f"{lead} with {joined}" if spec.kind in ("create", "book") else f", setting {joined}"
+            text += f"{lead} with {listed}" if spec.kind in ("create", "book") else f", setting {listed}"
         return text
+
+    def _transfer(
+        self, spec: ToolSpec, call: Call, calls: list[Call], descs: dict[str, Description], row_params: list[str], values: dict[str, Any]
+    ) -> str:
+        """ "move $20.00 from my account ... to my account ..." (the amount leaves ``values``)."""
+        amount = spec.param(next(p.name for p in spec.params if p.name not in row_params))
+        src, dst = row_params[0], row_params[1]
+        how_much = _param_value(spec, self.bp, amount.name, call.args[amount.name])
+        if amount.semantic != "money" and amount.field:
+            how_much += " " + human(amount.field.split(".")[1])
+        source = self.row_text(spec, call, src, descs, calls)
+        target = self.row_text(spec, call, dst, descs, calls, role="other")
+        values.pop(amount.name, None)
+        return f"move {how_much} from {source} to {target}"
+
+    def _set(
+        self,
+        spec: ToolSpec,
+        call: Call,
+        calls: list[Call],
+        descs: dict[str, Description],
+        main: str | None,
+        values: dict[str, Any],
+        others: list[str],
+    ) -> str:
+        """ "update the task ...: set its title to ... and its assignee to ..." (an update with only 'set')."""
+        target = self.row_text(spec, call, main, descs, calls) if main else human(spec.entity)
+        changes = [f"its {self._words(spec, spec.entity, k)} to {_param_value(spec, self.bp, k, v)}" for k, v in values.items()]
+        changes += [f"its {human(p).removesuffix(' id')} to {self.row_text(spec, call, p, descs, calls, role='other')}" for p in others]
+        return f"update {target}: set " + ", ".join(changes[:-1]) + (" and " if len(changes) > 1 else "") + changes[-1]
+
+    def _derived(self, spec: ToolSpec, call: Call, calls: list[Call], descs: dict[str, Description], main: str | None) -> str:
+        """The call in words derived from the tool's name: "create a task", "delete the label ...", "archive the channel ..."."""
+        if spec.kind in ("create", "book"):
+            words = spec.name.split("_")
+            rest = human("_".join(words[1:])) or human(spec.entity)
+            prepositional = rest.split(" ")[0] in ("for", "to", "from", "on", "in", "at", "with", "into")
+            return f"{words[0]} {_article(rest)} {rest}" if spec.kind == "create" and not prepositional else f"{words[0]} {rest}"
+        target = self.row_text(spec, call, main, descs, calls) if main else human(spec.entity)
+        if spec.kind == "delete":
+            return f"delete {target}"
+        verb = _verb(spec)
+        return f"{verb} {target}" if " " not in verb else f"{human(spec.name)} for {target}"
+
+
+def _mine_said(phrase: str, fill: dict[str, str]) -> str:
+    """``phrase`` with "the account of {member}" as "my account" where that slot is the requester ("deactivate my account")."""
+    for name, words in fill.items():
+        if words == "my account":
+            phrase = re.sub(rf"\bthe (\w+) of \{{{name}\}}", r"my \1", phrase)
+    return phrase
 
 
 def compose(clauses: list[str], question: str | None, rng: random.Random, greeting: str) -> str:

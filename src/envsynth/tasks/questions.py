@@ -102,14 +102,10 @@ class Questions:
         the requester's own ("do I have"), one the request made, or one it named before ("that product").
         """
         q = spec.query
-        rows = [p for p in (*call.args, *call.refs) if refers_to(self.bp, spec.param(p)) not in (None, q.entity if q else None)]
-        others = [k for k in call.args if k not in rows and k not in _NOT_ASKED]
-        if q is None or len(rows) != 1 or others:
+        param = self._row_asked_of(spec, call)
+        if q is None or param is None:
             return None
-        param = rows[0]
         value = call.args.get(param)
-        if param not in call.refs and (value is None or value not in self.mentioned | {self.me_key}):
-            return None
         many = plural(noun(self.bp.entity(q.entity)))
         mine = param not in call.refs and value == self.me_key
         owner = self.rng.choice(("that ", "the same ")) + noun(self.bp.entity(refers_to(self.bp, spec.param(param)) or ""))
@@ -118,6 +114,20 @@ class Questions:
             whose = f"my {many}" if mine else f"the {many} of {owner}"
             return _total_question(_AGG_WORD[q.agg or "sum"], field_of(self.bp, q.entity, q.field or ""), whose, now)
         return f"How many {many} do I have{now}?" if mine else f"How many {many} does {owner} have{now}?"
+
+    def _row_asked_of(self, spec: ToolSpec, call: Call) -> str | None:
+        """The parameter of the one row a search or aggregate ``call`` is about (its only filter), when the request named
+        that row before, made it, or it is the requester's own; else None."""
+        q = spec.query
+        rows = [p for p in (*call.args, *call.refs) if refers_to(self.bp, spec.param(p)) not in (None, q.entity if q else None)]
+        others = [k for k in call.args if k not in rows and k not in _NOT_ASKED]
+        if q is None or len(rows) != 1 or others:
+            return None
+        param = rows[0]
+        value = call.args.get(param)
+        if param not in call.refs and (value is None or value not in self.mentioned | {self.me_key}):
+            return None
+        return param
 
     def _filters(self, spec: ToolSpec, call: Call) -> list[str]:
         """The conditions a search or aggregate call sets, each as words about the rows it keeps."""
@@ -193,10 +203,15 @@ def matching_phrase(f: FieldDef | None, words: str, raw: Any, val: str) -> str:
     if f is not None and (f.type == "state" or (f.type == "enum" and (f.name.endswith("status") or val.endswith("ed")))):
         return f"that are {val}"  # "that are delayed"; other values say their field: "where the priority is low"
     if f is not None and f.type == "bool" and f.label:
-        if f.name.startswith("has_") and not f.label.endswith("ed"):  # has_pool "pool": a noun, not "video-equipped"
-            return f"{'with' if raw else 'without'} {article(f.label)} {f.label}"
-        return f"that are {'' if raw else 'not '}{f.label}"
+        return _flag_phrase(f, f.label, bool(raw))
     return f"where the {words} {verb_is(words)} {val}"
+
+
+def _flag_phrase(f: FieldDef, label: str, on: bool) -> str:
+    """A labelled bool said of many rows: "with a pool" (``has_pool``), "that are not video-equipped"."""
+    if f.name.startswith("has_") and not label.endswith("ed"):  # has_pool "pool": a noun, not "video-equipped"
+        return f"{'with' if on else 'without'} {article(label)} {label}"
+    return f"that are {'' if on else 'not '}{label}"
 
 
 def _plural_say(say: str) -> str:
