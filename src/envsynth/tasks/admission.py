@@ -15,7 +15,7 @@ from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import Rows
 from envsynth.tasks.answer import Question, extract
 from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, execute
-from envsynth.tasks.model import Rejection, Task, TaskState
+from envsynth.tasks.model import Call, Ref, Rejection, Task, TaskState
 from envsynth.tasks.oracle import oracle_program
 from envsynth.tasks.request import Request
 from envsynth.tasks.state import count_rows
@@ -62,11 +62,51 @@ def vary(app: App, admitted: Admitted, variants: tuple[Variant, ...], workspace:
             changed.append(getattr(variant, "__name__", str(variant)))
         admitted = out
     task = admitted.task.sealed()
-    if changed and admitted.task != original:
+    if changed and admitted.task != original and not (workspace is not None and _looks_up_first(app, original, task, workspace)):
         problem = admit(app, task, admitted.state, workspace=workspace)
         if problem:
             return Rejection(app=app.name, coordinates=task.coordinates, reason=problem, detail=f"variant {', '.join(changed)}")
     return Admitted(task, admitted.state)
+
+
+def _looks_up_first(app: App, original: Task, varied: Task, workspace: Workspace) -> bool:
+    """Whether ``varied`` is the admitted ``original`` after some lookups: generated reads (they write and draw nothing)
+    that, run on the state loaded in ``workspace``, return the ids the original calls pass, with the same expected
+    outcome and every oracle tool visible. Such a task scores as the original does, so it needs no replay of its own.
+    """
+    n = len(varied.oracle) - len(original.oracle)
+    answer_step = None if original.answer_step is None else original.answer_step + n
+    same_outcome = (varied.answer_step, varied.answer_field, varied.expected_answer, varied.expected_effects) == (
+        answer_step,
+        original.answer_field,
+        original.expected_answer,
+        original.expected_effects,
+    )
+    lookups = varied.oracle[:n]
+    if n <= 0 or not same_outcome or not {c.tool for c in varied.oracle} <= set(varied.visible_tools):
+        return False
+    if any(c.refs or app.spec_by_name[c.tool].code is not None or app.spec_by_name[c.tool].mode != "read" for c in lookups):
+        return False
+    try:
+        results = workspace.run(list(lookups), seed=1).results
+    except ChainFailed:
+        return False
+    return all(_resolves_to(new, old, results, n) for new, old in zip(varied.oracle[n:], original.oracle, strict=True))
+
+
+def _resolves_to(new: Call, old: Call, lookups: list[Any], n: int) -> bool:
+    """Whether ``new`` (a call after ``n`` lookups) makes the same call as ``old`` once the lookups' results fill it in."""
+    args = dict(new.args)
+    later = {}
+    for p, ref in new.refs.items():
+        if ref.step >= n:
+            later[p] = Ref(step=ref.step - n, field=ref.field)
+            continue
+        src = lookups[ref.step]
+        if not isinstance(src, dict) or ref.field not in src:
+            return False
+        args[p] = src[ref.field]
+    return new.tool == old.tool and args == old.args and later == dict(old.refs)
 
 
 def _task(inst: Instance, draw: TaskStateDraw, question: Question, request: Request, expected: Effects, answer: Any) -> Task:
