@@ -4,8 +4,7 @@ The rows a count or total is about are said the way people narrow them down: by 
 ("that are pending"), where or when ("from CLT", "placed on or after March 3, 2026"), and what
 they hold ("with "mat" in the name", "with at least 8 seats"); never a labelled date field where
 a participle belongs ("date of the charge on or after ..."). A count over every row of a table
-asks nothing a person wants to know: :meth:`Questions.unfiltered` tells the request stage to
-drop it.
+asks nothing a person wants to know: :func:`unfiltered` tells synthesis to drop it.
 """
 
 from __future__ import annotations
@@ -40,14 +39,6 @@ class Questions:
     row_text: Callable[..., str]  # the phraser's: a row in words ("my order placed on ...", "that product")
     said: Callable[..., str | None]  # the phraser's: a call in its action's say phrase
     _say: Callable[[str], str | None]  # the phraser's: a tool's say phrase
-
-    def unfiltered(self, call: Call, field: str | None) -> bool:
-        """Whether asking ``field`` of ``call`` is a count or total over every row of its table (no filter, no row it is
-        about, no group of a grouped count)."""
-        q = self.specs[call.tool].query
-        if q is None or q.op not in ("search", "aggregate") or (field and group_of(field)):
-            return False
-        return not call.refs and all(k in _NOT_ASKED or v is None for k, v in call.args.items())
 
     def question(self, call: Call, field: str | None, descs: dict[str, Description], calls: list[Call]) -> str:
         """The request's question about the result of ``call`` (``field`` of it: a get's field, a count, a total)."""
@@ -157,6 +148,15 @@ class Questions:
             else:
                 out.append(matching_phrase(f, words, v, val))
         return out
+
+
+def unfiltered(spec: ToolSpec, call: Call, field: str | None) -> bool:
+    """Whether asking ``field`` of ``call`` (of tool ``spec``) is a count or total over every row of its table (no
+    filter, no row it is about, no group of a grouped count): a question nobody asks."""
+    q = spec.query
+    if q is None or q.op not in ("search", "aggregate") or (field and group_of(field)):
+        return False
+    return not call.refs and all(k in _NOT_ASKED or v is None for k, v in call.args.items())
 
 
 def _total_question(word: str, words: str, whose: str, now: str = "") -> str:

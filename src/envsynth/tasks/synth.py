@@ -27,6 +27,7 @@ from envsynth.tasks.model import Rejection, Task
 from envsynth.tasks.plan import KINDS, task_seed
 from envsynth.tasks.plan import plan_task as plan_task
 from envsynth.tasks.policy import shape as shape_policy
+from envsynth.tasks.questions import unfiltered
 from envsynth.tasks.request import Request, describer, request_of
 from envsynth.tasks.states import draw_state
 from envsynth.tasks.visible import MIN_VISIBLE, visible_tools
@@ -65,6 +66,10 @@ def _tasks(inst: Instance, states: int) -> list[Task] | Rejection:
     plan = inst.plan
     core = core_of(inst)
     question = ask(inst, core.rows)
+    if question.step is not None and unfiltered(
+        plan.app.spec_by_name[inst.calls[question.step].tool], inst.calls[question.step], question.field
+    ):
+        return plan.reject("question_without_filter", inst.calls[question.step].tool)  # "How many payments are there?"
     visible = visible_tools(plan.graph, [c.tool for c in inst.calls], plan.rng)
     if any(c.tool not in visible for c in inst.calls):
         return plan.reject("tool_not_visible")
