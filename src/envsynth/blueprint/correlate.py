@@ -90,7 +90,14 @@ def _wanted(v: Any) -> list[Any]:
 
 def when_holds(g: Generator, row: dict[str, Any]) -> bool:
     """Whether ``row`` is one of the rows a ``when`` generator gives a value (always, without ``when``)."""
-    return all(row.get(k) in _wanted(v) for k, v in (g.when or {}).items())
+    if g.when is None:
+        return True
+    return all(row.get(k) in wanted for k, wanted in g.index.of(_when_pairs, g))
+
+
+def _when_pairs(g: Generator) -> tuple[tuple[str, list[Any]], ...]:
+    """A ``when`` generator's (field, the values it wants) pairs (kept on the generator's index)."""
+    return tuple((k, _wanted(v)) for k, v in (g.when or {}).items())
 
 
 def _parse_time(v: str) -> dt.datetime:
@@ -116,17 +123,22 @@ def derive(vm: ValueMaker, f: FieldDef, row: dict[str, Any], redraw: Any = None)
     value when the field is not drawn by ``vm`` (a ref, which the state builder draws)."""
     g = f.gen
     assert g is not None
-    if not when_holds(g, row):
+    if g.when is not None and not when_holds(g, row):
         return None
-    draw = redraw or (lambda: vm.value(f, row))
     anchor = g.after or g.before
     if anchor is not None:
         base = row.get(anchor)
         if base is None:
-            return None if f.nullable else draw()
+            return None if f.nullable else redraw() if redraw else vm.value(f, row)
         return _shift(vm, f, str(base))
-    v = row.get(f.name) if redraw is not None and row.get(f.name) is not None else draw()
+    if redraw is None:
+        v = vm.value(f, row)
+    else:
+        v = row.get(f.name)
+        if v is None:
+            v = redraw()
     if g.differs_from is not None:
+        draw = redraw or (lambda: vm.value(f, row))
         for _ in range(50):
             if v != row.get(g.differs_from):
                 break

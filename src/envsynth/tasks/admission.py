@@ -14,8 +14,8 @@ from envsynth.runtime.app import App
 from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import Rows
 from envsynth.tasks.answer import Question, extract
-from envsynth.tasks.instantiate import ChainFailed, Run, execute
-from envsynth.tasks.model import Rejection, RejectionReason, Task, TaskState
+from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, execute
+from envsynth.tasks.model import Call, Ref, Rejection, RejectionReason, Task, TaskState
 from envsynth.tasks.oracle import oracle_program
 from envsynth.tasks.request import Request
 from envsynth.tasks.state import count_rows
@@ -38,7 +38,7 @@ Variant = Callable[[App, Admitted], "Admitted | Rejection"]
 def admit_state(
     inst: Instance, draw: TaskStateDraw, question: Question, request: Request, expected: Effects, answer: Any
 ) -> Admitted | Rejection:
-    """The task of one state, sealed and admitted (see :func:`admit`)."""
+    """The task of one state, admitted (see :func:`admit`; :func:`vary` seals it)."""
     plan = inst.plan
     task = _task(inst, draw, question, request, expected, answer)
     problem = admit(plan.app, task, draw.full, draw.check, expected if draw.check is draw.run else None, expected)
@@ -47,9 +47,10 @@ def admit_state(
     return Admitted(task, draw.full)
 
 
-def vary(app: App, admitted: Admitted, variants: tuple[Variant, ...]) -> Admitted | Rejection:
-    """``admitted`` through each of ``variants``; a task some variant changed must pass :func:`admit` on its state
-    (once, after the last variant; run in a workspace of its own: no other workspace may be open).
+def vary(app: App, admitted: Admitted, variants: tuple[Variant, ...], workspace: Workspace | None = None) -> Admitted | Rejection:
+    """``admitted`` through each of ``variants``, sealed (:meth:`Task.sealed`: the task is hashed once, here); a task
+    some variant changed must pass :func:`admit` on its state (once, after the last variant; run in ``workspace`` when
+    given, which must have that state loaded, else in a workspace of its own: no other workspace may be open then).
     """
     original = admitted.task
     changed: list[str] = []
@@ -57,14 +58,55 @@ def vary(app: App, admitted: Admitted, variants: tuple[Variant, ...]) -> Admitte
         out = variant(app, admitted)
         if isinstance(out, Rejection):
             return out
-        if out.task != admitted.task:
+        if out.task is not admitted.task and out.task != admitted.task:  # a variant that changes nothing returns its input
             changed.append(getattr(variant, "__name__", str(variant)))
         admitted = out
-    if changed and admitted.task != original:
-        problem = admit(app, admitted.task, admitted.state)
+    task = admitted.task.sealed()
+    if changed and admitted.task != original and not (workspace is not None and _looks_up_first(app, original, task, workspace)):
+        problem = admit(app, task, admitted.state, workspace=workspace)
         if problem:
-            return Rejection(app=app.name, coordinates=admitted.task.coordinates, reason=problem, detail=f"variant {', '.join(changed)}")
-    return admitted
+            return Rejection(app=app.name, coordinates=task.coordinates, reason=problem, detail=f"variant {', '.join(changed)}")
+    return Admitted(task, admitted.state)
+
+
+def _looks_up_first(app: App, original: Task, varied: Task, workspace: Workspace) -> bool:
+    """Whether ``varied`` is the admitted ``original`` after some lookups: generated reads (they write and draw nothing)
+    that, run on the state loaded in ``workspace``, return the ids the original calls pass, with the same expected
+    outcome and every oracle tool visible. Such a task scores as the original does, so it needs no replay of its own.
+    """
+    n = len(varied.oracle) - len(original.oracle)
+    answer_step = None if original.answer_step is None else original.answer_step + n
+    same_outcome = (varied.answer_step, varied.answer_field, varied.expected_answer, varied.expected_effects) == (
+        answer_step,
+        original.answer_field,
+        original.expected_answer,
+        original.expected_effects,
+    )
+    lookups = varied.oracle[:n]
+    if n <= 0 or not same_outcome or not {c.tool for c in varied.oracle} <= set(varied.visible_tools):
+        return False
+    if any(c.refs or app.spec_by_name[c.tool].code is not None or app.spec_by_name[c.tool].mode != "read" for c in lookups):
+        return False
+    try:
+        results = workspace.run(list(lookups), seed=1).results
+    except ChainFailed:
+        return False
+    return all(_resolves_to(new, old, results, n) for new, old in zip(varied.oracle[n:], original.oracle, strict=True))
+
+
+def _resolves_to(new: Call, old: Call, lookups: list[Any], n: int) -> bool:
+    """Whether ``new`` (a call after ``n`` lookups) makes the same call as ``old`` once the lookups' results fill it in."""
+    args = dict(new.args)
+    later = {}
+    for p, ref in new.refs.items():
+        if ref.step >= n:
+            later[p] = Ref(step=ref.step - n, field=ref.field)
+            continue
+        src = lookups[ref.step]
+        if not isinstance(src, dict) or ref.field not in src:
+            return False
+        args[p] = src[ref.field]
+    return new.tool == old.tool and args == old.args and later == dict(old.refs)
 
 
 def _task(inst: Instance, draw: TaskStateDraw, question: Question, request: Request, expected: Effects, answer: Any) -> Task:
@@ -95,7 +137,7 @@ def _task(inst: Instance, draw: TaskStateDraw, question: Question, request: Requ
             "distractor_rows": count_rows(extra),
             "visible_tools": len(request.visible),
         },
-    ).sealed()
+    )  # sealed by vary(), after the variant stages
 
 
 def _nonempty(rows: Rows) -> Rows:
@@ -109,6 +151,7 @@ def admit(
     replay: Run | None = None,
     replay_effects: Effects | None = None,
     expected: Effects | None = None,
+    workspace: Workspace | None = None,
 ) -> RejectionReason | None:
     """The admission rule; None when admitted, else the reason.
 
@@ -119,6 +162,7 @@ def admit(
     already made it (seed 1 on s0; for a chain that draws no ids, any seed's run), and
     ``replay_effects`` its effects on s0 when those are known too. ``expected`` is the
     task's expected effects as :class:`Effects`, when the caller has them at hand.
+    ``workspace`` is one with s0 loaded to replay in (else s0 is loaded anew).
     """
     if expected is None:
         expected = Effects.from_dict(task.expected_effects)
@@ -130,7 +174,7 @@ def admit(
     run = replay
     if run is None:
         try:
-            run = execute(app, s0, list(task.oracle), seed=1)
+            run = workspace.run(list(task.oracle), seed=1) if workspace is not None else execute(app, s0, list(task.oracle), seed=1)
         except ChainFailed:
             return "oracle_fails"
     actual = replay_effects if replay_effects is not None and replay is not None else effects_of(app.blueprint, s0, run.final, now=app.now)

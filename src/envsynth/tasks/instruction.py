@@ -14,39 +14,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from envsynth.blueprint.language import person_name, slots
-from envsynth.blueprint.models import Blueprint, Entity, FieldDef, UserRole
-from envsynth.blueprint.spec import ParamSpec, ToolSpec
-from envsynth.tasks.answerpath import group_of
-from envsynth.tasks.describe import Description, field_words, fmt_value, human, noun, quoted, render
+from envsynth.blueprint.models import Blueprint, Entity, UserRole
+from envsynth.blueprint.spec import ToolSpec
+from envsynth.tasks.describe import Description, field_words, human, noun, quoted, render
 from envsynth.tasks.model import Call, UserProfile
+from envsynth.tasks.questions import Questions, joined
+from envsynth.tasks.wording import article as _article
+from envsynth.tasks.wording import field_of as _field_of
+from envsynth.tasks.wording import in_first_person, plural, refers_to
+from envsynth.tasks.wording import param_value as _param_value
+from envsynth.tasks.wording import verb_is as _is
+
+__all__ = ["ID_PATTERN", "Phraser", "Requester", "compose", "greeting", "in_first_person", "leaks_id", "plural", "profile", "refers_to"]
 
 ID_PATTERN = re.compile(r"\b[a-z]{2,5}_\d{6}\b")
-_FIRST_PERSON = re.compile(r"\b(my|me|mine|myself|I|I'm|I'd|I've|I'll)\b")
-_SLOT = re.compile(r"\{[a-z_0-9]+\}")
 _OPEN = ("Please {x}.", "Could you {x}?", "I need you to {x}.", "Can you {x}?", "I'd like you to {x}.")
 _THEN = ("Then {x}.", "After that, {x}.", "Next, {x}.", "Once that's done, {x}.")
 _LAST = ("Finally, {x}.", "And lastly, {x}.", "To finish, {x}.")
 _ASK = ("{q}", "Also, {q_lower}", "One more thing: {q_lower}")
-
-
-def _article(word: str) -> str:
-    return "an" if word[:1] in "aeiou" else "a"
-
-
-def plural(word: str) -> str:
-    """A noun's plural, for the regular cases a domain's nouns take (order -> orders, entry -> entries)."""
-    last = word.rsplit(" ", 1)[-1]
-    if last.endswith("y") and last[-2:-1] not in ("a", "e", "i", "o", "u"):
-        return word[:-1] + "ies"
-    if last.endswith(("s", "x", "z", "ch", "sh")):
-        return word + "es"
-    return word + "s"
-
-
-def _field_of(bp: Blueprint, entity: str, name: str) -> str:
-    """The words for field ``name`` of ``entity`` (its label, else the name in words)."""
-    ent = bp.entity(entity)
-    return field_words(ent.field(name)) if ent.has(name) else human(name)
 
 
 def _verb(spec: ToolSpec) -> str:
@@ -57,32 +42,7 @@ def _verb(spec: ToolSpec) -> str:
     return " ".join(kept)
 
 
-def _param_field(spec: ToolSpec, bp: Blueprint, name: str) -> tuple[ParamSpec, FieldDef | None]:
-    """A parameter and the blueprint field it sets, if any (kept on the spec's index, per blueprint)."""
-    return spec.index.paired(_find_param_field, spec, bp, name)
-
-
-def _find_param_field(spec: ToolSpec, bp: Blueprint, name: str) -> tuple[ParamSpec, FieldDef | None]:
-    p = spec.param(name)
-    f = None
-    if p.field:
-        ent, fname = p.field.split(".")
-        f = bp.entity(ent).field(fname)
-    return p, f
-
-
-def _param_value(spec: ToolSpec, bp: Blueprint, name: str, value: Any) -> str:
-    p, f = _param_field(spec, bp, name)
-    if isinstance(value, list):
-        return " or ".join(fmt_value(f, v) for v in value)
-    if f is not None:
-        return quoted(f, value)
-    if isinstance(value, str) and not p.enum and p.semantic in ("string", "text"):
-        return f'"{value}"'
-    return fmt_value(None, value)
-
-
-class Phraser:
+class Phraser(Questions):
     """Turns each oracle call into a request sentence."""
 
     def __init__(
@@ -147,46 +107,100 @@ class Phraser:
             return None  # "cancel my order" said of a row that is not the requester's
         row_param = {b.alias: b.param for b in spec.bindings if b.param}
         rows = set(row_param.values()) | set(descs)
-        if any(row_param.get(n, n) not in call.args and row_param.get(n, n) not in call.refs for n in slots(phrase)):
+        fill = self._bound_rows(spec, call, descs, phrase)  # slots naming a row bound through the acted-on row ("{huddle}")
+        if any(row_param.get(n, n) not in call.args and row_param.get(n, n) not in call.refs for n in slots(phrase) if n not in fill):
             return None  # an optional row or value this call leaves out: the phrase does not fit
-        fill: dict[str, str] = {}
-        used: set[str] = set()
+        used: set[str] = {self._main_param(spec)} if fill else set()
+        self._fill_slots(spec, call, calls, descs, phrase, fill, used, rows, row_param)
+        text = _mine_said(phrase, fill).format(**fill)
+        question = text.endswith("?")
+        text = text.removesuffix("?") + self._extra_rows(spec, call, calls, descs, rows, used)
+        values = [
+            k for k in call.args if k not in used and k not in rows and k not in ("limit", "offset") and not self._mine(spec, k, call)
+        ]
+        return text + self._left_out_values(spec, call, values, question) + ("?" if question else "")
+
+    def _extra_rows(
+        self, spec: ToolSpec, call: Call, calls: list[Call], descs: dict[str, Description], rows: set[str], used: set[str]
+    ) -> str:
+        """The rows a say phrase leaves out (but the requester, implied), after it: " for the colleague ..."."""
+        extra = [p for p in sorted(rows) if p not in used and (p in call.args or p in call.refs) and not self._is_me(call, p, descs)]
+        if not extra:
+            return ""
+        return " for " + ", ".join(self.row_text(spec, call, p, descs, calls, role="other") for p in extra)
+
+    def _fill_slots(
+        self,
+        spec: ToolSpec,
+        call: Call,
+        calls: list[Call],
+        descs: dict[str, Description],
+        phrase: str,
+        fill: dict[str, str],
+        used: set[str],
+        rows: set[str],
+        row_param: dict[str, str | None],
+    ) -> None:
+        """Fill ``fill`` with the words of each slot of ``phrase`` not filled yet (rows described, values as written),
+        adding the parameters it says to ``used``."""
         for name in slots(phrase):
-            param = row_param.get(name, name)
+            if name in fill:
+                continue
+            param = row_param.get(name, name) or name
             used.add(param)
             if param in rows or param in call.refs:
                 first = not any(p in rows or p in call.refs for p in used - {param})
                 fill[name] = self.row_text(spec, call, param, descs, calls, role="main" if first else "other")
             else:
                 fill[name] = _param_value(spec, self.bp, param, call.args[param])
-        text = phrase.format(**fill)
-        question = text.endswith("?")
-        text = text.removesuffix("?")
-        extra_rows = [p for p in sorted(rows) if p not in used and (p in call.args or p in call.refs) and not self._is_me(call, p, descs)]
-        if extra_rows:
-            text += " for " + ", ".join(self.row_text(spec, call, p, descs, calls, role="other") for p in extra_rows)
-        values = [
-            k for k in call.args if k not in used and k not in rows and k not in ("limit", "offset") and not self._mine(spec, k, call)
-        ]
-        if values and question:
-            conds = self._filters(spec, Call(tool=call.tool, args={k: call.args[k] for k in values}))
-            text += "".join(f" {c}" for c in conds)
-        elif values:
-            entity = spec.query.entity if spec.query else spec.entity
-            new = "new " if spec.kind == "update" else ""
-            parts = []
-            for k in values:
-                words = self._words(spec, entity, k)
-                parts.append(f"the {new}{words} {_is(words)} {_param_value(spec, self.bp, k, call.args[k])}")
-            text += "; " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
-        return text + ("?" if question else "")
+
+    def _left_out_values(self, spec: ToolSpec, call: Call, values: list[str], question: bool) -> str:
+        """The values a say phrase leaves out, after it: as conditions of a question, else "; the new name is ..."."""
+        if not values:
+            return ""
+        if question:
+            return joined(self._filters(spec, Call(tool=call.tool, args={k: call.args[k] for k in values})))
+        entity = spec.query.entity if spec.query else spec.entity
+        new = "new " if spec.kind == "update" else ""
+        parts = []
+        for k in values:
+            words = self._words(spec, entity, k)
+            parts.append(f"the {new}{words} {_is(words)} {_param_value(spec, self.bp, k, call.args[k])}")
+        return "; " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+
+    @staticmethod
+    def _main_param(spec: ToolSpec) -> str:
+        """The parameter of the row the tool acts on ("" when none)."""
+        return next((b.param for b in spec.bindings if b.param and not b.many and b.entity == spec.entity), "")
+
+    def _bound_rows(self, spec: ToolSpec, call: Call, descs: dict[str, Description], phrase: str) -> dict[str, str]:
+        """Words for the slots of ``phrase`` that name a row bound through the acted-on row, not passed ("take me out of
+        {huddle}", the huddle of the huddle spot): "that huddle" after a step made the spot, else the row the spot's
+        description names it by; none when some such slot has no words (the phrase does not fit)."""
+        bound = {b.alias: b.entity for b in spec.bindings if b.param is None and b.via}
+        names = [n for n in slots(phrase) if n in bound and n not in call.args]
+        main = self._main_param(spec)
+        if not names or not main:
+            return {}
+        out = {}
+        for name in names:
+            d = descs.get(main)
+            if main in call.refs:
+                out[name] = self.rng.choice(("that ", "the same ")) + noun(self.bp.entity(bound[name]))
+            elif isinstance(d, Description) and d.parent is not None and d.parent[1].entity == bound[name]:
+                out[name] = render(self.bp, d.parent[1])
+            else:
+                return {}
+        return out
 
     def _say(self, tool: str) -> str | None:
         action = self.actions.get(tool)
         return action.say if action is not None else None
 
     def _involves_me(self, spec: ToolSpec, call: Call, descs: dict[str, Description]) -> bool:
-        """Whether the call acts on the requester or on a row of theirs."""
+        """Whether the call acts on the requester or on a row of theirs (one their own request made earlier is theirs)."""
+        if self.me is not None and call.refs:
+            return True
         return any(self._is_me(call, p, descs) or self._mine(spec, p, call) or self._owned(call, p) for p in (*call.args, *call.refs))
 
     def _owned(self, call: Call, param: str) -> bool:
@@ -205,9 +219,9 @@ class Phraser:
         return _field_of(self.bp, entity, param)
 
     def clause(self, idx: int, calls: list[Call], descs: dict[str, Description]) -> str:
+        """Call ``idx`` of the chain as a request clause: in its action's ``say`` phrase, else in words derived from the tool."""
         call = calls[idx]
         spec = self.specs[call.tool]
-        bp = self.bp
         said = self.said(spec, call, calls, descs)
         if said is not None:
             return said
@@ -216,203 +230,80 @@ class Phraser:
         main = next((b.param for b in spec.bindings if b.entity == spec.entity and b.param in row_params), None)
         others = [p for p in row_params if p != main]
         if spec.kind == "transfer" and len(row_params) >= 2:
-            amount = spec.param(next(p.name for p in spec.params if p.name not in row_params))
-            src, dst = row_params[0], row_params[1]
-            how_much = _param_value(spec, bp, amount.name, call.args[amount.name])
-            if amount.semantic != "money" and amount.field:
-                how_much += " " + human(amount.field.split(".")[1])
-            source = self.row_text(spec, call, src, descs, calls)
-            target = self.row_text(spec, call, dst, descs, calls, role="other")
-            text = f"move {how_much} from {source} to {target}"
-            values.pop(amount.name, None)
+            text = self._transfer(spec, call, calls, descs, row_params, values)
             others = []
         elif spec.kind == "update" and any(c.id == "given" for c in spec.pre):  # an update with only 'set' reads as its verb
-            target = self.row_text(spec, call, main, descs, calls) if main else human(spec.entity)
-            changes = [f"its {self._words(spec, spec.entity, k)} to {_param_value(spec, bp, k, v)}" for k, v in values.items()]
-            changes += [f"its {human(p).removesuffix(' id')} to {self.row_text(spec, call, p, descs, calls, role='other')}" for p in others]
+            text = self._set(spec, call, calls, descs, main, values, others)
             values, others = {}, []
-            text = f"update {target}: set " + ", ".join(changes[:-1]) + (" and " if len(changes) > 1 else "") + changes[-1]
-        elif spec.kind in ("create", "book"):
-            words = spec.name.split("_")
-            rest = human("_".join(words[1:])) or human(spec.entity)
-            prepositional = rest.split(" ")[0] in ("for", "to", "from", "on", "in", "at", "with", "into")
-            text = f"{words[0]} {_article(rest)} {rest}" if spec.kind == "create" and not prepositional else f"{words[0]} {rest}"
-        elif spec.kind == "delete":
-            text = f"delete {self.row_text(spec, call, main, descs, calls) if main else human(spec.entity)}"
         else:
-            target = self.row_text(spec, call, main, descs, calls) if main else human(spec.entity)
-            verb = _verb(spec)
-            text = f"{verb} {target}" if " " not in verb else f"{human(spec.name)} for {target}"
+            text = self._derived(spec, call, calls, descs, main)
+        return text + self._others_and_values(spec, call, calls, descs, others, values)
+
+    def _others_and_values(
+        self, spec: ToolSpec, call: Call, calls: list[Call], descs: dict[str, Description], others: list[str], values: dict[str, Any]
+    ) -> str:
+        """What a derived clause adds after its verb and row: " for the team ..., using ...", ", setting its ..."."""
+        text = ""
         if others:
             linked = [self.row_text(spec, call, p, descs, calls, role="other") for p in others]
             text += " for " + linked[0] + "".join(f", using {t}" for t in linked[1:])
         if values:
-            parts = [f"{self._words(spec, spec.entity, k)} {_param_value(spec, bp, k, v)}" for k, v in values.items()]
-            joined = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+            parts = [f"{self._words(spec, spec.entity, k)} {_param_value(spec, self.bp, k, v)}" for k, v in values.items()]
+            listed = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
             lead = "," if others else ""
-            text += f"{lead} with {joined}" if spec.kind in ("create", "book") else f", setting {joined}"
+            text += f"{lead} with {listed}" if spec.kind in ("create", "book") else f", setting {listed}"
         return text
 
-    def _range(self, spec: ToolSpec, field: str, param: str, b: dict[str, Any]) -> str:
-        name, dated = _range_words(spec, self.bp, field)
-        q = spec.query
-        ent = self.bp.entity(q.entity) if q else None
-        f = ent.field(field) if ent is not None else None
-        lo, hi = b.get("gte"), b.get("lte")
-        fmt = lambda v: quoted(f, v) if not dated else fmt_value(f, v)  # noqa: E731
-        if lo is not None and hi is not None:
-            if lo == hi:
-                return f"{name} {'on ' if dated else ''}{fmt(lo)}" if dated else f"with {_article(name)} {name} of exactly {fmt(lo)}"
-            return f"{name} between {fmt(lo)} and {fmt(hi)}" if dated else f"with {_article(name)} {name} between {fmt(lo)} and {fmt(hi)}"
-        if lo is not None:
-            return f"{name} on or after {fmt(lo)}" if dated else f"with {_article(name)} {name} of at least {fmt(lo)}"
-        return f"{name} on or before {fmt(hi)}" if dated else f"with {_article(name)} {name} of at most {fmt(hi)}"
+    def _transfer(
+        self, spec: ToolSpec, call: Call, calls: list[Call], descs: dict[str, Description], row_params: list[str], values: dict[str, Any]
+    ) -> str:
+        """ "move $20.00 from my account ... to my account ..." (the amount leaves ``values``)."""
+        amount = spec.param(next(p.name for p in spec.params if p.name not in row_params))
+        src, dst = row_params[0], row_params[1]
+        how_much = _param_value(spec, self.bp, amount.name, call.args[amount.name])
+        if amount.semantic != "money" and amount.field:
+            how_much += " " + human(amount.field.split(".")[1])
+        source = self.row_text(spec, call, src, descs, calls)
+        target = self.row_text(spec, call, dst, descs, calls, role="other")
+        values.pop(amount.name, None)
+        return f"move {how_much} from {source} to {target}"
 
-    def question(self, call: Call, field: str | None, descs: dict[str, Description], calls: list[Call]) -> str:
-        spec = self.specs[call.tool]
-        q = spec.query
-        entity = q.entity if q else spec.entity
-        many = plural(noun(self.bp.entity(entity)))
-        if spec.kind == "get":
-            target = self.row_text(spec, call, spec.bindings[0].param or "", descs, calls)
-            words = _field_of(self.bp, entity, field or "")
-            return self.rng.choice((f"What is the {words} of {target}?", f"Tell me the {words} of {target}."))
-        of_row = self._of_row(spec, call, calls)
-        if of_row is not None:
-            return of_row
-        group = group_of(field) if field else None
-        if group is not None and q is not None:  # one group of a grouped count or total: the group is one more filter
-            return self._group_question(spec, call, q.entity, group)
-        phrase = self._say(spec.name)
-        counts = q is not None and (q.op == "search" or q.agg == "count")  # the answer is a number: the question must ask how many
-        fits = phrase is not None and phrase.endswith("?") and (not counts or phrase.lower().startswith("how many"))
-        said = self.said(spec, call, calls, descs) if fits else None
-        if said is not None:
-            return said[0].upper() + said[1:]
-        conds = self._filters(spec, call)
-        where = (" " + " and ".join(conds)) if conds else ""
-        if q is not None and q.op == "aggregate" and q.agg != "count":
-            word = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest"}[q.agg or "sum"]
-            return f"What is the {word} {_field_of(self.bp, entity, q.field or '')} of the {many}{where}?"
-        return self.rng.choice((f"How many {many} are there{where}?", f"Count the {many}{where} and tell me the number."))
+    def _set(
+        self,
+        spec: ToolSpec,
+        call: Call,
+        calls: list[Call],
+        descs: dict[str, Description],
+        main: str | None,
+        values: dict[str, Any],
+        others: list[str],
+    ) -> str:
+        """ "update the task ...: set its title to ... and its assignee to ..." (an update with only 'set')."""
+        target = self.row_text(spec, call, main, descs, calls) if main else human(spec.entity)
+        changes = [f"its {self._words(spec, spec.entity, k)} to {_param_value(spec, self.bp, k, v)}" for k, v in values.items()]
+        changes += [f"its {human(p).removesuffix(' id')} to {self.row_text(spec, call, p, descs, calls, role='other')}" for p in others]
+        return f"update {target}: set " + ", ".join(changes[:-1]) + (" and " if len(changes) > 1 else "") + changes[-1]
 
-    def _group_question(self, spec: ToolSpec, call: Call, entity: str, group: tuple[str, str]) -> str:
-        """ "How many orders are there that are pending?", "What is the total balance of the accounts where the currency is EUR?" """
-        q = spec.query
-        ent = self.bp.entity(entity)
-        f = ent.field(group[0])
-        conds = [*self._filters(spec, call), _matching_phrase(f, field_words(f), group[1], fmt_value(f, group[1]))]
-        where = " " + " and ".join(conds)
-        many = plural(noun(ent))
-        if q is not None and q.agg not in (None, "count"):
-            word = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest"}[q.agg or "sum"]
-            words = _field_of(self.bp, entity, q.field or "")
-            what = words if word in words.split() else f"{word} {words}"
-            return f"What is the {what} of the {many}{where}?"
-        return self.rng.choice((f"How many {many} are there{where}?", f"Count the {many}{where} and tell me the number."))
-
-    def _of_row(self, spec: ToolSpec, call: Call, calls: list[Call]) -> str | None:
-        """A count or total over the rows of a row an earlier call named ("How many reviews does that product have?"), or None.
-
-        The row is the only filter of such a read (see :func:`envsynth.tasks.chain.plan_chain`):
-        the requester's own ("do I have"), one the request made, or one it named before ("that product").
-        """
-        q = spec.query
-        rows = [p for p in (*call.args, *call.refs) if refers_to(self.bp, spec.param(p)) not in (None, q.entity if q else None)]
-        others = [k for k in call.args if k not in rows and k not in ("limit", "offset")]
-        if q is None or len(rows) != 1 or others:
-            return None
-        param = rows[0]
-        value = call.args.get(param)
-        if param not in call.refs and (value is None or value not in self.mentioned | {self.me_key}):
-            return None
-        many = plural(noun(self.bp.entity(q.entity)))
-        mine = param not in call.refs and value == self.me_key
-        owner = self.rng.choice(("that ", "the same ")) + noun(self.bp.entity(refers_to(self.bp, spec.param(param)) or ""))
-        now = " now" if any(_changes(self.specs[c.tool], q.entity) for c in calls) else ""  # after a write to such rows
-        if q.op == "aggregate" and q.agg != "count":
-            word = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest"}[q.agg or "sum"]
-            whose = f"my {many}" if mine else f"the {many} of {owner}"
-            words = _field_of(self.bp, q.entity, q.field or "")
-            what = words if word in words.split() else f"{word} {words}"  # never "the total line total"
-            return f"What is the {what} of {whose}{now}?"
-        return f"How many {many} do I have{now}?" if mine else f"How many {many} does {owner} have{now}?"
-
-    def _filters(self, spec: ToolSpec, call: Call) -> list[str]:
-        q = spec.query
-        out = []
-        filters = list(q.filters) if q else []
-        bounds: dict[str, dict[str, Any]] = {}
-        for flt in filters:
-            if flt.op in ("gte", "lte") and call.args.get(flt.param) is not None:
-                bounds.setdefault(flt.field, {})[flt.op] = call.args[flt.param]
-        done: set[str] = set()
-        for flt in filters:
-            v = call.args.get(flt.param)
-            if v is None:
-                continue
-            val = _param_value(spec, self.bp, flt.param, v)
-            f = self.bp.entity(q.entity).field(flt.field) if q and self.bp.entity(q.entity).has(flt.field) else None
-            words = field_words(f) if f is not None else human(flt.field)
-            if flt.op in ("gte", "lte"):
-                if flt.field in done:
-                    continue
-                done.add(flt.field)
-                out.append(self._range(spec, flt.field, flt.param, bounds[flt.field]))
-                continue
-            if flt.op == "contains":
-                out.append(f'with "{v}" in the {words}')
-            else:
-                out.append(_matching_phrase(f, words, v, val))
-        return out
+    def _derived(self, spec: ToolSpec, call: Call, calls: list[Call], descs: dict[str, Description], main: str | None) -> str:
+        """The call in words derived from the tool's name: "create a task", "delete the label ...", "archive the channel ..."."""
+        if spec.kind in ("create", "book"):
+            words = spec.name.split("_")
+            rest = human("_".join(words[1:])) or human(spec.entity)
+            prepositional = rest.split(" ")[0] in ("for", "to", "from", "on", "in", "at", "with", "into")
+            return f"{words[0]} {_article(rest)} {rest}" if spec.kind == "create" and not prepositional else f"{words[0]} {rest}"
+        target = self.row_text(spec, call, main, descs, calls) if main else human(spec.entity)
+        if spec.kind == "delete":
+            return f"delete {target}"
+        verb = _verb(spec)
+        return f"{verb} {target}" if " " not in verb else f"{human(spec.name)} for {target}"
 
 
-def _changes(spec: ToolSpec, entity: str) -> bool:
-    """Whether a write tool may add, change or remove rows of ``entity``."""
-    return spec.mode == "write" and (entity in spec.writes or any(ef.entity == entity for ef in spec.effects))
-
-
-def in_first_person(phrase: str) -> bool:
-    """Whether a ``say`` phrase speaks as the requester ("cancel my order"), slots aside."""
-    return _FIRST_PERSON.search(_SLOT.sub("", phrase)) is not None
-
-
-def _is(words: str) -> str:
-    """The verb for a field's words: "the notes are", "the status is"."""
-    last = words.rsplit(" ", 1)[-1]
-    return "are" if last.endswith("s") and not last.endswith(("ss", "us", "is")) else "is"
-
-
-def refers_to(bp: Blueprint, p: ParamSpec) -> str | None:
-    """The entity whose id a parameter carries: a row parameter's, or a filter's on a ref field."""
-    if p.ref is not None:
-        return p.ref
-    if p.semantic in ("ref", "id") and p.field:
-        ent, name = p.field.split(".")
-        f = bp.entity(ent).field(name)
-        return f.ref if f.type == "ref" else ent
-    return None
-
-
-def _matching_phrase(f: FieldDef | None, words: str, raw: Any, val: str) -> str:
-    """A filter ``field == value`` said of the rows a question is about: "that are pending", "from Lumen & Co"."""
-    if f is not None and f.say and not isinstance(raw, list):
-        return f.say.replace("{value}", val)
-    if f is not None and f.type in ("enum", "state"):
-        return f"that are {val}"
-    if f is not None and f.type == "bool" and f.label:
-        return f"that are {'' if raw else 'not '}{f.label}"
-    return f"where the {words} is {val}"
-
-
-def _range_words(spec: ToolSpec, bp: Blueprint, field: str) -> tuple[str, bool]:
-    ent = bp.entity(spec.query.entity) if spec.query else None
-    f = ent.field(field) if ent is not None and ent.has(field) else None
-    dated = f is not None and f.type in ("date", "datetime")
-    name = field_words(f) if f is not None else human(field)
-    if dated:
-        name = name.removesuffix(" at").removesuffix(" on").removesuffix(" date")
-    return name, dated
+def _mine_said(phrase: str, fill: dict[str, str]) -> str:
+    """``phrase`` with "the account of {member}" as "my account" where that slot is the requester ("deactivate my account")."""
+    for name, words in fill.items():
+        if words == "my account":
+            phrase = re.sub(rf"\bthe (\w+) of \{{{name}\}}", r"my \1", phrase)
+    return phrase
 
 
 def compose(clauses: list[str], question: str | None, rng: random.Random, greeting: str) -> str:

@@ -27,10 +27,16 @@ def look_up_requester(app: App, admitted: Admitted) -> Admitted | Rejection:
         return admitted
     get, table, row = found
     id_field = app.blueprint.entity(table).id_field
-    oracle = [_shifted(app, c, table, row[id_field], id_field) for c in task.oracle]
-    if oracle == [c.model_copy(update={"refs": {k: Ref(step=r.step + 1, field=r.field) for k, r in c.refs.items()}}) for c in task.oracle]:
+    key = row[id_field]
+    if not any(_names(app, c, table, key) for c in task.oracle):
         return admitted  # no call names the requester's row: a lookup would be an errand of its own
+    oracle = [_shifted(app, c, table, key, id_field) for c in task.oracle]
     return _after_lookups(admitted, [_lookup(get, row)], oracle)
+
+
+def _names(app: App, call: Call, table: str, key: Any) -> bool:
+    """Whether ``call`` passes ``key`` as the id of a row of ``table`` (what :func:`_shifted` takes from the lookup)."""
+    return any(call.args.get(p.name) == key and refers_to(app.blueprint, p) == table for p in app.spec_by_name[call.tool].params)
 
 
 def _lookup(get: ToolSpec, row: dict[str, Any]) -> Call:
@@ -53,7 +59,7 @@ def _after_lookups(admitted: Admitted, lookups: list[Call], oracle: list[Call]) 
             "visible_tools": visible,
             "stats": {**task.stats, "chain_length": len(calls), "visible_tools": len(visible)},
         }
-    ).sealed()
+    )  # sealed after the last variant (admission.vary)
     return Admitted(varied, admitted.state)
 
 
@@ -61,23 +67,26 @@ def _requester(app: App, admitted: Admitted) -> tuple[ToolSpec, str, dict[str, A
     """(the get that finds the requester by a value they gave, their table, their row), or None."""
     task = admitted.task
     text = task.instruction
+    for spec, table, field in app.index.of(_identity_gets, app):
+        rows = [
+            r for r in admitted.state.get(table, ()) if task.user.name in r.values() and isinstance(r.get(field), str) and r[field] in text
+        ]
+        if len(rows) == 1:
+            return spec, table, rows[0]
+    return None
+
+
+def _identity_gets(app: App) -> list[tuple[ToolSpec, str, str]]:
+    """(the get, the role's table, the field it finds by) of each get that finds a person of a declared role by what they
+    identify themselves by, roles in the blueprint's order (kept on the app's index)."""
+    out = []
     for role in app.blueprint.users:
         if role.entity is None or not role.identify_by:
             continue
         for spec in app.specs:
-            if spec.kind != "get" or not spec.bindings or spec.bindings[0].entity != role.entity:
-                continue
-            field = spec.bindings[0].key
-            if field not in role.identify_by:
-                continue
-            rows = [
-                r
-                for r in admitted.state.get(role.entity, ())
-                if task.user.name in r.values() and isinstance(r.get(field), str) and r[field] in text
-            ]
-            if len(rows) == 1:
-                return spec, role.entity, rows[0]
-    return None
+            if spec.kind == "get" and spec.bindings and spec.bindings[0].entity == role.entity and spec.bindings[0].key in role.identify_by:
+                out.append((spec, role.entity, spec.bindings[0].key))
+    return out
 
 
 def _shifted(app: App, call: Call, table: str, key: Any, id_field: str) -> Call:
@@ -113,7 +122,7 @@ def _named_rows(app: App, admitted: Admitted) -> list[tuple[ToolSpec, str, dict[
     """(the get by a unique field, the table, the row) of each pre-existing row an oracle call passes the id of
     whose value of that field the request states, in the order the calls first name them."""
     task, bp = admitted.task, app.blueprint
-    gets = [s for s in app.specs if s.kind == "get" and s.bindings and _by_unique_value(app, s)]
+    gets = app.index.of(_unique_gets, app)
     out: list[tuple[ToolSpec, str, dict[str, Any]]] = []
     seen: set[tuple[str, Any]] = set()
     for call in task.oracle:
@@ -128,6 +137,11 @@ def _named_rows(app: App, admitted: Admitted) -> list[tuple[ToolSpec, str, dict[
             if get is not None and row is not None:
                 out.append((get, table, row))
     return out
+
+
+def _unique_gets(app: App) -> list[ToolSpec]:
+    """The app's gets by a unique field other than the id (kept on the app's index)."""
+    return [s for s in app.specs if s.kind == "get" and s.bindings and _by_unique_value(app, s)]
 
 
 def _by_unique_value(app: App, get: ToolSpec) -> bool:

@@ -143,6 +143,7 @@ RejectionReason = Literal[
     "no_effect",
     "id_in_instruction",
     "answer_in_question",
+    "question_without_filter",
     "not_solvable",
     "target_not_describable",
     "description_ambiguous_in_state",

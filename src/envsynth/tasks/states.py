@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from typing import Any
 
 from envsynth.runtime.app import App
@@ -40,6 +41,7 @@ class TaskStateDraw:
     ``rng`` is the state's random stream (state 0's goes on into the describe and scenario
     stages); ``run`` is the ground-truth run on ``full`` (core plus distractors), ``check``
     the admission replay (``run`` itself for a chain whose result no episode seed changes).
+    ``workspace`` has ``full`` loaded until :meth:`close` (later stages replay chains on it).
     """
 
     index: int
@@ -53,6 +55,13 @@ class TaskStateDraw:
     run: Run
     check: Run
     descs: Descriptions
+    workspace: Workspace | None = None
+    _open: ExitStack = field(default_factory=ExitStack, repr=False)
+
+    def close(self) -> None:
+        """Let the state's workspace go (again: no effect)."""
+        self.workspace = None
+        self._open.close()
 
 
 @dataclass
@@ -100,11 +109,15 @@ def draw_state(
             continue
         if isinstance(runs, Rejection):
             return runs
+        run, check, ws, opened = runs
         judged = _judge(inst.plan.app, frame, full, descs, describer)
         if isinstance(judged, str):
+            opened.close()
             why, detail = judged, ""
             continue
-        return TaskStateDraw(index, frame.rng, frame.core, frame.calls, frame.targets, extra, per_level, full, *runs, judged)
+        return TaskStateDraw(
+            index, frame.rng, frame.core, frame.calls, frame.targets, extra, per_level, full, run, check, judged, ws, opened
+        )
     return inst.plan.reject(why, detail)
 
 
@@ -160,8 +173,11 @@ def _widen(inst: Instance, core: Core, frame: _Frame, extra: Rows) -> bool:
     return True
 
 
-def _ground_truth(inst: Instance, core: Core, calls: list[Call], full: Rows, extra: Rows) -> tuple[Run, Run] | Rejection:
-    """The ground-truth run on ``full`` and the admission replay (ChainFailed when the chain breaks).
+def _ground_truth(
+    inst: Instance, core: Core, calls: list[Call], full: Rows, extra: Rows
+) -> tuple[Run, Run, Workspace, ExitStack] | Rejection:
+    """The ground-truth run on ``full``, the admission replay, and the workspace they ran in, left open with ``full``
+    loaded until the returned stack is closed (ChainFailed when the chain breaks).
 
     Custom code may draw anything from the episode's random stream, so such a chain is
     replayed under seed 1. Generated (archetype) tools draw only the ids of the rows they
@@ -173,7 +189,9 @@ def _ground_truth(inst: Instance, core: Core, calls: list[Call], full: Rows, ext
     app, plan = inst.plan.app, inst.plan
     seeded = any(app.spec_by_name[c.tool].code is not None for c in calls)
     creates = sorted({t for c in calls for t in app.spec_by_name[c.tool].creates})
-    with inst.ws0.adding(full, extra) if core.derived else Workspace(app, full) as ws:
+    opened = ExitStack()
+    ws = opened.enter_context(inst.ws0.adding(full, extra) if core.derived else Workspace(app, full))
+    with opened:  # closed on any way out but the last
         run = ws.run(calls)
         try:
             check = ws.run(calls, seed=1) if seeded else run
@@ -182,7 +200,7 @@ def _ground_truth(inst: Instance, core: Core, calls: list[Call], full: Rows, ext
         drawn = _drawn_ids_in_arguments(app, calls, full, run.final, creates) if creates and not seeded else []
         if drawn:
             return plan.reject("oracle_fails", f"an argument is an id the chain itself drew: {drawn[0]}")
-    return run, check
+        return run, check, ws, opened.pop_all()
 
 
 def _judge(app: App, frame: _Frame, full: Rows, descs: Descriptions | None, describer: Describer) -> Descriptions | str:
@@ -269,12 +287,13 @@ def _remap_ids(app: App, core: Rows, rng: random.Random) -> tuple[Rows, dict[tup
     out: Rows = {}
     for ent in bp.entities:
         rows = []
+        refs = ref_fields(ent)
         for r in core.get(ent.name, []):
             n = dict(r)
             n[ent.id_field] = mapping[(ent.name, r[ent.id_field])]
-            for f in ent.fields:
-                if f.type == "ref" and n.get(f.name) is not None:
-                    n[f.name] = mapping.get((f.ref, n[f.name]), n[f.name])
+            for name, ref in refs:
+                if n.get(name) is not None:
+                    n[name] = mapping.get((ref, n[name]), n[name])
             rows.append(n)
         if rows:
             out[ent.name] = rows

@@ -27,6 +27,7 @@ from envsynth.tasks.model import Rejection, Task
 from envsynth.tasks.plan import KINDS, task_seed
 from envsynth.tasks.plan import plan_task as plan_task
 from envsynth.tasks.policy import shape as shape_policy
+from envsynth.tasks.questions import unfiltered
 from envsynth.tasks.request import Request, describer, request_of
 from envsynth.tasks.states import draw_state
 from envsynth.tasks.visible import MIN_VISIBLE, visible_tools
@@ -65,43 +66,40 @@ def _tasks(inst: Instance, states: int) -> list[Task] | Rejection:
     plan = inst.plan
     core = core_of(inst)
     question = ask(inst, core.rows)
+    if question.step is not None and unfiltered(
+        plan.app.spec_by_name[inst.calls[question.step].tool], inst.calls[question.step], question.field
+    ):
+        return plan.reject("question_without_filter", inst.calls[question.step].tool)  # "How many payments are there?"
     visible = visible_tools(plan.graph, [c.tool for c in inst.calls], plan.rng)
     if any(c.tool not in visible for c in inst.calls):
         return plan.reject("tool_not_visible")
     judge = describer(plan.app, question)
     descs = None  # state 0's descriptions: the later states keep them
     request: Request | None = None
-    admitted: list[Admitted] = []
+    varied: list[Admitted | Rejection] = []
     for s in range(states):
         draw = draw_state(inst, core, s, descs, judge, question.avoid)
         if isinstance(draw, Rejection):
             return draw
-        descs = draw.descs
-        expected = effects_of(plan.app.blueprint, draw.full, draw.run.final, now=plan.app.now)
-        answer = question.answer(draw.run.results)
-        if question.step is not None and answer is None:
-            return plan.reject("empty_answer")
-        if not expected and question.step is None:
-            return plan.reject("no_effect")
-        if request is None:
-            made = request_of(inst, draw, question, visible, answer)
-            if isinstance(made, Rejection):
-                return made
-            request = made
-        made_task = admit_state(inst, draw, question, request, expected, answer)
-        if isinstance(made_task, Rejection):
-            return made_task
-        admitted.append(made_task)
-    return _varied(inst, admitted)
-
-
-def _varied(inst: Instance, admitted: list[Admitted]) -> list[Task] | Rejection:
-    """The admitted tasks through the variant stages (:data:`VARIANTS`)."""
-    inst.ws0.close()  # a variant is admitted in a workspace of its own
-    tasks = []
-    for one in admitted:
-        out = vary(inst.plan.app, one, VARIANTS)
-        if isinstance(out, Rejection):
-            return out
-        tasks.append(out.task)
-    return tasks
+        try:
+            descs = draw.descs
+            expected = effects_of(plan.app.blueprint, draw.full, draw.run.final, now=plan.app.now)
+            answer = question.answer(draw.run.results)
+            if question.step is not None and answer is None:
+                return plan.reject("empty_answer")
+            if not expected and question.step is None:
+                return plan.reject("no_effect")
+            if request is None:
+                made = request_of(inst, draw, question, visible, answer)
+                if isinstance(made, Rejection):
+                    return made
+                request = made
+            made_task = admit_state(inst, draw, question, request, expected, answer)
+            if isinstance(made_task, Rejection):
+                return made_task
+            # through the variant stages while the state is loaded (a rejection counts after every state's own checks)
+            varied.append(vary(plan.app, made_task, VARIANTS, draw.workspace))
+        finally:
+            draw.close()
+    rejected = next((v for v in varied if isinstance(v, Rejection)), None)
+    return rejected if rejected is not None else [v.task for v in varied if not isinstance(v, Rejection)]

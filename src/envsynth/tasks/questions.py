@@ -1,0 +1,262 @@
+"""Questions of information tasks, in the words a person asks them: a count, a total, a field of a row.
+
+The rows a count or total is about are said the way people narrow them down: by what they are
+("that are pending"), where or when ("from CLT", "placed on or after March 3, 2026"), and what
+they hold ("with "mat" in the name", "with at least 8 seats"); never a labelled date field where
+a participle belongs ("date of the charge on or after ..."). A count over every row of a table
+asks nothing a person wants to know: :func:`unfiltered` tells synthesis to drop it.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+from typing import Any
+
+from envsynth.blueprint.models import Blueprint, FieldDef
+from envsynth.blueprint.spec import ToolSpec
+from envsynth.tasks.answerpath import group_of
+from envsynth.tasks.describe import Description, field_words, fmt_value, human, noun, quoted
+from envsynth.tasks.model import Call
+from envsynth.tasks.wording import article, field_of, is_plural, param_value, plural, refers_to, verb_is
+
+_AGG_WORD = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest"}
+_RELATIVE = ("that ", "who ", "where ")
+_DATED_SUFFIX = re.compile(r"_(?:at|on|date)$")
+_NOT_ASKED = ("limit", "offset")
+
+
+class Questions:
+    """The question-asking part of :class:`~envsynth.tasks.instruction.Phraser` (a mixin: it uses the phraser's state)."""
+
+    bp: Blueprint
+    specs: dict[str, ToolSpec]
+    rng: random.Random
+    mentioned: set[Any]
+    me_key: Any
+
+    row_text: Callable[..., str]  # the phraser's: a row in words ("my order placed on ...", "that product")
+    said: Callable[..., str | None]  # the phraser's: a call in its action's say phrase
+    _say: Callable[[str], str | None]  # the phraser's: a tool's say phrase
+
+    def question(self, call: Call, field: str | None, descs: dict[str, Description], calls: list[Call]) -> str:
+        """The request's question about the result of ``call`` (``field`` of it: a get's field, a count, a total)."""
+        spec = self.specs[call.tool]
+        q = spec.query
+        entity = q.entity if q else spec.entity
+        if spec.kind == "get":
+            return self._get_question(spec, call, entity, field or "", descs, calls)
+        of_row = self._of_row(spec, call, calls)
+        if of_row is not None:
+            return of_row
+        group = group_of(field) if field else None
+        if group is not None and q is not None:  # one group of a grouped count or total: the group is one more filter
+            return self._group_question(spec, call, q.entity, group)
+        phrase = self._say(spec.name)
+        counts = q is not None and (q.op == "search" or q.agg == "count")  # the answer is a number: the question must ask how many
+        fits = phrase is not None and phrase.endswith("?") and (not counts or phrase.lower().startswith("how many"))
+        said = self.said(spec, call, calls, descs) if fits else None
+        if said is not None:
+            return said[0].upper() + said[1:]
+        return self._count_or_total(spec, entity, self._filters(spec, call))
+
+    def _get_question(self, spec: ToolSpec, call: Call, entity: str, field: str, descs: dict[str, Description], calls: list[Call]) -> str:
+        """ "What is the status of my order placed on ...?"; of the requester's own row: "What is my job title?" """
+        target = self.row_text(spec, call, spec.bindings[0].param or "", descs, calls)
+        words = field_of(self.bp, entity, field)
+        be = verb_is(words)
+        if target == "my account" and words != "status" and not words.startswith(("date ", "time ")):  # not "my date joined"
+            return self.rng.choice((f"What {be} my {words}?", f"Tell me my {words}."))
+        return self.rng.choice((f"What {be} the {words} of {target}?", f"Tell me the {words} of {target}."))
+
+    def _count_or_total(self, spec: ToolSpec, entity: str, conds: list[str]) -> str:
+        """ "How many orders are there placed on or after March 3, 2026 that are paid?", "What is the total amount of ...?" """
+        q = spec.query
+        many = plural(noun(self.bp.entity(entity)))
+        where = joined(conds)
+        if q is not None and q.op == "aggregate" and q.agg != "count":
+            return _total_question(_AGG_WORD[q.agg or "sum"], field_of(self.bp, entity, q.field or ""), f"the {many}{where}")
+        return self.rng.choice((f"How many {many} are there{where}?", f"Could you tell me how many {many} there are{where}?"))
+
+    def _group_question(self, spec: ToolSpec, call: Call, entity: str, group: tuple[str, str]) -> str:
+        """ "How many orders are there that are pending?", "What is the total balance of the accounts where the currency is EUR?" """
+        f = self.bp.entity(entity).field(group[0])
+        return self._count_or_total(
+            spec, entity, [*self._filters(spec, call), matching_phrase(f, field_words(f), group[1], fmt_value(f, group[1]))]
+        )
+
+    def _of_row(self, spec: ToolSpec, call: Call, calls: list[Call]) -> str | None:
+        """A count or total over the rows of a row an earlier call named ("How many reviews does that product have?"), or None.
+
+        The row is the only filter of such a read (see :func:`envsynth.tasks.chain.plan_chain`):
+        the requester's own ("do I have"), one the request made, or one it named before ("that product").
+        """
+        q = spec.query
+        param = self._row_asked_of(spec, call)
+        if q is None or param is None:
+            return None
+        value = call.args.get(param)
+        many = plural(noun(self.bp.entity(q.entity)))
+        mine = param not in call.refs and value == self.me_key
+        owner = self.rng.choice(("that ", "the same ")) + noun(self.bp.entity(refers_to(self.bp, spec.param(param)) or ""))
+        now = " now" if any(_changes(self.specs[c.tool], q.entity) for c in calls) else ""  # after a write to such rows
+        if q.op == "aggregate" and q.agg != "count":
+            whose = f"my {many}" if mine else f"the {many} of {owner}"
+            return _total_question(_AGG_WORD[q.agg or "sum"], field_of(self.bp, q.entity, q.field or ""), whose, now)
+        return f"How many {many} do I have{now}?" if mine else f"How many {many} does {owner} have{now}?"
+
+    def _row_asked_of(self, spec: ToolSpec, call: Call) -> str | None:
+        """The parameter of the one row a search or aggregate ``call`` is about (its only filter), when the request named
+        that row before, made it, or it is the requester's own; else None."""
+        q = spec.query
+        rows = [p for p in (*call.args, *call.refs) if refers_to(self.bp, spec.param(p)) not in (None, q.entity if q else None)]
+        others = [k for k in call.args if k not in rows and k not in _NOT_ASKED]
+        if q is None or len(rows) != 1 or others:
+            return None
+        param = rows[0]
+        value = call.args.get(param)
+        if param not in call.refs and (value is None or value not in self.mentioned | {self.me_key}):
+            return None
+        return param
+
+    def _filters(self, spec: ToolSpec, call: Call) -> list[str]:
+        """The conditions a search or aggregate call sets, each as words about the rows it keeps."""
+        q = spec.query
+        out = []
+        filters = list(q.filters) if q else []
+        bounds: dict[str, dict[str, Any]] = {}
+        for flt in filters:
+            if flt.op in ("gte", "lte") and call.args.get(flt.param) is not None:
+                bounds.setdefault(flt.field, {})[flt.op] = call.args[flt.param]
+        done: set[str] = set()
+        for flt in filters:
+            v = call.args.get(flt.param)
+            if v is None:
+                continue
+            val = param_value(spec, self.bp, flt.param, v)
+            f = self.bp.entity(q.entity).field(flt.field) if q and self.bp.entity(q.entity).has(flt.field) else None
+            words = field_words(f) if f is not None else human(flt.field)
+            if flt.op in ("gte", "lte"):
+                if flt.field in done:
+                    continue
+                done.add(flt.field)
+                out.append(bounded(f, words, bounds[flt.field]))
+                continue
+            if flt.op == "contains":
+                out.append(f'with "{v}" in the {words}')
+            else:
+                out.append(matching_phrase(f, words, v, val))
+        return out
+
+
+def unfiltered(spec: ToolSpec, call: Call, field: str | None) -> bool:
+    """Whether asking ``field`` of ``call`` (of tool ``spec``) is a count or total over every row of its table (no
+    filter, no row it is about, no group of a grouped count): a question nobody asks."""
+    q = spec.query
+    if q is None or q.op not in ("search", "aggregate") or (field and group_of(field)):
+        return False
+    return not call.refs and all(k in _NOT_ASKED or v is None for k, v in call.args.items())
+
+
+def _total_question(word: str, words: str, whose: str, now: str = "") -> str:
+    """ "What is the total amount of the charges ...?" (never "the total line total"; "What are the total minutes ...?")."""
+    what = words if word in words.split() else f"{word} {words}"
+    return f"What {verb_is(words)} the {what} of {whose}{now}?"
+
+
+def joined(conds: list[str]) -> str:
+    """Conditions after a plural noun: phrases first, one after another ("with ... and with ..."), then the relative
+    clauses ("that are paid and where the priority is low"); the text starts with a space (empty without conditions)."""
+    phrases = [c for c in conds if not c.startswith(_RELATIVE)]
+    states = [c.removeprefix("that are ") for c in conds if c.startswith("that are ")]  # "that are open and active"
+    clauses = ([f"that are {_and(states)}"] if states else []) + [
+        c for c in conds if c.startswith(_RELATIVE) and not c.startswith("that are ")
+    ]
+    text = ""
+    for i, c in enumerate(phrases):
+        text += " and " if i and c.startswith("with ") and phrases[i - 1].startswith("with ") else " "
+        text += c
+    if clauses:
+        text += " " + " and ".join(clauses)
+    return text
+
+
+def _and(items: list[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return ", ".join(items[:-1]) + (" and " if len(items) > 1 else "") + items[-1]
+
+
+def _changes(spec: ToolSpec, entity: str) -> bool:
+    """Whether a write tool may add, change or remove rows of ``entity``."""
+    return spec.mode == "write" and (entity in spec.writes or any(ef.entity == entity for ef in spec.effects))
+
+
+def matching_phrase(f: FieldDef | None, words: str, raw: Any, val: str) -> str:
+    """A filter ``field == value`` said of the rows a question is about: "that are pending", "from Lumen & Co", "with a pool"."""
+    if f is not None and f.say and f.say.strip() != "{value}":
+        return _plural_say(f.say).replace("{value}", val)
+    if f is not None and f.say:  # the value alone names a row ("NS926"); of many rows, say which field it is
+        return f"with the {words} {val}"
+    if f is not None and f.type in ("date", "datetime") and not isinstance(raw, list):
+        return dated(f, words, f"on {val}")
+    if f is not None and (f.type == "state" or (f.type == "enum" and (f.name.endswith("status") or val.endswith("ed")))):
+        return f"that are {val}"  # "that are delayed"; other values say their field: "where the priority is low"
+    if f is not None and f.type == "bool" and f.label:
+        return _flag_phrase(f, f.label, bool(raw))
+    return f"where the {words} {verb_is(words)} {val}"
+
+
+def _flag_phrase(f: FieldDef, label: str, on: bool) -> str:
+    """A labelled bool said of many rows: "with a pool" (``has_pool``), "that are not video-equipped"."""
+    if f.name.startswith("has_") and not label.endswith("ed"):  # has_pool "pool": a noun, not "video-equipped"
+        return f"{'with' if on else 'without'} {article(label)} {label}"
+    return f"that are {'' if on else 'not '}{label}"
+
+
+def _plural_say(say: str) -> str:
+    """A field's ``say`` (written of one row) said of many: "who is {value}" -> "who are {value}", "that costs" -> "that cost"."""
+    for one, many in (("who is a ", "who are "), ("that is a ", "that are "), ("who is ", "who are "), ("that is ", "that are ")):
+        if say.startswith(one):
+            rest = say[len(one) :]
+            return many + (re.sub(r"\{value\}$", "{value}s", rest) if one.endswith(" a ") else rest)
+    m = re.match(r"that (\w+?)s (.*)$", say)
+    if m is not None and not m.group(1).endswith("s"):
+        return f"that {m.group(1)} {m.group(2)}"
+    return say
+
+
+def dated(f: FieldDef, words: str, when: str) -> str:
+    """A date condition ``when`` ("on or after March 3, 2026") with the words of its field: the participle a person uses
+    ("placed on or after ...", from the field's ``say`` "placed on {value}" or a name like ``posted_at``), else
+    "with a start time on or after ..."."""
+    if f.say and f.say.endswith("on {value}"):
+        lead = f.say[: -len("on {value}")].strip()
+        return f"{lead} {when}".strip()
+    stem = human(_DATED_SUFFIX.sub("", f.name))
+    if stem.split(" ")[-1].endswith("ed"):
+        return f"{stem} {when}"
+    head, _, rest = words.partition(" ")
+    if head in ("date", "time") and rest.endswith("ed"):  # "date worked", "time sent"
+        return f"{rest} {when}"
+    name = words if words not in ("date", "time") else human(f.name)
+    return f"with {article(name)} {name} {when}"
+
+
+def bounded(f: FieldDef | None, words: str, b: dict[str, Any]) -> str:
+    """A range condition ``b`` (``gte``, ``lte``) on a field: "placed between ... and ...", "with at least 8 seats"."""
+    lo, hi = b.get("gte"), b.get("lte")
+    if f is not None and f.type in ("date", "datetime"):
+        if lo is not None and hi is not None:
+            when = f"on {fmt_value(f, lo)}" if lo == hi else f"between {fmt_value(f, lo)} and {fmt_value(f, hi)}"
+        else:
+            when = f"on or after {fmt_value(f, lo)}" if lo is not None else f"on or before {fmt_value(f, hi)}"
+        return dated(f, words, when)
+    value = lambda v: quoted(f, v)  # noqa: E731
+    if lo is not None and hi is not None:
+        amount = f"exactly {value(lo)}" if lo == hi else f"between {value(lo)} and {value(hi)}"
+    else:
+        amount = f"at least {value(lo)}" if lo is not None else f"at most {value(hi)}"
+    if is_plural(words):  # "with at least 8 seats", not "with a seats of at least 8"
+        return f"with {amount} {words}"
+    return f"with {article(words)} {words} of {amount}"

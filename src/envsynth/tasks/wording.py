@@ -1,0 +1,94 @@
+"""Words shared by the phrasing of requests and questions: plurals, verbs, field words and values as people write them."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from envsynth.blueprint.models import Blueprint, FieldDef
+from envsynth.blueprint.spec import ParamSpec, ToolSpec
+from envsynth.tasks.describe import field_words, fmt_value, human, quoted
+
+_FIRST_PERSON = re.compile(r"\b(my|me|mine|myself|I|I'm|I'd|I've|I'll)\b")
+_SLOT = re.compile(r"\{[a-z_0-9]+\}")
+_TAIL = re.compile(r" (?:on|of|in|per|for|at|with|to|from) ")  # a noun's words after its head: "song on a playlist"
+
+
+def article(word: str) -> str:
+    """``a`` or ``an`` before ``word``."""
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def plural(word: str) -> str:
+    """A noun's plural, for the regular cases a domain's nouns take (order -> orders, entry -> entries).
+
+    A noun with a phrase after its head takes the plural on the head: "song on a playlist" -> "songs on a playlist".
+    """
+    head = _TAIL.split(word, maxsplit=1)[0]
+    if head != word:
+        return plural(head) + word[len(head) :]
+    last = word.rsplit(" ", 1)[-1]
+    if last.endswith("y") and last[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return word[:-1] + "ies"
+    if last.endswith(("s", "x", "z", "ch", "sh")):
+        return word + "es"
+    return word + "s"
+
+
+def is_plural(words: str) -> bool:
+    """Whether a field's words are plural: "seats", "monthly listeners" (the head before "in", "of"...: "estimate in hours" is not)."""
+    last = _TAIL.split(words, maxsplit=1)[0].rsplit(" ", 1)[-1]
+    return last.endswith("s") and not last.endswith(("ss", "us", "is"))
+
+
+def verb_is(words: str) -> str:
+    """The verb for a field's words: "the notes are", "the status is", "the estimate in hours is"."""
+    return "are" if is_plural(words) else "is"
+
+
+def field_of(bp: Blueprint, entity: str, name: str) -> str:
+    """The words for field ``name`` of ``entity`` (its label, else the name in words)."""
+    ent = bp.entity(entity)
+    return field_words(ent.field(name)) if ent.has(name) else human(name)
+
+
+def param_field(spec: ToolSpec, bp: Blueprint, name: str) -> tuple[ParamSpec, FieldDef | None]:
+    """A parameter and the blueprint field it sets, if any (kept on the spec's index, per blueprint)."""
+    return spec.index.paired(_find_param_field, spec, bp, name)
+
+
+def _find_param_field(spec: ToolSpec, bp: Blueprint, name: str) -> tuple[ParamSpec, FieldDef | None]:
+    p = spec.param(name)
+    f = None
+    if p.field:
+        ent, fname = p.field.split(".")
+        f = bp.entity(ent).field(fname)
+    return p, f
+
+
+def param_value(spec: ToolSpec, bp: Blueprint, name: str, value: Any) -> str:
+    """An argument's value as a person writes it (a list of values joined with "or")."""
+    p, f = param_field(spec, bp, name)
+    if isinstance(value, list):
+        return " or ".join(fmt_value(f, v) for v in value)
+    if f is not None:
+        return quoted(f, value)
+    if isinstance(value, str) and not p.enum and p.semantic in ("string", "text"):
+        return f'"{value}"'
+    return fmt_value(None, value)
+
+
+def refers_to(bp: Blueprint, p: ParamSpec) -> str | None:
+    """The entity whose id a parameter carries: a row parameter's, or a filter's on a ref field."""
+    if p.ref is not None:
+        return p.ref
+    if p.semantic in ("ref", "id") and p.field:
+        ent, name = p.field.split(".")
+        f = bp.entity(ent).field(name)
+        return f.ref if f.type == "ref" else ent
+    return None
+
+
+def in_first_person(phrase: str) -> bool:
+    """Whether a ``say`` phrase speaks as the requester ("cancel my order"), slots aside."""
+    return _FIRST_PERSON.search(_SLOT.sub("", phrase)) is not None
