@@ -282,9 +282,9 @@ def build(
     --workers W builds W apps at once; --executor ray spreads app builds and task indexes
     over a Ray cluster (docs/scale.md); either way the files are those of a one-process build.
     """
-    from envsynth.pipeline import ConfigError, ProceduralBuilder
+    from envsynth.pipeline import ConfigError
     from envsynth.pipeline.config import BuildConfig, LLMOptions
-    from envsynth.pipeline.console import flag_message, run_build
+    from envsynth.pipeline.console import flag_message
 
     if builder not in ("procedural", "llm"):
         fail(f"--builder: unknown builder {builder!r} (choose procedural or llm)")
@@ -294,27 +294,40 @@ def build(
             workers=workers, force=force, keep_failed=keep_failed, executor=executor, address=address,
         )  # fmt: skip
         if builder == "llm":
-            if blueprint:
-                fail("--blueprint is for --builder procedural; with --builder llm give --domain keywords")
-            if executor != "local" or workers not in (None, 1):
-                fail("--executor and --workers are for --builder procedural (the LLM builder builds one domain at a time, here)")
-            if description and len(description) != len(domain or []):
-                fail(f"give one --description per --domain ({len(description)} descriptions for {len(domain or [])} domains)")
+            _llm_flags(blueprint, executor, workers, domain, description)
             options = LLMOptions.of(
                 domains=list(domain or [])[:apps], descriptions=dict(zip(domain or [], description or [])), model=model,
                 base_url=base_url, api_key=api_key, cache_dir=cache_dir, max_tokens_total=max_tokens_total,
                 debug_rounds=debug_rounds, task_writer=task_writer, gating=gating, tau=tau, context_tokens=context_tokens,
                 max_output_tokens=max_output_tokens, temperature=temperature, llm_seed=llm_seed,
             )  # fmt: skip
+            _build_llm(config, options, as_json=as_json)
+            return
     except ConfigError as exc:
         fail(flag_message(exc.problems))
-    if builder == "llm":
-        _build_llm(config, options, as_json=as_json)  # type: ignore[arg-type]
-        return
+    _build_procedural(config, _blueprints(domain, blueprint), as_json=as_json)
+
+
+def _llm_flags(
+    blueprint: list[Path] | None, executor: str, workers: int | None, domain: list[str] | None, description: list[str] | None
+) -> None:
+    """Refuse the flags ``--builder llm`` does not take, and descriptions that do not pair with the domains."""
+    if blueprint:
+        fail("--blueprint is for --builder procedural; with --builder llm give --domain keywords")
+    if executor != "local" or workers not in (None, 1):
+        fail("--executor and --workers are for --builder procedural (the LLM builder builds one domain at a time, here)")
+    if description and len(description) != len(domain or []):
+        fail(f"give one --description per --domain ({len(description)} descriptions for {len(domain or [])} domains)")
+
+
+def _build_procedural(config: Any, blueprints: list[Any], *, as_json: bool) -> None:
+    """The one pipeline with the procedural builder: a progress bar, the summary, a line per failed app (exit 1)."""
     from envsynth.corpus import CorpusError
+    from envsynth.pipeline import ProceduralBuilder
+    from envsynth.pipeline.console import run_build
 
     try:
-        summary = run_build(config, ProceduralBuilder(_blueprints(domain, blueprint)), as_json=as_json, out=console, err=err)
+        summary = run_build(config, ProceduralBuilder(blueprints), as_json=as_json, out=console, err=err)
     except (CorpusError, ValueError) as exc:
         fail(error_line(exc))
     for record in summary.manifest.apps:
