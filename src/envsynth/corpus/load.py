@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from envsynth.corpus.errors import CorpusError
 from envsynth.corpus.layout import APPS_DIR, FORMAT_VERSION, MANIFEST
 from envsynth.corpus.manifest import CorpusManifest, digest
+from envsynth.corpus.states import StateStore
 from envsynth.corpus.tasklog import read_tasks
 from envsynth.runtime.app import App, AppLoadError
 from envsynth.tasks.episode import EpisodePool
@@ -68,8 +69,9 @@ class Corpus:
         self.tasks = tasks
         self.apps = LazyApps(path, [a.name for a in manifest.apps if a.error is None])
         self._by_id = {t.id: t for t in tasks}
+        self._positions = _positions(tasks)
+        self._store = StateStore(path, manifest.shard_size)
         self._states: OrderedDict[str, bytes] = OrderedDict()
-        self._rows: OrderedDict[str, dict[str, list[dict[str, Any]]]] = OrderedDict()
         self._state_cache = state_cache
         self._pool = EpisodePool(size=min(state_cache, 256))
 
@@ -91,14 +93,18 @@ class Corpus:
             raise KeyError(f"no task {task_id!r} in the corpus at {self.path}") from None
 
     def state_bytes(self, task: Task | str) -> bytes:
-        """The SQLite bytes of the task's initial state s0 (cached: the last ``state_cache`` tasks)."""
+        """The SQLite bytes of the task's initial state s0 (cached: the last ``state_cache`` tasks).
+
+        Read from the states the build stored next to the task shards; rebuilt from the task's
+        rows when the corpus has none for it (a corpus built before they were stored).
+        """
         from envsynth.tasks.state import state_bytes
 
         t = self.task(task) if isinstance(task, str) else task
         key = t.hash or t.id
         data = self._states.get(key)
         if data is None:
-            data = state_bytes(self.apps[t.app], t)
+            data = self.stored_state(t) or state_bytes(self.apps[t.app], t)
             self._states[key] = data
             while len(self._states) > self._state_cache:
                 self._states.popitem(last=False)
@@ -106,21 +112,15 @@ class Corpus:
             self._states.move_to_end(key)
         return data
 
+    def stored_state(self, task: Task) -> bytes | None:
+        """The s0 bytes the build stored for ``task``, None when there are none (see :mod:`envsynth.corpus.states`)."""
+        position = self._positions.get(task.id)
+        return None if position is None else self._store.read(task.app, position, task.hash)
+
     def start(self, task: Task | str, seed: int = 0) -> TaskEpisode:
         """A fresh episode on ``task`` (a Task or its id): its own copy of s0, the task's visible tools."""
-        from envsynth.runtime.state import open_state, read_rows
-
         t = self.task(task) if isinstance(task, str) else task
-        data = self.state_bytes(t)
-        key = t.hash or t.id
-        rows = self._rows.get(key)
-        if rows is None:  # s0 as rows, so finish() reads back only what the agent could change
-            conn = open_state(data)
-            rows = self._rows[key] = read_rows(conn, self.apps[t.app].blueprint)
-            conn.close()
-            while len(self._rows) > self._state_cache:
-                self._rows.popitem(last=False)
-        return self._pool.start(self.apps[t.app], t, data, seed=seed, initial_rows=rows)
+        return self._pool.start(self.apps[t.app], t, self.state_bytes(t), seed=seed)
 
     def verify(self) -> None:
         """Check every task's hash against its content and the corpus digest against the manifest.
@@ -133,6 +133,17 @@ class Corpus:
                 raise CorpusError(f"{self.path}: task {t.id} does not match its hash (edited after the build?)")
         if digest(t.hash for t in self.tasks) != self.manifest.digest:
             raise CorpusError(f"{self.path / MANIFEST}: the tasks do not match the manifest's digest")
+
+
+def _positions(tasks: list[Task]) -> dict[str, int]:
+    """Task id -> its record number (from 0) in its app's shards (tasks come app by app, in shard order)."""
+    counts: dict[str, int] = {}
+    out = {}
+    for t in tasks:
+        n = counts.get(t.app, 0)
+        out[t.id] = n
+        counts[t.app] = n + 1
+    return out
 
 
 def load_corpus(path: str | Path, *, state_cache: int = 1024) -> Corpus:
