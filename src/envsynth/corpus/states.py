@@ -8,8 +8,10 @@ the task's rows (the rows stay in the task record, which remains the reference):
 
 A states file starts with :data:`MAGIC`, then holds one frame per task: the length of the
 frame's payload (4 bytes, little endian), the task's hash (32 bytes) and the payload, the
-zlib-compressed pages in which s0 differs from the template: s0's page count, the number
-of pages listed, their numbers (4 bytes each, from 0) and the pages themselves. s0 is the
+pages in which s0 differs from the template: s0's page count and the number of pages
+listed (4 bytes each), per page its number (from 0, 4 bytes) and the lengths of its bytes
+before and after its longest run of zeros (2 bytes each), then those bytes, page by page.
+Decoding is a copy of the template and a few slices per page (no decompression). s0 is the
 template with the task's rows inserted on a fresh connection, so the same rows give the
 same bytes and a build gives the same files run after run.
 
@@ -23,10 +25,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import struct
 import threading
-import zlib
 from array import array
 from collections import OrderedDict
 from pathlib import Path
@@ -47,6 +49,9 @@ is a few dozen KB (a copy per episode) rather than ~200 KB at the default 4096."
 OPEN_FILES = 64  # states files a reader keeps open (the least recently used closed first)
 _HEAD = struct.Struct("<I32s")
 _COUNTS = struct.Struct("<II")
+_PAGE = struct.Struct("<IHH")  # page number, bytes kept before its zero run, bytes kept after it
+_ZEROS_RE = re.compile(rb"\x00+")
+_ZERO_PAGE = bytes(PAGE_SIZE)
 
 
 def states_name(number: int) -> str:
@@ -87,29 +92,47 @@ def state_image(app: App, template: bytes, task: Task) -> bytes:
 
 
 def encode(template: bytes, image: bytes) -> bytes:
-    """The payload of a frame: the pages of ``image`` that differ from ``template``, compressed."""
+    """The payload of a frame: the pages of ``image`` that differ from ``template``, each without its
+    longest run of zero bytes (the free middle of a page)."""
     size = PAGE_SIZE
     pages = len(image) // size
-    changed = [n for n in range(pages) if image[n * size : (n + 1) * size] != template[n * size : (n + 1) * size]]
-    raw = b"".join(
-        [_COUNTS.pack(pages, len(changed)), struct.pack(f"<{len(changed)}I", *changed)]
-        + [image[n * size : (n + 1) * size] for n in changed]
-    )
-    return zlib.compress(raw, 6)
+    heads, parts = [], []
+    for n in range(pages):
+        page = image[n * size : (n + 1) * size]
+        if page == template[n * size : (n + 1) * size]:
+            continue
+        start, end = _zero_run(page)
+        heads.append(_PAGE.pack(n, start, size - end))
+        parts += [page[:start], page[end:]]
+    return b"".join([_COUNTS.pack(pages, len(heads)), *heads, *parts])
+
+
+def _zero_run(page: bytes) -> tuple[int, int]:
+    """Start and end of the longest run of zero bytes of ``page`` (the first one of that length; (0, 0): none)."""
+    best = (0, 0)
+    for m in _ZEROS_RE.finditer(page):
+        if m.end() - m.start() > best[1] - best[0]:
+            best = (m.start(), m.end())
+    return best
 
 
 def decode(template: bytes, payload: bytes) -> bytes:
     """The image :func:`encode` made ``payload`` from."""
-    raw = zlib.decompress(payload)
     size = PAGE_SIZE
+    raw = memoryview(payload)
     pages, count = _COUNTS.unpack_from(raw)
-    numbers = struct.unpack_from(f"<{count}I", raw, _COUNTS.size)
+    heads = struct.unpack_from("<" + "IHH" * count, raw, _COUNTS.size)
     buf = bytearray(template[: pages * size])
     if len(buf) < pages * size:
         buf.extend(bytes(pages * size - len(buf)))
-    at = _COUNTS.size + 4 * count
-    for i, n in enumerate(numbers):
-        buf[n * size : (n + 1) * size] = raw[at + i * size : at + (i + 1) * size]
+    at = _COUNTS.size + _PAGE.size * count
+    for i in range(0, 3 * count, 3):
+        n, head, tail = heads[i : i + 3]
+        base, gap = n * size, size - head - tail
+        buf[base : base + head] = raw[at : at + head]
+        buf[base + head : base + head + gap] = _ZERO_PAGE[:gap]
+        buf[base + head + gap : base + size] = raw[at + head : at + head + tail]
+        at += head + tail
     return bytes(buf)
 
 

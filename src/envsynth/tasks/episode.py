@@ -56,12 +56,12 @@ class TaskEpisode:
         "_s0",
         "_state",
         "_task",
+        "_tools",
         "_visible",
         "answer",
         "app_policy",
         "finished",
         "instruction",
-        "tools",
     )
 
     def __init__(
@@ -99,13 +99,20 @@ class TaskEpisode:
         self._expected = Effects.from_dict(task.expected_effects)
         self._expected_answer = task.expected_answer
         self._visible = set(task.visible_tools)
-        self.tools = [*app.tool_schemas(task.visible_tools), COMPLETE_TASK]
+        self._tools: list[dict[str, Any]] | None = None
         self.instruction = task.instruction
-        self.app_policy = policy_text(app.blueprint)  # the app's policy for the agent ('' for none)
+        self.app_policy = app.blueprint.index.of(policy_text, app.blueprint)  # the app's policy for the agent ('' for none)
         self.finished = False
         self.answer: Any = None
         self._reward: Reward | None = None
         self._effects: Effects | None = None
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """OpenAI function schemas of the task's visible tools, plus ``complete_task`` (made on first use)."""
+        if self._tools is None:
+            self._tools = [*self._app.tool_schemas(self._task.visible_tools), COMPLETE_TASK]
+        return self._tools
 
     @property
     def task_id(self) -> str:
