@@ -12,8 +12,10 @@ so wall time is also kept but mostly measures the neighbours), best of the passe
   bare-SQLite floor of the same episodes (connect, deserialize the state bytes, run the SQL
   statements the tools ran, read the tables the expected effects name and compare them with
   the rows a correct run leaves, close) and the split of a cold episode into its phases.
-- ``memory``: RSS of 2,000 live episodes beyond their states' bytes, then RSS after each of
-  10 passes over the corpus (freed episodes must give their memory back).
+- ``memory``: RSS of 2,000 live episodes (started, oracle replayed, not finished) beyond
+  their states' bytes, RSS once they are finished (before and after glibc's ``malloc_trim``,
+  which shows whether the freed memory is free or still held), then RSS after each of 10
+  passes over the corpus (freed episodes must give their memory back: no growth).
 
 ``--against SRC`` runs the speed mode alternately on another checkout's ``src`` (the code
 before a change) and on this one, ``--rounds`` times, in fresh processes, and prints both.
@@ -72,6 +74,20 @@ def rss_kb() -> int:
     """Resident set size of this process, in KiB (Linux)."""
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+
+
+def malloc_trim() -> bool:
+    """Ask glibc to return its free heap pages to the system (what it keeps after a peak); False off glibc."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name)
+        libc.malloc_trim(0)
+    except (OSError, AttributeError, TypeError):
+        return False
+    return True
 
 
 def check_cold(corpus: Any) -> None:
@@ -290,6 +306,8 @@ def memory(corpus_path: Path, live: int, passes: int) -> dict[str, Any]:
     del eps
     gc.collect()
     after_free = rss_kb() - base
+    trimmed = malloc_trim()
+    after_trim = rss_kb() - base if trimmed else None
     per_pass = []
     for _ in range(passes):
         cold_pass(corpus, tasks)
@@ -297,11 +315,13 @@ def memory(corpus_path: Path, live: int, passes: int) -> dict[str, Any]:
         per_pass.append(rss_kb())
     return {
         "live_episodes": live,
+        "rss_base_kib": base,
         "rss_live_kib": held,
         "state_bytes_kib": round(state / 1024),
         "per_episode_beyond_state_kib": round((held - state / 1024) / live, 1),
         "per_episode_kib": round(held / live, 1),
         "rss_after_free_kib": after_free,
+        "rss_after_free_and_malloc_trim_kib": after_trim,
         "rss_after_each_pass_kib": per_pass,
         "growth_over_passes_kib": per_pass[-1] - per_pass[0],
     }
@@ -316,7 +336,7 @@ def against(src: Path, corpus_path: Path, rounds: int, passes: int) -> dict[str,
             env = {**os.environ, "PYTHONPATH": str(path)}
             cmd = [sys.executable, __file__, "--corpus", str(corpus_path), "--passes", str(passes), "--json", "-"]
             out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
-            runs[label].append(json.loads(out))
+            runs[label].append(json.loads(out)["speed"])
             print(label, runs[label][-1]["best_rate"], "episodes/s", file=sys.stderr)
     return runs
 

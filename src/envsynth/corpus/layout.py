@@ -7,6 +7,8 @@
     OUT/tasks/<app>/state.json           what this app's tasks are built from (checked on resume)
     OUT/tasks/<app>/attempts.jsonl       one line per attempted task index: admitted or rejected
     OUT/tasks/<app>/shard-00000.jsonl    admitted tasks, one Task per line, SHARD_SIZE per shard
+    OUT/tasks/<app>/states-00000.bin     their initial states as SQLite bytes (see corpus/states.py)
+    OUT/tasks/<app>/states-template.db   the app's empty database the stored states are told apart from
 """
 
 from __future__ import annotations
