@@ -41,7 +41,7 @@ from envsynth.runtime.state import insert_rows
 from envsynth.tasks.model import Task
 from envsynth.tasks.state import merged
 
-MAGIC = b"envsynth-states-1\n"
+MAGIC = b"envsynth-states-2\n"
 TEMPLATE = "states-template.db"
 PAGE_SIZE = 512
 """Page size of stored states: the smallest SQLite allows, so that a state of a few rows per table
