@@ -18,6 +18,7 @@ from envsynth import __version__
 from envsynth.blueprint.models import Blueprint
 from envsynth.corpus.errors import CorpusError
 from envsynth.corpus.layout import APPS_DIR, SHARD_SIZE, STATE_FILE, TASKS_DIR, attempt_budget
+from envsynth.corpus.states import StateWriter
 from envsynth.corpus.tasklog import Attempt, TaskLog
 from envsynth.files import clean_temps, write_atomic
 from envsynth.runtime.app import App
@@ -158,7 +159,7 @@ def run_app_job(job: AppJob, progress: ProgressFn | None = None) -> AppOutcome:
         report(AppProgress(job.name, "done"))
         return AppOutcome(job.name, job.index)
     graph = read_graph(job.app_dir)
-    with TaskLog.open(job.tasks_dir, job.shard_size) as log:
+    with TaskLog.open(job.tasks_dir, job.shard_size) as log, StateWriter.open(job.tasks_dir, app, job.shard_size) as states:
         before = log.records
         report(AppProgress(job.name, "tasks", log.admitted, len(log.attempts), job.tasks_per_app))
         while log.admitted < job.tasks_per_app and len(log.attempts) < job.budget:
@@ -174,7 +175,9 @@ def run_app_job(job: AppJob, progress: ProgressFn | None = None) -> AppOutcome:
             if isinstance(result, list) and job.task_stage is not None:
                 result = job.task_stage(app, graph, result)  # its failures (a spent token budget) stop the job
             if isinstance(result, list):
-                log.admit(t, [task if task.hash else task.sealed() for task in result])
+                sealed = [task if task.hash else task.sealed() for task in result]
+                states.add(sealed)
+                log.admit(t, sealed)
             else:
                 log.reject(t, result)
             reason = None if isinstance(result, list) else result.reason

@@ -209,6 +209,10 @@ class TaskIndex:
         rows = self._query("SELECT pos FROM tasks WHERE id = ?", (task_id,))
         return rows[0][0] if rows else None
 
+    def app_starts(self) -> dict[str, int]:
+        """Each app's first position (an app's records are consecutive, in its shards' order)."""
+        return {app: int(pos) for app, pos in self._query("SELECT app, MIN(pos) FROM tasks GROUP BY app")}
+
     def entries(self, start: int, stop: int) -> list[tuple[int, IndexEntry]]:
         """Position and entry of the records at positions ``start`` to ``stop - 1``, in order."""
         sql = "SELECT pos, id, app, kind, app_index, task, state FROM tasks WHERE pos >= ? AND pos < ? ORDER BY pos"

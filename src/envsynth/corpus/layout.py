@@ -9,6 +9,8 @@
     OUT/tasks/<app>/shard-00000.jsonl    admitted tasks, one Task per line, SHARD_SIZE per shard
     OUT/tasks/index.sqlite               the task index: id, app, kind, coordinates and shard offset of each
                                          task, in corpus order (written before the manifest; see corpus/index.py)
+    OUT/tasks/<app>/states-00000.bin     their initial states as SQLite bytes (see corpus/states.py)
+    OUT/tasks/<app>/states-template.db   the app's empty database the stored states are told apart from
 """
 
 from __future__ import annotations

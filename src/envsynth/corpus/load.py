@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -14,6 +14,7 @@ from envsynth.corpus.index import open_index
 from envsynth.corpus.layout import APPS_DIR, FORMAT_VERSION, MANIFEST
 from envsynth.corpus.lazy import TaskSeq
 from envsynth.corpus.manifest import CorpusManifest, digest
+from envsynth.corpus.states import StateStore
 from envsynth.runtime.app import App, AppLoadError
 from envsynth.tasks.episode import EpisodePool
 from envsynth.tasks.model import Task
@@ -70,8 +71,9 @@ class Corpus:
         self.manifest = manifest
         self.tasks = tasks
         self.apps = LazyApps(path, [a.name for a in manifest.apps if a.error is None])
+        self._store = StateStore(path, manifest.shard_size)
+        self._app_starts: dict[str, int] | None = None
         self._states: OrderedDict[str, bytes] = OrderedDict()
-        self._rows: OrderedDict[str, dict[str, list[dict[str, Any]]]] = OrderedDict()
         self._state_cache = state_cache
         self._pool = EpisodePool(size=min(state_cache, 256))
 
@@ -93,14 +95,18 @@ class Corpus:
             raise KeyError(f"no task {task_id!r} in the corpus at {self.path}") from None
 
     def state_bytes(self, task: Task | str) -> bytes:
-        """The SQLite bytes of the task's initial state s0 (cached: the last ``state_cache`` tasks)."""
+        """The SQLite bytes of the task's initial state s0 (cached: the last ``state_cache`` tasks).
+
+        Read from the states the build stored next to the task shards; rebuilt from the task's
+        rows when the corpus has none for it (a corpus built before they were stored).
+        """
         from envsynth.tasks.state import state_bytes
 
         t = self.task(task) if isinstance(task, str) else task
         key = t.hash or t.id
         data = self._states.get(key)
         if data is None:
-            data = state_bytes(self.apps[t.app], t)
+            data = self.stored_state(t) or state_bytes(self.apps[t.app], t)
             self._states[key] = data
             while len(self._states) > self._state_cache:
                 self._states.popitem(last=False)
@@ -108,21 +114,20 @@ class Corpus:
             self._states.move_to_end(key)
         return data
 
+    def stored_state(self, task: Task) -> bytes | None:
+        """The s0 bytes the build stored for ``task``, None when there are none (see :mod:`envsynth.corpus.states`)."""
+        index = self.tasks.task_index
+        pos = index.position(task.id)
+        if pos is None:
+            return None
+        if self._app_starts is None:  # an app's records come together, in shard order: its first position
+            self._app_starts = index.app_starts()
+        return self._store.read(task.app, pos - self._app_starts[task.app], task.hash)
+
     def start(self, task: Task | str, seed: int = 0) -> TaskEpisode:
         """A fresh episode on ``task`` (a Task or its id): its own copy of s0, the task's visible tools."""
-        from envsynth.runtime.state import open_state, read_rows
-
         t = self.task(task) if isinstance(task, str) else task
-        data = self.state_bytes(t)
-        key = t.hash or t.id
-        rows = self._rows.get(key)
-        if rows is None:  # s0 as rows, so finish() reads back only what the agent could change
-            conn = open_state(data)
-            rows = self._rows[key] = read_rows(conn, self.apps[t.app].blueprint)
-            conn.close()
-            while len(self._rows) > self._state_cache:
-                self._rows.popitem(last=False)
-        return self._pool.start(self.apps[t.app], t, data, seed=seed, initial_rows=rows)
+        return self._pool.start(self.apps[t.app], t, self.state_bytes(t), seed=seed)
 
     def verify(self) -> None:
         """Check every task's hash against its content and the corpus digest against the manifest.

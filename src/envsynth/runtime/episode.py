@@ -77,6 +77,9 @@ class Episode:
     log: list[CallRecord] = field(default_factory=list)
     closed: bool = False
     guard: StateGuard | None = field(default=None, repr=False)
+    written: set[str] = field(default_factory=set, repr=False)
+    """Tables the successful calls so far may have written (their tools' ``writes``, ``creates`` and
+    ``deletes``): only these can differ from the initial state."""
 
     @classmethod
     def start(cls, app: App, state: bytes, seed: int = 0) -> Episode:
@@ -143,6 +146,9 @@ class Episode:
             return CallResult(FAILURE, f"Internal error in {name}; the call had no effect.", code="unexpected_failure"), trace
         if not replay:
             db.execute("RELEASE tool_call")
+        tables = written_tables(app).get(name)
+        if tables:
+            self.written.update(tables)
         return CallResult(SUCCESS, content, data=value), None
 
     def _guarded(self, fn: Any, args: dict[str, Any], triggers: tuple[str, ...]) -> Any:
@@ -181,6 +187,21 @@ class Episode:
         """End the episode and close its connection (again: no effect); later calls are rejected."""
         self.closed = True
         self.db.close()
+
+
+def written_tables(app: App) -> dict[str, frozenset[str]]:
+    """Tool name -> the tables its calls may write (declared ``writes``, ``creates`` and ``deletes``;
+    the procedural tests fail a tool that changes anything else), for tools that write; kept on the app's index."""
+    return app.index.of(_find_written_tables, app)
+
+
+def _find_written_tables(app: App) -> dict[str, frozenset[str]]:
+    out = {}
+    for s in app.specs:
+        tables = frozenset(s.writes) | frozenset(s.creates) | frozenset(s.deletes)
+        if tables:
+            out[s.name] = tables
+    return out
 
 
 def _finished() -> CallResult:

@@ -229,49 +229,6 @@ def _as_dicts(cur: sqlite3.Cursor, bools: tuple[str, ...]) -> list[dict[str, Any
     return table
 
 
-CHANGE_LOG = "envsynth_changed"
-
-
-def track_changes(conn: sqlite3.Connection, bp: Blueprint) -> None:
-    """Log the primary key of every row inserted, updated or deleted on ``conn`` from now on.
-
-    The log is a TEMP table filled by TEMP triggers: nothing is added to the main
-    database (its bytes and schema stay as they are), and a rolled-back transaction
-    rolls its log entries back too. Read it with :func:`changed_keys`.
-    """
-    conn.execute(f'CREATE TEMP TABLE IF NOT EXISTS "{CHANGE_LOG}" (tbl TEXT NOT NULL, pk)')
-    for ent in bp.entities:
-        t, k = ent.name, ent.id_field
-        log = f'INSERT INTO "{CHANGE_LOG}" VALUES'  # unqualified inside a trigger; TEMP names come first
-        for event, values in (
-            ("INSERT", f"('{t}', NEW.\"{k}\")"),
-            ("UPDATE", f"('{t}', OLD.\"{k}\"), ('{t}', NEW.\"{k}\")"),
-            ("DELETE", f"('{t}', OLD.\"{k}\")"),
-        ):
-            conn.execute(
-                f'CREATE TEMP TRIGGER IF NOT EXISTS "{CHANGE_LOG}_{event.lower()}_{t}" AFTER {event} ON main."{t}" BEGIN {log} {values}; END'
-            )
-
-
-def changed_keys(conn: sqlite3.Connection) -> dict[str, set[Any]]:
-    """Table -> primary keys of rows written since :func:`track_changes` (in the current transaction's view)."""
-    out: dict[str, set[Any]] = {}
-    for table, pk in conn.execute(f'SELECT tbl, pk FROM temp."{CHANGE_LOG}"'):
-        out.setdefault(table, set()).add(pk)
-    return out
-
-
-def read_keyed_rows(conn: sqlite3.Connection, bp: Blueprint, keys: dict[str, set[Any]]) -> Rows:
-    """The current rows with the given primary keys, table by table (as :func:`read_rows` returns them)."""
-    out: Rows = {}
-    for table, pks in keys.items():
-        ent = bp.entity(table)
-        wanted = sorted(pks, key=str)
-        cur = conn.execute(f'SELECT * FROM "{table}" WHERE "{ent.id_field}" IN ({", ".join("?" * len(wanted))})', wanted)
-        out[table] = _as_dicts(cur, _select_sql(ent)[1])
-    return out
-
-
 def _select_sql(ent: Entity) -> tuple[str, tuple[str, ...]]:
     """The SELECT of all rows of an entity by primary key, and its bool columns (kept on the entity's index)."""
     return ent.index.of(_build_select, ent)

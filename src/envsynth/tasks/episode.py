@@ -9,6 +9,7 @@ the verifier.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -19,10 +20,9 @@ from envsynth.blueprint.policy import policy_text
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import REJECTION, CallResult, Episode, short_repr
 from envsynth.runtime.reward import Effects, Reward, compare, effects_of
-from envsynth.runtime.state import Rows, changed_keys, open_state, read_keyed_rows, read_rows, track_changes
+from envsynth.runtime.state import Rows, id_fields, open_state, read_rows
 from envsynth.runtime.toolkit import Context
 from envsynth.tasks.model import Task
-from envsynth.tasks.state import writable_tables
 from envsynth.tasks.trainer import Action, EpisodeState, StepResult
 from envsynth.tasks.trainer import step as _step
 
@@ -66,15 +66,15 @@ class TaskEpisode:
         "_restart",
         "_reward",
         "_s0",
+        "_state",
         "_task",
-        "_tracked",
+        "_tools",
         "_visible",
         "answer",
         "app_policy",
         "finished",
         "instruction",
         "seed",
-        "tools",
     )
 
     def __init__(
@@ -93,26 +93,30 @@ class TaskEpisode:
 
         ``connection`` (with ``release``) is an open connection already holding s0 inside a
         transaction, as handed out by :class:`EpisodePool`; ``release`` takes it back.
-        ``tracked``: the connection logs written rows (:func:`track_changes`) and its log
-        started empty with this episode, so only those rows are read back at the end.
-        ``restart``: ``seed -> a fresh episode of the same task`` for :meth:`reset` (default:
-        a new episode on ``state``).
+        Without one, the episode opens its own copy of ``state``, also inside a transaction.
+
+        Only the tables the episode's successful calls may write can differ from s0; at the
+        end those are read, the transaction is rolled back and the same tables are read
+        again as s0 (no change log, no per-connection setup). ``tracked`` is accepted for
+        compatibility and changes nothing. ``restart``: ``seed -> a fresh episode of the same
+        task`` for :meth:`reset` (default: a new episode on ``state``).
         """
         self._app = app
         self._task = task
-        self._s0: Rows | bytes = initial_rows if initial_rows is not None else state
+        self._s0 = initial_rows
+        self._state = state
         if connection is not None:
             self._episode = Episode(app=app, db=connection, ctx=Context(connection, app.now, seed, app.bool_columns))
         else:
             self._episode = Episode.start(app, state, seed)
+            self._episode.db.execute("BEGIN")
         self._release = release
-        self._tracked = tracked and connection is not None
         self._expected = Effects.from_dict(task.expected_effects)
         self._expected_answer = task.expected_answer
         self._visible = set(task.visible_tools)
-        self.tools = [*app.tool_schemas(task.visible_tools), COMPLETE_TASK]
+        self._tools: list[dict[str, Any]] | None = None
         self.instruction = task.instruction
-        self.app_policy = policy_text(app.blueprint)  # the app's policy for the agent ('' for none)
+        self.app_policy = app.blueprint.index.of(policy_text, app.blueprint)  # the app's policy for the agent ('' for none)
         self.finished = False
         self.answer: Any = None
         self._reward: Reward | None = None
@@ -120,6 +124,13 @@ class TaskEpisode:
         self.seed = seed
         self._calls = 0
         self._restart = restart or (lambda s: TaskEpisode(app, task, state, s, initial_rows))
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """OpenAI function schemas of the task's visible tools, plus ``complete_task`` (made on first use)."""
+        if self._tools is None:
+            self._tools = [*self._app.tool_schemas(self._task.visible_tools), COMPLETE_TASK]
+        return self._tools
 
     @property
     def task_id(self) -> str:
@@ -144,25 +155,37 @@ class TaskEpisode:
             return self._effects
         if self.finished:  # its state is given back: never read it again
             raise RuntimeError(f"episode of task {self._task.id} failed while finishing; its effects are unknown")
-        return self._current_effects()
+        return self._current_effects(final=False)
 
-    def _current_effects(self) -> Effects:
-        if isinstance(self._s0, dict) and self._tracked:  # only the rows the episode wrote may differ from s0
-            keys = changed_keys(self._episode.db)
-            if not keys:
-                return Effects({})
-            before = {}
-            for table, pks in keys.items():
-                idf = self._app.blueprint.entity(table).id_field
-                before[table] = [r for r in self._s0.get(table, []) if r[idf] in pks]
-            after = read_keyed_rows(self._episode.db, self._app.blueprint, keys)
-            return effects_of(self._app.blueprint, before, after, now=self._app.now)
-        if isinstance(self._s0, dict):  # only tables a visible tool can write may differ from s0
-            written = writable_tables(self._app, self._task.visible_tools)
-            after = {t: rows for t, rows in self._s0.items() if t not in written}
-            after.update(read_rows(self._episode.db, self._app.blueprint, written))
-            return effects_of(self._app.blueprint, self._s0, after, now=self._app.now)
-        return effects_of(self._app.blueprint, self._s0, self._episode.db, now=self._app.now)
+    def _current_effects(self, final: bool) -> Effects:
+        """The effects so far: the tables successful calls may have written, now and in s0.
+
+        ``final``: the episode ends, so s0 may be read back by rolling its transaction back
+        (then opened again, for the pool to roll back and reuse).
+        """
+        written = self._episode.written
+        if not written:
+            return Effects({})
+        bp = self._app.blueprint
+        tables = [t for t in id_fields(bp) if t in written]  # blueprint order, as read_rows gives them
+        db = self._episode.db
+        after = read_rows(db, bp, tables)
+        return effects_of(bp, self._initial(tables, final), after, now=self._app.now)
+
+    def _initial(self, tables: list[str], final: bool) -> Rows:
+        """The rows of ``tables`` in s0."""
+        bp = self._app.blueprint
+        if self._s0 is not None:
+            return {t: self._s0.get(t, []) for t in tables}
+        db = self._episode.db
+        if final and db.in_transaction:  # every call ran inside the episode's transaction: roll it back to s0
+            db.execute("ROLLBACK")
+            rows = read_rows(db, bp, tables)
+            if self._release is not None:
+                db.execute("BEGIN")  # as the pool hands connections back: in a transaction holding s0
+            return rows
+        with contextlib.closing(open_state(self._state)) as s0:  # a tool ended the transaction (or mid-episode)
+            return read_rows(s0, bp, tables)
 
     def finish(self, answer: Any = None) -> Reward:
         """End the episode and score it against the task's ground truth.
@@ -178,7 +201,7 @@ class TaskEpisode:
                 raise RuntimeError(f"episode of task {self._task.id} failed while finishing; it has no reward")
             return self._reward
         try:
-            effects = self._current_effects()
+            effects = self._current_effects(final=True)
             reward = compare(self._expected, effects, expected_answer=self._expected_answer, answer=answer)
         finally:
             self.finished, self.answer = True, answer
@@ -262,7 +285,6 @@ class EpisodePool:
         conn = self._take(key)
         if conn is None:
             conn = open_state(state)
-            track_changes(conn, app.blueprint)
         conn.execute("BEGIN")
         return TaskEpisode(
             app,
@@ -272,7 +294,6 @@ class EpisodePool:
             initial_rows,
             connection=conn,
             release=lambda c: self._give(key, c),
-            tracked=True,
             restart=lambda s: self.start(app, task, state, s, initial_rows),
         )
 
@@ -288,7 +309,7 @@ class EpisodePool:
             return conn
 
     def _give(self, key: str, conn: sqlite3.Connection) -> None:
-        if not conn.in_transaction:  # something committed: this copy of s0 is spoiled
+        if not conn.in_transaction or not self.size:  # something committed: this copy of s0 is spoiled; or no room
             conn.close()
             return
         conn.execute("ROLLBACK")
