@@ -20,7 +20,9 @@ from typing import Any
 from envsynth import __version__
 from envsynth.corpus.app_tasks import AppJob, AppOutcome, AppProgress, ProgressFn, _check_state, _ensure_app, _error_rejection
 from envsynth.corpus.errors import CorpusError
+from envsynth.corpus.states import StateWriter
 from envsynth.corpus.tasklog import TaskLog
+from envsynth.runtime.app import App
 from envsynth.scale.executor import Executor
 from envsynth.tasks.model import Rejection, Task
 
@@ -98,9 +100,14 @@ class _AppRun:
 
     job: AppJob
     log: TaskLog
+    states: StateWriter
     before: int
     next_t: int
     results: dict[int, Result] = field(default_factory=dict)
+
+    def close(self) -> None:
+        self.log.close()
+        self.states.close()
 
     @property
     def finished(self) -> bool:
@@ -145,7 +152,8 @@ class _Spread:
             self.outcomes[job.index] = AppOutcome(job.name, job.index, error=message)
             return
         log = TaskLog.open(job.tasks_dir, job.shard_size)
-        run = _AppRun(job, log, log.records, len(log.attempts))
+        states = StateWriter.open(job.tasks_dir, App.load(job.app_dir), job.shard_size)  # the same states as a local build
+        run = _AppRun(job, log, states, log.records, len(log.attempts))
         self.runs.append(run)
         self.report(AppProgress(job.name, "tasks", log.admitted, len(log.attempts), job.tasks_per_app))
         self._finish_if_done(run)
@@ -158,7 +166,9 @@ class _Spread:
             t = len(log.attempts)
             result = run.results.pop(t)
             if isinstance(result, list):
-                log.admit(t, [task if task.hash else task.sealed() for task in result])
+                sealed = [task if task.hash else task.sealed() for task in result]
+                run.states.add(sealed)
+                log.admit(t, sealed)
             else:
                 log.reject(t, result)
             reason = None if isinstance(result, list) else result.reason
@@ -169,7 +179,7 @@ class _Spread:
         if not run.finished or run.job.index in self.outcomes:
             return
         job, log = run.job, run.log
-        log.close()
+        run.close()
         run.results.clear()
         self.report(AppProgress(job.name, "done", log.admitted, len(log.attempts), job.tasks_per_app))
         self.outcomes[job.index] = AppOutcome(job.name, job.index, list(log.attempts), log.records, synthesized=log.records - run.before)
@@ -193,7 +203,7 @@ class _Spread:
         for f in self.pending:
             f.cancel()
         for run in self.runs:
-            run.log.close()
+            run.close()
 
 
 def spread_jobs(jobs: list[AppJob], executor: Executor, progress: ProgressFn | None = None) -> list[AppOutcome]:
