@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envsynth.blueprint import expr as X
-from envsynth.blueprint.entities import FieldDef
+from envsynth.blueprint.models import FieldDef
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.graph.conditions import required_children, required_states, value_constants, value_key
 from envsynth.runtime.app import App
