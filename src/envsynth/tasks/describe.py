@@ -206,8 +206,21 @@ def _describe(
     # people and titled things are named first; other rows by what people know them by, then their most telling fields
     others.sort(key=itemgetter(0))
     table = rows.get(entity, [])
+    matching = _own_facts(d, [*fields.named, *others], row, table, avoid)
+    if (len(matching) != 1 or not d.facts) and depth < 1:  # a row no own fact names (a stock entry) goes by its parents
+        _by_parents(bp, rows, lookup, d, row, matching, fields.refs, rng)
+    if d.parent is None and len(matching) != 1:
+        return None
+    _drop_unneeded(ent, d, table, lookup)
+    return d
+
+
+def _own_facts(
+    d: Description, order: list[tuple[int, str]], row: dict[str, Any], table: list[dict[str, Any]], avoid: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """Add ``row``'s own fields to ``d``, in ``order``, until they single it out; the rows of ``table`` they match."""
     matching = table  # rows that the facts so far match (no parent yet)
-    for _, name in [*fields.named, *others]:
+    for _, name in order:
         v = row.get(name)
         if v is None or name in avoid:
             continue
@@ -215,25 +228,25 @@ def _describe(
         matching = [r for r in matching if r.get(name) == v]
         if len(matching) == 1:
             break
-    if (len(matching) != 1 or not d.facts) and depth < 1:  # a row no own fact names (a stock entry) goes by its parents
-        _by_parents(bp, rows, lookup, d, row, matching, fields.refs, rng)
-    if d.parent is None and len(matching) != 1:
-        return None
-    # drop facts that are not needed (keeps instructions short), label last
+    return matching
+
+
+def _drop_unneeded(ent: Entity, d: Description, table: list[dict[str, Any]], lookup: _Lookup) -> None:
+    """Drop facts that are not needed (keeps instructions short), label last."""
     droppable = [k for k in d.facts if k != ent.label]
-    if droppable and len(d.facts) > 1:
-        # rows that the parent (if any) allows: without a fact, the others must still single out one of them
-        base = table if d.parent is None else _matching(Description(entity, parent=d.parent, also=d.also), table, lookup)
-        for k in droppable:
-            if len(d.facts) == 1:
-                break
-            v = d.facts.pop(k)
-            left = base
-            for j, w in d.facts.items():
-                left = [r for r in left if r.get(j) == w]
-            if len(left) != 1:
-                d.facts[k] = v
-    return d
+    if not droppable or len(d.facts) <= 1:
+        return
+    # rows that the parent (if any) allows: without a fact, the others must still single out one of them
+    base = table if d.parent is None else _matching(Description(d.entity, parent=d.parent, also=d.also), table, lookup)
+    for k in droppable:
+        if len(d.facts) == 1:
+            break
+        v = d.facts.pop(k)
+        left = base
+        for j, w in d.facts.items():
+            left = [r for r in left if r.get(j) == w]
+        if len(left) != 1:
+            d.facts[k] = v
 
 
 def _by_parents(

@@ -71,26 +71,38 @@ def add_distractors(
         for tg in found:
             for _ in range(PER_LEVEL):
                 _add(b, rng, level, tg)
-        for tg in found:
-            # a new row that has every value the target has (its own fields and its references) could
-            # never be told apart from it: the instruction can only name the target by values it has
-            table_rows = b.rows[tg.ent.name]
-            first = start[tg.ent.name]
-            if len(table_rows) == first:
-                continue
-            new = [r for r in table_rows[first:] if not tg.values.items() <= r.items()]
-            if len(new) < len(table_rows) - first:
-                b.rows[tg.ent.name] = table_rows[:first] + new
-        for ent in watched:
-            table_rows = b.rows[ent.name]
-            first = start[ent.name]
-            refs = ref_fields(ent)
-            new = [r for r in table_rows[first:] if not any((ref, r.get(name)) in bound for name, ref in refs)]
-            if len(new) < len(table_rows) - first:
-                b.rows[ent.name] = table_rows[:first] + new
+        _drop_untellable(b, found, start)
+        _drop_guarded(b, watched, start, bound)
         counts[f"d{level}"] = sum(map(len, b.rows.values())) - n0
     added = {k: v[before.get(k, 0) :] for k, v in b.rows.items() if len(v) > before.get(k, 0)}
     return added, counts
+
+
+def _drop_untellable(b: StateBuilder, found: list[_Target], start: dict[str, int]) -> None:
+    """Drop the new rows (past ``start``) that have every value their target has.
+
+    Such a row (its own fields and its references) could never be told apart from the
+    target: the instruction can only name the target by values it has.
+    """
+    for tg in found:
+        table_rows = b.rows[tg.ent.name]
+        first = start[tg.ent.name]
+        if len(table_rows) == first:
+            continue
+        new = [r for r in table_rows[first:] if not tg.values.items() <= r.items()]
+        if len(new) < len(table_rows) - first:
+            b.rows[tg.ent.name] = table_rows[:first] + new
+
+
+def _drop_guarded(b: StateBuilder, watched: list[Any], start: dict[str, int], bound: frozenset[tuple[str, Any]]) -> None:
+    """Drop the new rows (past ``start``) of ``watched`` tables that refer to a ``bound`` row (one the chain acts on)."""
+    for ent in watched:
+        table_rows = b.rows[ent.name]
+        first = start[ent.name]
+        refs = ref_fields(ent)
+        new = [r for r in table_rows[first:] if not any((ref, r.get(name)) in bound for name, ref in refs)]
+        if len(new) < len(table_rows) - first:
+            b.rows[ent.name] = table_rows[:first] + new
 
 
 def _targets(

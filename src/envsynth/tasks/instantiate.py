@@ -11,12 +11,12 @@ every call a Success is kept.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from envsynth.blueprint.policy import acting_user_of
+from envsynth.blueprint.models import Entity
 from envsynth.errors import EnvsynthError
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import SUCCESS, Episode
@@ -25,6 +25,7 @@ from envsynth.runtime.toolkit import Context
 from envsynth.tasks.chain import Step
 from envsynth.tasks.model import Call, Ref
 from envsynth.tasks.state import copy_rows, writable_tables
+from envsynth.tasks.step_args import bound_rows, created_rows, id_filters, oracle_call, same_actor
 from envsynth.testing.fixtures import Solver
 
 
@@ -322,69 +323,48 @@ def _carry_back(app: App, s0: Rows, before: Rows, after: Rows) -> Delta:
         for k, row in a.items():
             old = b.get(k)
             if old is None:
-                for name, ref in ref_fields(ent):
-                    v = row.get(name)
-                    if v is not None and v not in index_of(ref):
-                        raise ChainFailed(f"a needed {ent.name} row refers to a row the chain creates")
-                new = dict(row)
-                s0.setdefault(ent.name, []).append(new)
-                own[k] = new
-                delta.added.setdefault(ent.name, []).append(new)
-                continue
-            if row == old:
-                continue
-            changed = {c for c in row if row[c] != old.get(c)}
-            if not changed:
-                continue
-            target = own.get(k)
-            if target is None:
-                raise ChainFailed(f"the chain's own {ent.name} row would need other values")
-            for c in changed:
-                if target.get(c) != old.get(c):
-                    raise ChainFailed(f"{ent.name}.{c} must differ before and after an earlier step")
-                target[c] = row[c]
-            delta.changed.setdefault(ent.name, []).append(target)
+                _carry_added(ent, k, row, s0, index_of, delta)
+            elif row != old:
+                _carry_changed(ent, own.get(k), row, old, delta)
         for k in b.keys() - a.keys():
-            row = own.pop(k, None)
-            if row is None:
-                raise ChainFailed(f"a {ent.name} row the chain creates would have to go")
-            s0[ent.name] = [r for r in s0[ent.name] if r is not row]
-            delta.removed.setdefault(ent.name, []).append(k)
+            _carry_removed(ent, k, own.pop(k, None), s0, delta)
     return delta
 
 
-def _created_rows(app: App, steps: list[Step], results: list[Any]) -> dict[tuple[str, Any], Ref]:
-    """(table, key) -> Ref for rows that earlier steps created and returned."""
-    out: dict[tuple[str, Any], Ref] = {}
-    ids = id_fields(app.blueprint)
-    for j, st in enumerate(steps):
-        if st.spec.returns != "new" or not isinstance(results[j], dict):
-            continue
-        for ef in st.spec.effects:
-            if ef.op == "insert":
-                idf = ids[ef.entity]
-                if idf in results[j]:
-                    out[(ef.entity, results[j][idf])] = Ref(step=j, field=idf)
-    return out
+def _carry_added(
+    ent: Entity, k: Any, row: dict[str, Any], s0: Rows, index_of: Callable[[str], dict[Any, dict[str, Any]]], delta: Delta
+) -> None:
+    """A row the solver added: into s0 too, unless it refers to a row only the chain creates."""
+    for name, ref in ref_fields(ent):
+        v = row.get(name)
+        if v is not None and v not in index_of(ref):
+            raise ChainFailed(f"a needed {ent.name} row refers to a row the chain creates")
+    new = dict(row)
+    s0.setdefault(ent.name, []).append(new)
+    index_of(ent.name)[k] = new
+    delta.added.setdefault(ent.name, []).append(new)
 
 
-def _id_filters(app: App, step: Step) -> list[str]:
-    """Filter parameters of a search or aggregate step left unset.
+def _carry_changed(ent: Entity, target: dict[str, Any] | None, row: dict[str, Any], old: dict[str, Any], delta: Delta) -> None:
+    """A row the solver changed (``old`` -> ``row``): the same change on s0's ``target``, which must not differ from ``old``."""
+    changed = {c for c in row if row[c] != old.get(c)}
+    if not changed:
+        return
+    if target is None:
+        raise ChainFailed(f"the chain's own {ent.name} row would need other values")
+    for c in changed:
+        if target.get(c) != old.get(c):
+            raise ChainFailed(f"{ent.name}.{c} must differ before and after an earlier step")
+        target[c] = row[c]
+    delta.changed.setdefault(ent.name, []).append(target)
 
-    Those on id or ref fields (people filter by names and values, not by ids); for a read
-    that follows up on a row of an earlier step ("how many reviews does that product have
-    now?"), every filter but the one naming that row.
-    """
-    query = step.spec.query
-    if query is None or query.op not in ("search", "aggregate"):
-        return []
-    follow_up = set(step.pins) | set(step.refs)
-    out = []
-    for flt in query.filters:
-        f = app.blueprint.entity(query.entity).field(flt.field)
-        if flt.param not in follow_up and (follow_up or f.type in ("id", "ref")):
-            out.append(flt.param)
-    return out
+
+def _carry_removed(ent: Entity, k: Any, row: dict[str, Any] | None, s0: Rows, delta: Delta) -> None:
+    """A row the solver removed: out of s0 too, unless the chain creates it (``row`` None: s0 has no such row)."""
+    if row is None:
+        raise ChainFailed(f"a {ent.name} row the chain creates would have to go")
+    s0[ent.name] = [r for r in s0[ent.name] if r is not row]
+    delta.removed.setdefault(ent.name, []).append(k)
 
 
 def instantiate(
@@ -402,27 +382,10 @@ def instantiate(
         return _instantiate(app, ws, steps, seed, attempts, pool)
 
 
-def _same_actor(app: App, step: Step, calls: list[Call]) -> dict[str, Any]:
-    """The acting user of the earlier steps, for a step that acts for a user too (one person asks for the whole chain)."""
-    name = acting_user_of(app.blueprint, step.spec)
-    if name is None:
-        return {}
-    earlier = next(
-        (c.args[name] for c in calls if acting_user_of(app.blueprint, app.spec_by_name[c.tool]) == name and c.args.get(name)), None
-    )
-    return {name: earlier} if earlier is not None else {}
-
-
-def _first(rows: Any) -> dict[str, Any] | None:
-    """The first row a list parameter loads (a later step may act on it: receive one of the items returned)."""
-    return rows[0] if isinstance(rows, list) and rows and isinstance(rows[0], dict) else None
-
-
 def _instantiate(
     app: App, ws: Workspace, steps: list[Step], seed: int, attempts: int, pool: Rows | None
 ) -> tuple[Rows, list[Call], list[dict[str, Any]]]:
     s0 = ws.rows
-    ids = id_fields(app.blueprint)
     last_run: Run | None = None  # the accepted trial run of the steps so far (saves a replay)
     calls: list[Call] = []
     bound: list[dict[str, Any]] = []
@@ -430,52 +393,30 @@ def _instantiate(
         last_error = "no attempt"
         # the same for every attempt: a failed attempt leaves the rows and the kept run as they were
         run = last_run if last_run is not None else ws.run(calls) if calls else Run([], ws.rows)
-        current = run.final
-        created = _created_rows(app, steps[:i], run.results)
+        created = created_rows(app, steps[:i], run.results)
         unnamed: list[str] | None = None  # the step's id filter parameters (found in the first attempt)
         for attempt in range(attempts):
-            fixed: dict[str, Any] = {}
-            for p, ref in step.refs.items():
-                src = run.results[ref.step]
-                if not isinstance(src, dict) or ref.field not in src:
-                    raise ChainFailed(f"step {i}: the result of step {ref.step} has no {ref.field!r} to pass on")
-                fixed[p] = src[ref.field]
-            refs = dict(step.refs)
-            for p, (j, alias) in step.pins.items():
-                table, key = bound[j].get(alias, (None, None))
-                if key is None:
-                    raise ChainFailed(f"step {i}: step {j} bound no {alias}")
-                fixed[p] = key
-                if (table, key) in created:  # a row this chain made: its id is only known at run time
-                    refs[p] = created[(table, key)]
+            fixed, refs = _fixed_args(i, step, run, bound, created)
             if unnamed is None:
-                unnamed = _id_filters(app, step)
+                unnamed = id_filters(app, step)
             for p in unnamed:
                 fixed[p] = None
-            fixed.update(_same_actor(app, step, calls))
+            fixed.update(same_actor(app, step, calls))
             solver = Solver(app.blueprint, step.spec, app.order, app.now, seed * 131 + i * 17 + attempt)
             mode = "some" if step.spec.mode == "write" else "all"
-            fx = solver.on_rows(current, fixed, mode, attempt, pool)
+            fx = solver.on_rows(run.final, fixed, mode, attempt, pool)
             if not solver.satisfy(fx, step.spec.pre) or any(fx.args.get(k) != v for k, v in fixed.items()):
                 last_error = f"step {i} ({step.spec.name}): pre-conditions not satisfiable here"
                 continue
             trial = dict(s0)  # _carry_back copies the tables it changes
             try:
-                delta = _carry_back(app, trial, current, fx.rows)
+                delta = _carry_back(app, trial, run.final, fx.rows)
             except ChainFailed as exc:
                 last_error = f"step {i} ({step.spec.name}): {exc}"
                 continue
-            literal = {k: v for k, v in fx.call_args().items() if k not in refs}
-            for p in step.spec.params:  # a row the chain made, picked by the solver: its id is only known at run time
-                if p.ref and p.type != "array" and p.name in literal and (p.ref, literal[p.name]) in created:
-                    refs[p.name] = created[(p.ref, literal.pop(p.name))]
-            call = Call(tool=step.spec.name, args=literal, refs=refs)
+            call = oracle_call(step, fx, refs, created)
             try:
-                more = i + 1 < len(steps)  # the last step's resulting rows are never looked at
-                if delta or last_run is None or not ws.keeps(last_run):
-                    trial_run = ws.try_rows(trial, delta, [*calls, call], final=more)
-                else:  # s0 unchanged: the prefix would run as before, so only the new call runs
-                    trial_run = ws.extend(last_run, call, final=more)
+                trial_run = _trial_run(ws, trial, delta, calls, call, last_run, final=i + 1 < len(steps))
             except (ChainFailed, Exception) as exc:
                 error = f"step {i} ({step.spec.name}): {exc}"
                 if error == last_error:  # the same conflict twice: the plan itself is at fault
@@ -485,14 +426,36 @@ def _instantiate(
             s0 = trial
             calls.append(call)
             last_run = trial_run
-            bound.append(
-                {
-                    b.alias: (b.entity, row[ids[b.entity]])
-                    for b in step.spec.bindings
-                    if (row := _first(fx.aliases.get(b.alias)) if b.many else fx.aliases.get(b.alias)) is not None
-                }
-            )
+            bound.append(bound_rows(app, step, fx))
             break
         else:
             raise ChainFailed(last_error)
     return s0, calls, bound
+
+
+def _fixed_args(
+    i: int, step: Step, run: Run, bound: list[dict[str, Any]], created: dict[tuple[str, Any], Ref]
+) -> tuple[dict[str, Any], dict[str, Ref]]:
+    """Step ``i``'s arguments fixed by the earlier steps (their results, the rows they bound), and its refs."""
+    fixed: dict[str, Any] = {}
+    for p, ref in step.refs.items():
+        src = run.results[ref.step]
+        if not isinstance(src, dict) or ref.field not in src:
+            raise ChainFailed(f"step {i}: the result of step {ref.step} has no {ref.field!r} to pass on")
+        fixed[p] = src[ref.field]
+    refs = dict(step.refs)
+    for p, (j, alias) in step.pins.items():
+        table, key = bound[j].get(alias, (None, None))
+        if key is None:
+            raise ChainFailed(f"step {i}: step {j} bound no {alias}")
+        fixed[p] = key
+        if (table, key) in created:  # a row this chain made: its id is only known at run time
+            refs[p] = created[(table, key)]
+    return fixed, refs
+
+
+def _trial_run(ws: Workspace, trial: Rows, delta: Delta, calls: list[Call], call: Call, last_run: Run | None, final: bool) -> Run:
+    """The chain so far plus ``call`` run on the ``trial`` s0 (``final``: the resulting rows are looked at)."""
+    if delta or last_run is None or not ws.keeps(last_run):
+        return ws.try_rows(trial, delta, [*calls, call], final=final)
+    return ws.extend(last_run, call, final=final)  # s0 unchanged: the prefix would run as before, so only the new call runs

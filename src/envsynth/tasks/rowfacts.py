@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envsynth.blueprint import expr as X
+from envsynth.blueprint.models import FieldDef
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.graph.conditions import required_children, required_states, value_constants, value_key
 from envsynth.runtime.app import App
@@ -71,54 +72,21 @@ def _find_facts(app: App, spec: ToolSpec, name: str) -> _Facts:
     bp = app.blueprint
     id_of = {b.alias: bp.entity(b.entity).id_field for b in spec.bindings}
     ent_of = {b.alias: b.entity for b in spec.bindings}
-    binds = []
-    for b in spec.bindings:
-        parent, _, ref_field = (b.via or "").partition(".")
-        binds.append((b.alias, b.entity, b.key == id_of[b.alias], b.param, parent if b.via else None, ref_field))
+    binds = _binds(spec, id_of)
     states = tuple((a, f, _keys(v)) for a, f, v in required_states(spec) if a in ent_of)
     children = tuple((c, cf, a) for c, cf, a, af in required_children(spec) if id_of.get(a) == af) + _same_parent(app, spec)
     no_children = tuple((c, cf, a) for c, cf, a, af in _forbidden_children(spec) if id_of.get(a) == af)
     needed = tuple(b.alias for b in spec.bindings if not b.optional)
     deletes = tuple((ef.alias, tuple(ef.cascade)) for ef in spec.effects if ef.op == "delete")
-    updates: list[tuple[str, str, str, Keys | None, bool]] = []
-    inserts = []
-    for ef in spec.effects:
-        if ef.op == "update":
-            for f, src in ef.values.items():
-                vals = value_constants(spec, src)
-                updates.append((ef.alias, ef.entity, f, None if vals is None else _keys(vals), f in ef.when_given))
-        elif ef.op == "insert":
-            ent = bp.entity(ef.entity)
-            consts, links = [], []
-            for f, src in ef.values.items():
-                vals = value_constants(spec, src)
-                if vals is not None:
-                    consts.append((f, _keys(vals)))
-                fld = ent.field(f)
-                if fld.type != "ref" or not fld.ref:
-                    continue
-                try:
-                    node = ast.parse(src.strip(), mode="eval").body
-                except SyntaxError:
-                    continue
-                if isinstance(node, ast.Name):  # a parameter: the row a binding loaded by it
-                    for b in spec.bindings:
-                        if b.param == node.id and b.entity == fld.ref and b.key == bp.entity(fld.ref).id_field:
-                            links.append((f, "param", b.alias, ""))
-                            break
-                elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ent_of:
-                    links.append((f, "via", node.value.id, node.attr))
-            ref_fields = tuple(fld.name for fld in ent.fields if fld.type == "ref")
-            inserts.append((ef.alias, ef.entity, tuple(consts), tuple(links), ref_fields))
     return _Facts(
-        tuple(binds),
+        binds,
         states,
         children,
         no_children,
         needed,
         deletes,
-        tuple(updates),
-        tuple(inserts),  # type: ignore[arg-type]
+        _updates(spec),
+        _inserts(app, spec, ent_of),  # type: ignore[arg-type]
         spec.code is not None,
         tuple((ent, tuple(fields)) for ent, fields in spec.writes.items()),
         tuple(spec.creates),
@@ -126,6 +94,65 @@ def _find_facts(app: App, spec: ToolSpec, name: str) -> _Facts:
         spec.returns,
         bool(states or children or no_children),
     )
+
+
+def _binds(spec: ToolSpec, id_of: dict[str, str]) -> tuple[tuple[str, str, bool, str | None, str | None, str], ...]:
+    """:attr:`_Facts.binds`: each binding, whether it is keyed by its id field, and the reference it follows."""
+    binds = []
+    for b in spec.bindings:
+        parent, _, ref_field = (b.via or "").partition(".")
+        binds.append((b.alias, b.entity, b.key == id_of[b.alias], b.param, parent if b.via else None, ref_field))
+    return tuple(binds)
+
+
+def _updates(spec: ToolSpec) -> tuple[tuple[str, str, str, Keys | None, bool], ...]:
+    """:attr:`_Facts.updates`: each field an update effect writes, with its constant values when known."""
+    updates: list[tuple[str, str, str, Keys | None, bool]] = []
+    for ef in spec.effects:
+        if ef.op != "update":
+            continue
+        for f, src in ef.values.items():
+            vals = value_constants(spec, src)
+            updates.append((ef.alias, ef.entity, f, None if vals is None else _keys(vals), f in ef.when_given))
+    return tuple(updates)
+
+
+def _inserts(app: App, spec: ToolSpec, ent_of: dict[str, str]) -> tuple[tuple[Any, ...], ...]:
+    """:attr:`_Facts.inserts`: each insert effect's constant fields, the rows its ref fields link to, its ref fields."""
+    inserts = []
+    for ef in spec.effects:
+        if ef.op != "insert":
+            continue
+        ent = app.blueprint.entity(ef.entity)
+        consts, links = [], []
+        for f, src in ef.values.items():
+            vals = value_constants(spec, src)
+            if vals is not None:
+                consts.append((f, _keys(vals)))
+            link = _insert_link(app, spec, ent.field(f), src, ent_of)
+            if link is not None:
+                links.append((f, *link))
+        ref_fields = tuple(fld.name for fld in ent.fields if fld.type == "ref")
+        inserts.append((ef.alias, ef.entity, tuple(consts), tuple(links), ref_fields))
+    return tuple(inserts)
+
+
+def _insert_link(app: App, spec: ToolSpec, fld: FieldDef, src: str, ent_of: dict[str, str]) -> tuple[str, str, str] | None:
+    """The row an inserted ref field ``fld`` (given ``src``) refers to: ``("param", binding alias, "")`` for a
+    parameter that loads a row, ``("via", alias, ref field)`` for ``alias.field``; None when not known."""
+    if fld.type != "ref" or not fld.ref:
+        return None
+    try:
+        node = ast.parse(src.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if isinstance(node, ast.Name):  # a parameter: the row a binding loaded by it
+        for b in spec.bindings:
+            if b.param == node.id and b.entity == fld.ref and b.key == app.blueprint.entity(fld.ref).id_field:
+                return ("param", b.alias, "")
+    elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ent_of:
+        return ("via", node.value.id, node.attr)
+    return None
 
 
 def _forbidden_children(spec: ToolSpec) -> list[tuple[str, str, str, str]]:
@@ -284,49 +311,66 @@ class RowFacts:
         for alias, f, vals in facts.states:
             known = self.known.setdefault(rows[alias], {})
             known[f] = vals if f not in known else known[f] & vals
-        if facts.custom:  # custom code: forget what it may write
-            for ent, fields in facts.writes:
-                for f in fields:
-                    self._write(ent, None, f, None)
-            self.any_child.update(facts.creates)
-            for key in [k for k in self.kids if k[0] in facts.removes]:  # the child may be gone
-                del self.kids[key]
+        if facts.custom:
+            self._forget_custom(facts)
         for alias, ent, f, vals, when_given in facts.updates:
             s = rows.get(alias)
             if when_given and vals is not None:  # written only when the parameter is given
                 old = None if s is None else self.known.get(s, {}).get(f)
                 vals = None if old is None else old | vals
             self._write(ent, s, f, vals)
-        new: dict[str, int] = {}
-        for alias, ent, consts, links, ref_fields in facts.inserts:
-            s = new[alias] = self._new(ent)
-            self.created.add(s)
-            self.known[s] = dict(consts)
-            linked = set()
-            for f, how, a, ref_field in links:
-                src = rows.get(a)
-                target = src if how == "param" else self.links.get((src, ref_field)) if src is not None else None
-                if target is not None:
-                    self.links[(s, f)] = target
-                    self.kids.setdefault((ent, f, target), set()).add(s)
-                    linked.add(f)
-                    if target in self.created:
-                        self.children.setdefault((ent, f), set()).add(target)
-                        continue
-                self.any_parent[(ent, f)] = s  # the parent may be any row existing now, one the chain created too
-            for name in ref_fields:
-                if name not in linked:
-                    self.any_parent[(ent, name)] = s
+        new = {alias: self._insert(ent, consts, links, ref_fields, rows) for alias, ent, consts, links, ref_fields in facts.inserts}
         for alias, cascade in facts.deletes:
-            s = rows.get(alias)
-            if s is None:
-                continue
-            gone = {s}
-            for child, f in cascade:  # children deleted first
-                gone |= {t for t in self.rows_of.get(child, ()) if self.links.get((t, f)) == s}
-            self.deleted |= gone
+            self._delete(rows.get(alias), cascade)
         self.bound.append(rows)
         self.returned.append(new.get("new") if facts.returns == "new" else rows.get(facts.returns))
+
+    def _forget_custom(self, facts: _Facts) -> None:
+        """Custom code: forget what it may write, allow any child of what it may create, drop children it may remove."""
+        for ent, fields in facts.writes:
+            for f in fields:
+                self._write(ent, None, f, None)
+        self.any_child.update(facts.creates)
+        for key in [k for k in self.kids if k[0] in facts.removes]:  # the child may be gone
+            del self.kids[key]
+
+    def _insert(
+        self,
+        ent: str,
+        consts: tuple[tuple[str, Keys], ...],
+        links: tuple[tuple[str, str, str, str], ...],
+        ref_fields: tuple[str, ...],
+        rows: dict[str, int],
+    ) -> int:
+        """A new row of ``ent`` the step creates, linked to the rows its ref fields are known to refer to."""
+        s = self._new(ent)
+        self.created.add(s)
+        self.known[s] = dict(consts)
+        linked = set()
+        for f, how, a, ref_field in links:
+            src = rows.get(a)
+            target = src if how == "param" else self.links.get((src, ref_field)) if src is not None else None
+            if target is not None:
+                self.links[(s, f)] = target
+                self.kids.setdefault((ent, f, target), set()).add(s)
+                linked.add(f)
+                if target in self.created:
+                    self.children.setdefault((ent, f), set()).add(target)
+                    continue
+            self.any_parent[(ent, f)] = s  # the parent may be any row existing now, one the chain created too
+        for name in ref_fields:
+            if name not in linked:
+                self.any_parent[(ent, name)] = s
+        return s
+
+    def _delete(self, s: int | None, cascade: tuple[tuple[str, str], ...]) -> None:
+        """Row ``s`` is deleted, and with it its children along ``cascade`` ((child entity, ref field), deleted first)."""
+        if s is None:
+            return
+        gone = {s}
+        for child, f in cascade:
+            gone |= {t for t in self.rows_of.get(child, ()) if self.links.get((t, f)) == s}
+        self.deleted |= gone
 
     def _write(self, entity: str, sym: int | None, f: str, vals: Keys | None) -> None:
         """``sym``.f now holds one of ``vals`` (None: unknown); any other row of the table may be the same row."""

@@ -1,0 +1,87 @@
+"""The arguments of a chain's next step, as far as the steps before it decide them.
+
+Rows earlier steps created are only known by the result that returned them (a
+:class:`~envsynth.tasks.model.Ref`); a search that follows up on an earlier row leaves its
+other filters unset; a step that acts for a user acts for the user of the earlier steps;
+a list parameter's first row is the one a later step may act on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envsynth.blueprint.policy import acting_user_of
+from envsynth.runtime.app import App
+from envsynth.runtime.state import id_fields
+from envsynth.tasks.chain import Step
+from envsynth.tasks.model import Call, Ref
+from envsynth.testing.fixtures import Fixture
+
+
+def created_rows(app: App, steps: list[Step], results: list[Any]) -> dict[tuple[str, Any], Ref]:
+    """(table, key) -> Ref for rows that earlier steps created and returned."""
+    out: dict[tuple[str, Any], Ref] = {}
+    ids = id_fields(app.blueprint)
+    for j, st in enumerate(steps):
+        if st.spec.returns != "new" or not isinstance(results[j], dict):
+            continue
+        for ef in st.spec.effects:
+            if ef.op == "insert":
+                idf = ids[ef.entity]
+                if idf in results[j]:
+                    out[(ef.entity, results[j][idf])] = Ref(step=j, field=idf)
+    return out
+
+
+def id_filters(app: App, step: Step) -> list[str]:
+    """Filter parameters of a search or aggregate step left unset.
+
+    Those on id or ref fields (people filter by names and values, not by ids); for a read
+    that follows up on a row of an earlier step ("how many reviews does that product have
+    now?"), every filter but the one naming that row.
+    """
+    query = step.spec.query
+    if query is None or query.op not in ("search", "aggregate"):
+        return []
+    follow_up = set(step.pins) | set(step.refs)
+    out = []
+    for flt in query.filters:
+        f = app.blueprint.entity(query.entity).field(flt.field)
+        if flt.param not in follow_up and (follow_up or f.type in ("id", "ref")):
+            out.append(flt.param)
+    return out
+
+
+def same_actor(app: App, step: Step, calls: list[Call]) -> dict[str, Any]:
+    """The acting user of the earlier steps, for a step that acts for a user too (one person asks for the whole chain)."""
+    name = acting_user_of(app.blueprint, step.spec)
+    if name is None:
+        return {}
+    earlier = next(
+        (c.args[name] for c in calls if acting_user_of(app.blueprint, app.spec_by_name[c.tool]) == name and c.args.get(name)), None
+    )
+    return {name: earlier} if earlier is not None else {}
+
+
+def _first(rows: Any) -> dict[str, Any] | None:
+    """The first row a list parameter loads (a later step may act on it: receive one of the items returned)."""
+    return rows[0] if isinstance(rows, list) and rows and isinstance(rows[0], dict) else None
+
+
+def oracle_call(step: Step, fx: Fixture, refs: dict[str, Ref], created: dict[tuple[str, Any], Ref]) -> Call:
+    """The step's oracle call: the solver's arguments, those fed by earlier results (``refs``) left to them."""
+    literal = {k: v for k, v in fx.call_args().items() if k not in refs}
+    for p in step.spec.params:  # a row the chain made, picked by the solver: its id is only known at run time
+        if p.ref and p.type != "array" and p.name in literal and (p.ref, literal[p.name]) in created:
+            refs[p.name] = created[(p.ref, literal.pop(p.name))]
+    return Call(tool=step.spec.name, args=literal, refs=refs)
+
+
+def bound_rows(app: App, step: Step, fx: Fixture) -> dict[str, Any]:
+    """The step's bound aliases -> (table, key) of the rows the solver loaded for them (a list's first row)."""
+    ids = id_fields(app.blueprint)
+    return {
+        b.alias: (b.entity, row[ids[b.entity]])
+        for b in step.spec.bindings
+        if (row := _first(fx.aliases.get(b.alias)) if b.many else fx.aliases.get(b.alias)) is not None
+    }
