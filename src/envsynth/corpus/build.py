@@ -119,20 +119,7 @@ def build_corpus(
     clean_temps(root, [MANIFEST])
     clean_temps(root / TASKS_DIR, [INDEX_FILE])
     jobs = [
-        AppJob(
-            bp,
-            i,
-            root,
-            tasks_per_app,
-            states,
-            distractors,
-            seed,
-            shard_size,
-            task_stage,
-            force=force,
-            app_stage=app_stage,
-            keep_failed=keep_failed,
-        )
+        AppJob(bp, i, root, tasks_per_app, states, distractors, seed, shard_size, task_stage, force, app_stage, keep_failed)
         for i, bp in enumerate(chosen)
     ]
     in_process = task_stage is not None or app_stage is not None

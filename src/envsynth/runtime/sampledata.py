@@ -1,0 +1,348 @@
+"""Sample data: the rows of a state drawn from one seed (the app's sample state, test fixtures, task states).
+
+:class:`StateBuilder` draws rows entity by entity, respecting references, unique fields and
+composite keys, correlated fields and capacity invariants; :class:`ValuePool` and
+:class:`TakenIds` keep what a state already holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from envsynth.blueprint.correlate import depends_on, derive, derived_order, few_values, holds
+from envsynth.blueprint.models import Blueprint, Entity, FieldDef
+from envsynth.blueprint.values import ValueMaker
+from envsynth.runtime.state import Rows, id_fields
+
+
+class TakenIds(dict[str, set[str]]):
+    """The ids taken per table, collected from ``rows`` when a table is first asked for."""
+
+    def __init__(self, rows: Rows, ids: dict[str, str]) -> None:
+        super().__init__()
+        self._rows = rows
+        self._ids = ids
+
+    def __missing__(self, table: str) -> set[str]:
+        key = self._ids[table]
+        taken = self[table] = {r[key] for r in self._rows.get(table, ())}
+        return taken
+
+
+def distinct_values(rows: list[dict[str, Any]], name: str) -> tuple[list[Any], dict[Any, int]]:
+    """The distinct non-null values of field ``name`` in ``rows`` in a fixed order, and each one's position."""
+    values = sorted({v for r in rows if (v := r.get(name)) is not None}, key=repr)
+    return values, {v: i for i, v in enumerate(values)}
+
+
+class ValuePool(dict[str, list[dict[str, Any]]]):
+    """Pre-drawn rows per table whose plain values seed other states (see :meth:`StateBuilder.use_pool`).
+
+    It also keeps, per (table, field), the field's :func:`distinct_values` once asked for.
+    """
+
+    def __init__(self, rows: Rows) -> None:
+        super().__init__(rows)
+        self._distinct: dict[tuple[str, str], tuple[list[Any], dict[Any, int]]] = {}
+
+    def distinct(self, table: str, name: str) -> tuple[list[Any], dict[Any, int]]:
+        """:func:`distinct_values` of field ``name`` in this pool's ``table`` rows (worked out once)."""
+        key = (table, name)
+        hit = self._distinct.get(key)
+        if hit is None:
+            hit = self._distinct[key] = distinct_values(self.get(table, []), name)
+        return hit
+
+
+class StateBuilder:
+    """Draws rows for a blueprint's entities from one seed, respecting references.
+
+    Used for the sample state of an app, for test fixtures and for task states.
+    """
+
+    def __init__(self, bp: Blueprint, seed: int, order: list[Entity], rows: Rows | None = None) -> None:
+        """``rows``: existing rows to add to (this dict is used and extended, its row lists too)."""
+        self.bp = bp
+        self.values = ValueMaker(bp, seed)
+        self.rng = self.values.rng
+        self.order = order
+        tables, self._invariants = _builder_facts(bp)
+        self._plans = _plans(bp)
+        self.taken_ids: dict[str, set[str]]
+        if rows is None:
+            self.rows: Rows = {t: [] for t in tables}
+            self.taken_ids = {t: set() for t in tables}
+        else:
+            for t in tables:
+                rows.setdefault(t, [])
+            self.rows = rows
+            self.taken_ids = TakenIds(rows, id_fields(bp))
+        self.unique_seen: dict[tuple[str, str], set[Any]] = {}
+        self.pool: Rows | None = None
+
+    def use_pool(self, pool: Rows) -> StateBuilder:
+        """Draw plain values from ``pool`` rows (pre-drawn, e.g. an app's sample state) instead of Faker.
+
+        Ids and references are still drawn fresh; a unique value already taken is drawn anew.
+        Much faster when many small states are made (task synthesis).
+        """
+        self.pool = pool
+        return self
+
+    def donor(self, table: str) -> dict[str, Any]:
+        """One pool row of ``table``, the same for this builder's life: parameters that stand for fields of a
+        table with correlated fields take their values from it together (an arrival after its departure)."""
+        donors = self.__dict__.setdefault("_donors", {})
+        row = donors.get(table)
+        if row is None:
+            rows = (self.pool or {}).get(table) or [{}]
+            row = donors[table] = rows[self.rng._randbelow(len(rows))]
+        return row
+
+    def fill(self, counts: dict[str, int] | None = None) -> Rows:
+        """Add ``counts[entity]`` rows (default: the entity's ``rows``) to every table."""
+        add = self.add
+        for ent in self.order:
+            n = ent.rows if counts is None else counts.get(ent.name, 0)
+            for _ in range(n):
+                add(ent)
+        return self.rows
+
+    def add(self, ent: Entity, fixed: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """Draw one row of ``ent`` (fields in ``fixed`` are taken as given); None if a ref has no target."""
+        plan = self._plans.get(ent.name)
+        if plan is None or plan.entity is not ent:  # an entity object of another blueprint (not kept)
+            plan = _build_plan(ent, self.bp)
+        table = plan.table
+        fixed = fixed or _NOTHING
+        rng = self.rng
+        rows = self.rows
+        row, source = self._start_row(plan, fixed)
+        for name, null_rate, unique, f, ref, ref_key in plan.steps:
+            if name in fixed:
+                row[name] = fixed[name]
+            elif ref:
+                value = self._ref_value(rows.get(ref), ref_key, null_rate)
+                if value is EXHAUSTED:  # no row to refer to
+                    return None
+                row[name] = value
+            elif null_rate and rng.random() < null_rate:
+                row[name] = None
+            elif source is not None and (not unique or self._free(table, name, source[name])):
+                row[name] = source[name]
+            elif unique:
+                row[name] = self._unique(ent, f, row)
+                if row[name] is EXHAUSTED:  # every value of the field is taken: the table is full
+                    return None
+            else:
+                row[name] = self.values.value(f, row)
+        if (plan.derived or plan.keys) and not self._correlate(plan, row, fixed):
+            return None
+        return self._keep_row(plan, row, fixed)
+
+    def _ref_value(self, targets: list[dict[str, Any]] | None, ref_key: str, null_rate: float | None) -> Any:
+        """A reference to a random row of ``targets`` (by ``ref_key``), None at the field's null rate, or
+        :data:`EXHAUSTED` when there is no row to refer to and the field cannot be null."""
+        if null_rate is not None and (not targets or self.rng.random() < null_rate):
+            return None
+        if not targets:
+            return EXHAUSTED
+        return targets[self.rng._randbelow(len(targets))][ref_key]
+
+    def _start_row(self, plan: _Plan, fixed: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """A new row holding its id (given, or a fresh one), and the pool row its plain values come from (None: drawn)."""
+        source = None
+        if self.pool:
+            candidates = self.pool.get(plan.table)
+            if candidates:
+                source = candidates[self.rng._randbelow(len(candidates))]
+        id_name = plan.id_name
+        if id_name in fixed:
+            return {id_name: fixed[id_name]}, source
+        return {id_name: self.values.new_key(plan.prefix, self.taken_ids[plan.table])}, source
+
+    def _keep_row(self, plan: _Plan, row: dict[str, Any], fixed: dict[str, Any]) -> dict[str, Any]:
+        """Add the finished ``row`` to its table: a given id is taken, a used amount is capped by its capacity."""
+        table = plan.table
+        if plan.id_name in fixed:
+            self.taken_ids[table].add(fixed[plan.id_name])
+        caps = self._invariants.get(table)
+        if caps:
+            for used, cap in caps:
+                if row.get(used) is not None and row.get(cap) is not None and row[used] > row[cap]:
+                    row[used] = row[cap]
+        self.rows[table].append(row)
+        return row
+
+    def _seen(self, table: str, name: str) -> set[Any]:
+        """The values of a unique field taken in this state (collected on first use, then kept up to date)."""
+        seen = self.unique_seen.get((table, name))
+        if seen is None:
+            seen = self.unique_seen[(table, name)] = {r[name] for r in self.rows[table]}
+        return seen
+
+    def _free(self, table: str, name: str, value: Any) -> bool:
+        """Whether a unique field's value is still unused in this state (and claim it if so)."""
+        seen = self.unique_seen.get((table, name)) or self._seen(table, name)
+        if value in seen:
+            return False
+        seen.add(value)
+        return True
+
+    def _unique(self, ent: Entity, f: Any, row: dict[str, Any]) -> Any:
+        """A value of unique field ``f`` no row has yet: random draws, then (after 20) one of the values
+        still free when the generator has few (never a made-up suffix in text people read)."""
+        seen = self._seen(ent.name, f.name)
+        values = few_values(f)
+        if values is not None and len(seen) >= len(values) and not set(values) - seen:
+            return EXHAUSTED  # a full table: no draw
+        for attempt in range(50):
+            v = self.values.value(f, row)
+            if attempt > 20:
+                if f.type == "email":  # an address with more digits is still an address
+                    v = v.replace("@", f"{self.rng.randint(100, 999)}@")
+                elif values is not None:
+                    return self._unused(ent, f, seen, values)
+            if v not in seen:
+                seen.add(v)
+                return v
+        return EXHAUSTED  # 50 draws all taken (a generator of many values, nearly all used): the table is full
+
+    def _unused(self, ent: Entity, f: FieldDef, seen: set[Any], values: list[Any]) -> Any:
+        """One of ``values`` (every value ``f``'s generator draws) that no row has, drawn from the stream;
+        :data:`EXHAUSTED` when every one is taken (no row is added: a sample state's ``rows`` fit, which
+        loading checks; bigger states drawn for tasks hold as many rows as there are values)."""
+        free = [v for v in values if v not in seen]
+        if not free:
+            return EXHAUSTED
+        v = free[self.rng._randbelow(len(free))]
+        seen.add(v)
+        return v
+
+    def _correlate(self, plan: _Plan, row: dict[str, Any], fixed: dict[str, Any]) -> bool:
+        """Draw the row's derived fields from its other fields, then keep its composite keys unique
+        (False: a key has no free values left, the row is not added)."""
+        for f in plan.derived:
+            if f.name in fixed:  # given (a distractor copying its target): taken as is, as plain fields are
+                row[f.name] = fixed[f.name]
+            else:
+                row[f.name] = derive(self.values, f, row, self._ref_draw(f) if f.type == "ref" else None)
+        return all(self._unique_key(plan, key, row, fixed) for key in plan.keys)
+
+    def _ref_draw(self, f: FieldDef) -> Any:
+        rows = self.rows.get(f.ref or "") or []
+        key = self.bp.entity(f.ref or "").id_field
+        return lambda: rows[self.rng._randbelow(len(rows))][key] if rows else None
+
+    def _unique_key(self, plan: _Plan, key: tuple[str, ...], row: dict[str, Any], fixed: dict[str, Any]) -> bool:
+        """Redraw the fields of composite key ``key`` that are not fixed until no other row has the same values;
+        False when 50 redraws all collide (the key's values are all, or nearly all, taken) or the caller
+        fixed the whole key to values another row has."""
+        label = "+".join(key)
+        seen = self.unique_seen.get((plan.table, label))
+        if seen is None:
+            seen = self.unique_seen[(plan.table, label)] = {
+                t for r in self.rows[plan.table] if None not in (t := tuple(r.get(k) for k in key))
+            }
+        free = [plan.entity.field(k) for k in key if k not in fixed]
+        for _ in range(50):
+            values = tuple(row.get(k) for k in key)
+            if None in values or values not in seen:
+                if None not in values:
+                    seen.add(values)
+                return True
+            if not free:
+                return False  # the caller fixed the whole key, and it is taken: the database would refuse the row
+            f = free[self.rng._randbelow(len(free))]
+            if f in plan.derived:
+                row[f.name] = derive(self.values, f, row, self._ref_draw(f) if f.type == "ref" else None)
+            else:
+                row[f.name] = self._ref_draw(f)() if f.type == "ref" else self.values.value(f, row)
+            self._follow(plan, row, f.name, fixed)
+        return False
+
+    def rederive(self, ent: Entity, row: dict[str, Any], changed: str) -> None:
+        """Redraw the derived fields of ``row`` that depend on field ``changed`` and no longer honour their generator
+        (the fixture solver calls it after changing a field)."""
+        plan = self._plans.get(ent.name)
+        if plan is not None and plan.derived:
+            self._follow(plan, row, changed, _NOTHING, only_broken=True)
+
+    def _follow(self, plan: _Plan, row: dict[str, Any], changed: str, fixed: dict[str, Any], only_broken: bool = False) -> None:
+        """Redraw the derived fields that depend on ``changed``, directly or through one another (``only_broken``:
+        only those that no longer honour their generator)."""
+        touched = {changed}
+        for f in plan.derived:
+            if f.name in fixed or not set(depends_on(f)) & touched or (only_broken and holds(f, row)):
+                continue
+            row[f.name] = derive(self.values, f, row, self._ref_draw(f) if f.type == "ref" else None)
+            touched.add(f.name)
+
+
+_NOTHING: dict[str, Any] = {}
+EXHAUSTED = object()
+"""What :meth:`StateBuilder._unique` returns when every value of a unique field is taken."""
+
+
+class _Plan(NamedTuple):
+    """How :meth:`StateBuilder.add` draws a row of one entity, as plain values."""
+
+    entity: Entity
+    table: str
+    id_name: str
+    prefix: str
+    # per field after the id: (name, null rate (None: not nullable), unique, field, referenced table or "", its id field)
+    steps: tuple[tuple[str, float | None, bool, FieldDef, str, str], ...]
+    # fields drawn from other fields of the row, in dependency order (see blueprint.correlate), and composite unique keys
+    derived: tuple[FieldDef, ...] = ()
+    keys: tuple[tuple[str, ...], ...] = ()
+
+
+def _plans(bp: Blueprint) -> dict[str, _Plan]:
+    """Table -> how :meth:`StateBuilder.add` draws its rows (kept on the blueprint's index)."""
+    return bp.index.of(_build_plans, bp)
+
+
+def _build_plans(bp: Blueprint) -> dict[str, _Plan]:
+    return {e.name: _build_plan(e, bp) for e in reversed(bp.entities)}
+
+
+def _build_plan(e: Entity, bp: Blueprint) -> _Plan:
+    """How rows of ``e`` are drawn, its refs read in ``bp``."""
+    steps = []
+    derived = derived_order(e)
+    for f in e.fields[1:]:
+        null_rate = f.null_rate if f.nullable else None
+        if f in derived and f.type != "ref":  # drawn after the row's other fields (a ref is drawn first, then checked)
+            continue
+        if f.type == "ref":  # a ref field names its table (FieldDef checks it)
+            steps.append((f.name, null_rate, f.unique, f, f.ref or "", bp.entity(f.ref or "").id_field))
+        else:
+            steps.append((f.name, null_rate, f.unique, f, "", ""))
+    return _Plan(e, e.name, e.id_field, e.prefix, tuple(steps), tuple(derived), tuple(tuple(k) for k in e.unique))
+
+
+def _builder_facts(bp: Blueprint) -> tuple[tuple[str, ...], dict[str, list[tuple[str, str]]]]:
+    """The tables of a blueprint, and per table the ``used <= capacity`` pairs implied by booking
+    actions, kept true in drawn rows (kept on the blueprint's index)."""
+    return bp.index.of(_build_builder_facts, bp)
+
+
+def _build_builder_facts(bp: Blueprint) -> tuple[tuple[str, ...], dict[str, list[tuple[str, str]]]]:
+    return tuple(e.name for e in bp.entities), _find_capacity_invariants(bp)
+
+
+def _find_capacity_invariants(bp: Blueprint) -> dict[str, list[tuple[str, str]]]:
+    out: dict[str, list[tuple[str, str]]] = {}
+    for a in bp.actions:
+        if a.kind == "book":
+            res = bp.entity(bp.entity(a.entity).field(a.resource).ref or "")
+            pair = (a.used, a.capacity)
+            if pair not in out.setdefault(res.name, []):
+                out[res.name].append(pair)
+    return out
+
+
+def entity_ids(rows: Rows, ent: Entity) -> Iterable[str]:
+    return (r[ent.id_field] for r in rows.get(ent.name, []))
