@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -76,7 +75,6 @@ def test_ray_run_calls_the_users_endpoint_from_the_workers(ray_cluster: None, lo
     assert all(e["error"] is None and e["model"] == "m" for e in _episodes(tmp_path / "ray"))
 
 
-@pytest.mark.skipif(not os.environ.get("ENVSYNTH_DEMO_RAY"), reason="the demo corpus takes minutes on 2 cores: set ENVSYNTH_DEMO_RAY=1")
 def test_ray_build_of_the_demo_corpus_is_byte_identical(ray_cluster: None, tmp_path: Path) -> None:
     demo: dict[str, Any] = {"tasks_per_app": 10, "states": 2, "distractors": 2, "seed": 0}  # make demo's composition
     every = [catalog.load(name) for name in catalog.names()]
