@@ -202,7 +202,7 @@ def test_run_against_a_dead_endpoint_fails_with_the_error(small_corpus: Path, tm
 
 
 def test_rerun_errors_is_documented() -> None:
-    root = Path(__file__).parent.parent
+    root = Path(__file__).parents[2]
     for doc in (root / "README.md", root / "docs" / "agents.md"):
         assert "--rerun-errors" in doc.read_text(), doc
     assert "--rerun-errors" in run("run", "--help").stdout

@@ -13,7 +13,7 @@ from envsynth.blueprint.correlate import derived_order, holds
 from envsynth.compiler.compile import sample_state
 from envsynth.runtime.state import open_state, read_rows
 
-EXAMPLE = Path(__file__).parent / "data" / "examples" / "correlated_data.yaml"
+EXAMPLE = Path(__file__).parents[1] / "data" / "examples" / "correlated_data.yaml"
 
 
 @pytest.mark.parametrize("name", [*catalog.names(), str(EXAMPLE)])
