@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from envsynth.errors import ConfigError
 
-__all__ = ["Config", "ConfigProblems", "describe_errors"]
+__all__ = ["Config", "ConfigProblems", "describe_errors", "ray_address"]
 
 C = TypeVar("C", bound="Config")
 
@@ -55,3 +55,14 @@ def describe_errors(exc: ValidationError) -> dict[str, str]:
             message += f", got {e['input']!r}"
         out.setdefault(name, message)
     return out
+
+
+def ray_address(address: str | None, executor: str | None) -> str | None:
+    """``address`` when it goes with ``executor`` (only the ray executor takes one).
+
+    Raises:
+        ValueError: an address for another executor (pydantic reports it at the field).
+    """
+    if address is not None and executor != "ray":
+        raise ValueError("an address is for the ray executor")
+    return address

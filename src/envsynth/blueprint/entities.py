@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import keyword
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -39,27 +39,6 @@ def _not_episode_tool(name: str) -> str:
 
 ToolName = Annotated[Ident, AfterValidator(_not_episode_tool)]
 
-FIELD_TYPES = (
-    "id",
-    "ref",
-    "string",
-    "text",
-    "name",
-    "email",
-    "phone",
-    "url",
-    "address",
-    "company",
-    "enum",
-    "state",
-    "money",
-    "int",
-    "quantity",
-    "float",
-    "bool",
-    "date",
-    "datetime",
-)
 FieldType = Literal[
     "id",
     "ref",
@@ -81,6 +60,7 @@ FieldType = Literal[
     "date",
     "datetime",
 ]
+FIELD_TYPES: tuple[str, ...] = get_args(FieldType)
 NUMERIC_TYPES = ("money", "int", "quantity", "float")
 
 

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from envsynth.config import Config, describe_errors
+from envsynth.config import Config, describe_errors, ray_address
 from envsynth.config import ConfigProblems as ConfigError
 from envsynth.corpus.build import MAX_DEPTH
 
@@ -61,9 +61,7 @@ class BuildConfig(Config):
     @field_validator("address")
     @classmethod
     def _address_for_ray(cls, address: str | None, info: ValidationInfo) -> str | None:
-        if address is not None and info.data.get("executor") != "ray":
-            raise ValueError("an address is for the ray executor")
-        return address
+        return ray_address(address, info.data.get("executor"))
 
 
 class LLMOptions(Config):

@@ -16,7 +16,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from envsynth.agents.base import DEFAULT_MAX_TURNS
 from envsynth.agents.user import DEFAULT_USER_TURNS
-from envsynth.config import Config
+from envsynth.config import Config, ray_address
 
 Agent = Literal["openai", "code", "oracle"]
 """``code`` is ``openai`` in code mode (``agent="code"`` = ``agent="openai", mode="code"``)."""
@@ -101,9 +101,7 @@ class RunConfig(Config):
     @field_validator("address")
     @classmethod
     def _address_for_ray(cls, address: str | None, info: ValidationInfo) -> str | None:
-        if address is not None and info.data.get("executor") != "ray":
-            raise ValueError("an address is for the ray executor")
-        return address
+        return ray_address(address, info.data.get("executor"))
 
     @model_validator(mode="before")
     @classmethod
