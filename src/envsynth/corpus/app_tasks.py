@@ -144,7 +144,6 @@ def run_app_job(job: AppJob, progress: ProgressFn | None = None) -> AppOutcome:
     """
     from envsynth.compiler.build import BuildError
     from envsynth.graph import read_graph
-    from envsynth.tasks import synth  # looked up at call time, so it can be patched in tests
 
     report = progress or _ignore
     if job.tasks_per_app:
@@ -164,26 +163,39 @@ def run_app_job(job: AppJob, progress: ProgressFn | None = None) -> AppOutcome:
         report(AppProgress(job.name, "tasks", log.admitted, len(log.attempts), job.tasks_per_app))
         while log.admitted < job.tasks_per_app and len(log.attempts) < job.budget:
             t = len(log.attempts)
-            try:
-                result = synth.synthesize(
-                    app, graph, app_index=job.index, task_index=t, states=job.states, depth=job.distractors, seed=job.seed
-                )
-            except MemoryError:
-                raise
-            except Exception as exc:  # a synthesis bug is recorded as data, never a crash of the batch
-                result = _error_rejection(job, t, exc)
+            result = synthesize_index(job, app, graph, t)
             if isinstance(result, list) and job.task_stage is not None:
                 result = job.task_stage(app, graph, result)  # its failures (a spent token budget) stop the job
-            if isinstance(result, list):
-                sealed = [task if task.hash else task.sealed() for task in result]
-                states.add(sealed)
-                log.admit(t, sealed)
-            else:
-                log.reject(t, result)
-            reason = None if isinstance(result, list) else result.reason
+            reason = commit(log, states, t, result)
             report(AppProgress(job.name, "tasks", log.admitted, len(log.attempts), job.tasks_per_app, reason))
         report(AppProgress(job.name, "done", log.admitted, len(log.attempts), job.tasks_per_app))
         return AppOutcome(job.name, job.index, list(log.attempts), log.records, synthesized=log.records - before)
+
+
+def synthesize_index(job: AppJob, app: App, graph: ToolGraph, t: int) -> list[Task] | Rejection:
+    """Task index ``t`` of ``job``'s app: its admitted tasks, or why it was rejected.
+
+    A synthesis that raises is recorded as a ``synthesis_error`` rejection, never a crash of the batch.
+    """
+    from envsynth.tasks import synth  # looked up at call time, so it can be patched in tests
+
+    try:
+        return synth.synthesize(app, graph, app_index=job.index, task_index=t, states=job.states, depth=job.distractors, seed=job.seed)
+    except MemoryError:
+        raise
+    except Exception as exc:  # a synthesis bug is recorded as data
+        return _error_rejection(job, t, exc)
+
+
+def commit(log: TaskLog, states: StateWriter, t: int, result: list[Task] | Rejection) -> str | None:
+    """Write task index ``t``'s outcome: its tasks (sealed) and their states, or its rejection; the reason, None when admitted."""
+    if isinstance(result, list):
+        sealed = [task if task.hash else task.sealed() for task in result]
+        states.add(sealed)
+        log.admit(t, sealed)
+        return None
+    log.reject(t, result)
+    return result.reason
 
 
 def _error_rejection(job: AppJob, task_index: int, exc: Exception) -> Rejection:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from envsynth import __version__
-from envsynth.corpus.app_tasks import AppJob, AppOutcome, AppProgress, ProgressFn, _check_state, _ensure_app, _error_rejection
+from envsynth.corpus.app_tasks import AppJob, AppOutcome, AppProgress, ProgressFn, _check_state, _ensure_app, commit, synthesize_index
 from envsynth.corpus.errors import CorpusError
 from envsynth.corpus.states import StateWriter
 from envsynth.corpus.tasklog import TaskLog
@@ -77,21 +77,8 @@ def synthesize_range(job: AppJob, start: int, stop: int) -> list[Result]:
 
     An index whose synthesis raises is a ``synthesis_error`` rejection, as in a local build.
     """
-    from envsynth.tasks import synth
-
     app, graph = _load_app(job)
-    results: list[Result] = []
-    for t in range(start, stop):
-        try:
-            result = synth.synthesize(
-                app, graph, app_index=job.index, task_index=t, states=job.states, depth=job.distractors, seed=job.seed
-            )
-        except MemoryError:
-            raise
-        except Exception as exc:  # a synthesis bug is recorded as data, never a crash of the batch
-            result = _error_rejection(job, t, exc)
-        results.append(result)
-    return results
+    return [synthesize_index(job, app, graph, t) for t in range(start, stop)]
 
 
 @dataclass
@@ -164,14 +151,7 @@ class _Spread:
         job, log = run.job, run.log
         while not run.finished and len(log.attempts) in run.results:
             t = len(log.attempts)
-            result = run.results.pop(t)
-            if isinstance(result, list):
-                sealed = [task if task.hash else task.sealed() for task in result]
-                run.states.add(sealed)
-                log.admit(t, sealed)
-            else:
-                log.reject(t, result)
-            reason = None if isinstance(result, list) else result.reason
+            reason = commit(log, run.states, t, run.results.pop(t))
             self.report(AppProgress(job.name, "tasks", log.admitted, len(log.attempts), job.tasks_per_app, reason))
         self._finish_if_done(run)
 
