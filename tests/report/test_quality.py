@@ -117,6 +117,23 @@ def test_create_then_undo_and_erased_effects() -> None:
     assert "erased_effect" in defects(task(CLEAN, [touch, erase]))
 
 
+def test_a_made_row_ended_later_and_an_erased_row_named_by_a_ref() -> None:
+    circle = catalog.load("circle_social")
+    view = AppView(circle, expand(circle))
+    join = Call(tool="join_community", args={"community_id": "cmy_1", "profile_id": "pro_1"})
+    role = Call(tool="change_member_role", args={"role": "moderator"}, refs={"membership_id": Ref(step=0, field="membership_id")})
+    leave = Call(tool="leave_community", args={}, refs={"membership_id": Ref(step=0, field="membership_id")})
+    rows: dict = {"profile": []}
+    assert "create_then_undo" in lint_task(task(CLEAN, [join, role, leave], rows=rows), view).defects  # joined, then left
+    assert "create_then_undo" not in lint_task(task(CLEAN, [join, role], rows=rows), view).defects
+    # a row found by a lookup, changed, then deleted: the same place in the lookup's result names it twice
+    find = Call(tool="list_customer_addresses", args={"customer_id": "cus_100001"})
+    edit = Call(tool="place_order", args={"customer_id": "cus_100001"}, refs={"address_id": Ref(step=0, field="address_id")})
+    drop = Call(tool="delete_address", args={}, refs={"address_id": Ref(step=0, field="address_id")})
+    assert "erased_effect" in defects(task(CLEAN, [find, edit, drop]))
+    assert "erased_effect" not in defects(task(CLEAN, [find, edit]))
+
+
 def test_an_answer_stated_or_set_in_the_question() -> None:
     ask = Call(tool="get_customer", args={"customer_id": "cus_100001"})
     stated = "Anna Weber here (anna.weber@example.net): my store credit is $12.50, right? What is it?"

@@ -13,7 +13,8 @@ reading of the record, the way a person reviewing tasks would make it:
 - ``missing_identity``: the text says "me"/"my" but names nobody (no name, email or phone);
 - ``namesake``: the named user shares the name with another row of the same table in the
   task's state and nothing in the text tells them apart;
-- ``create_then_undo``: a row the oracle creates is deleted or cancelled later in the chain;
+- ``create_then_undo``: a row the oracle creates is deleted, cancelled or ended (left, closed,
+  archived...) later in the chain;
 - ``erased_effect``: a row the oracle writes is deleted later in the chain;
 - ``answer_in_question``: the expected answer is stated in the text, or set by the oracle;
 - ``counter_descriptor``: a row is named by a count or running total no person knows
@@ -36,7 +37,7 @@ from pydantic import BaseModel, Field
 
 from envsynth.blueprint.models import Blueprint
 from envsynth.blueprint.spec import ToolSpec
-from envsynth.tasks.model import Task
+from envsynth.tasks.model import Call, Ref, Task
 
 DEFECTS = (
     "tool_name_verbatim",
@@ -56,6 +57,7 @@ _NATURAL_TYPES = {"name", "email", "phone", "address", "url", "company"}
 _COUNTER_TYPES = {"int", "quantity"}
 _TOTAL_WORDS = ("balance", "total", "count", "spent", "sold", "used", "booked", "taken", "credit", "allocated", "stocked", "left")
 _UNDO_VERBS = ("delete", "remove", "cancel", "void", "withdraw", "revoke", "undo", "discard")
+_END_VERBS = ("leave", "end", "close", "terminate", "archive", "deactivate", "suspend", "unsubscribe", "unfollow", "quit")  # of a made row
 _FIRST_PERSON = re.compile(r"\b(my|mine|myself)\b|(?<!tell )(?<!show )(?<!give )(?<!let )(?<!help )\bme\b", re.IGNORECASE)
 _QUOTED = re.compile(r'"[^"]*"')
 _RECORDS = re.compile(r"\brecords\b|\b(the|a|this|that|each|every) record\b", re.IGNORECASE)  # the noun, not "record that ..."
@@ -241,25 +243,33 @@ def _rows_by_id(task: Task, app: AppView) -> dict[str, tuple[str, dict[str, Any]
 
 
 def _undone(task: Task, app: AppView, *, created_only: bool) -> bool:
-    written: dict[str, int] = {}  # row id -> first step that wrote it (literal id argument)
-    for j, call in enumerate(task.oracle):
+    written: set[Any] = set()  # the rows earlier writes passed: literal ids, or where in an earlier result an id was taken
+    for call in task.oracle:
         spec = app.specs.get(call.tool)
         if spec is None:
             continue
-        undo = spec.kind == "delete" or (spec.mode == "write" and call.tool.split("_")[0] in _UNDO_VERBS)
-        if undo:
-            for ref in call.refs.values():
-                src = app.specs.get(task.oracle[ref.step].tool)
-                if src is not None and src.kind == "create" and ref.field == app.id_field.get(src.entity):
-                    return True
-        if not created_only and spec.kind == "delete":
-            if any(isinstance(v, str) and v in written for v in call.args.values()):
-                return True
+        verb = call.tool.split("_")[0]
+        undo = spec.kind == "delete" or (spec.mode == "write" and verb in _UNDO_VERBS)
+        if (undo or (spec.mode == "write" and verb in _END_VERBS)) and any(_made(task, app, ref) for ref in call.refs.values()):
+            return True
+        if not created_only and spec.kind == "delete" and any(k in written for k in _row_keys(call)):
+            return True
         if spec.mode == "write":
-            for v in call.args.values():
-                if isinstance(v, str):
-                    written.setdefault(v, j)
+            written.update(_row_keys(call))
     return False
+
+
+def _made(task: Task, app: AppView, ref: Ref) -> bool:
+    """Whether ``ref`` takes the id of the row an earlier create made."""
+    src = app.specs.get(task.oracle[ref.step].tool) if 0 <= ref.step < len(task.oracle) else None
+    return src is not None and src.kind == "create" and ref.field == app.id_field.get(src.entity)
+
+
+def _row_keys(call: Call) -> set[Any]:
+    """What names a row in ``call``: its literal string arguments, and each ref as (step, field, item)."""
+    keys: set[Any] = {v for v in call.args.values() if isinstance(v, str)}
+    keys |= {("ref", r.step, r.field, getattr(r, "item", None)) for r in call.refs.values()}
+    return keys
 
 
 def _answer_in_question(task: Task, low: str) -> bool:

@@ -24,8 +24,14 @@ from envsynth.tasks.rowfacts import RowFacts
 LENGTHS = (1, 1, 2, 2, 2, 3, 3, 4, 5, 6, 8)
 UNDO_VERBS = frozenset(("cancel", "delete", "remove", "void", "withdraw", "revoke", "discard", "undo", "abandon", "reopen", "restore"))
 """First words of tool names that take back what a request did; such a tool never follows a step on the same row."""
-REFUSE_VERBS = frozenset(("decline", "reject", "deny", "refuse", "close", "deactivate", "discontinue", "archive", "suspend", "disable"))
-"""First words of tool names that turn down or retire a row; never of a row the same request just made."""
+REFUSE_VERBS = frozenset(
+    (
+        *("decline", "reject", "deny", "refuse", "close", "deactivate", "discontinue", "archive", "suspend", "disable"),
+        *("leave", "end", "terminate", "unsubscribe", "unfollow", "quit", "exit", "unjoin", "unenroll", "unregister"),
+    )
+)
+"""First words of tool names that turn down, retire or end a row; never of a row the same request just made
+(joining a community and then leaving it takes the request back)."""
 
 
 @dataclass

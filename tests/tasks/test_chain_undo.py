@@ -1,0 +1,26 @@
+"""Planning never takes back what the same request made: no step ends, closes or leaves a row an earlier step created."""
+
+from __future__ import annotations
+
+import random
+
+from envsynth.compiler.build import BuiltApp
+from envsynth.graph import build_graph
+from envsynth.tasks.chain import plan_chain
+
+
+def test_a_joined_community_is_never_left_in_the_same_request(built_catalog: dict[str, BuiltApp]) -> None:
+    app = built_catalog["circle_social"].app
+    graph = build_graph(app.specs)
+    writes = [s.name for s in app.specs if s.mode == "write"]
+    join = writes.index("join_community")
+    seen_join_chains = 0
+    for seed in range(120):
+        steps = plan_chain(app, graph, random.Random(seed), "action", slot=join)
+        if not steps or steps[0].spec.name != "join_community":
+            continue
+        seen_join_chains += len(steps) > 1
+        for step in steps[1:]:
+            takes_made_row = any(ref.step == 0 and ref.field == "membership_id" for ref in step.refs.values())
+            assert not (takes_made_row and step.spec.name == "leave_community"), [s.spec.name for s in steps]
+    assert seen_join_chains > 10  # chains that go on after joining were planned, and none of them leaves
