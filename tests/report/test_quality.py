@@ -134,6 +134,18 @@ def test_a_made_row_ended_later_and_an_erased_row_named_by_a_ref() -> None:
     assert "erased_effect" not in defects(task(CLEAN, [find, edit]))
 
 
+def test_a_value_the_request_gave_then_changed_is_an_erased_effect() -> None:
+    made = {"customer_id": Ref(step=0, field="customer_id")}
+    register = Call(tool="register_customer", args={"full_name": "Anna Weber", "email": "anna.weber@example.net", "phone": "+1-555-0100"})
+    rephone = Call(tool="update_customer", args={"phone": "+1-555-0142"}, refs=made)
+    tier = Call(tool="update_customer", args={"loyalty_tier": "gold"}, refs=made)
+    assert "erased_effect" in defects(task(CLEAN, [register, rephone]))  # registered with one number, then changed it
+    assert "erased_effect" not in defects(task(CLEAN, [register, tier]))  # a field the registration did not give
+    twice = Call(tool="update_customer", args={"customer_id": "cus_100001", "phone": "+1-555-0177"})
+    assert "erased_effect" in defects(task(CLEAN, [UPDATE, twice]))  # the same row's phone, set twice
+    assert "erased_effect" not in defects(task(CLEAN, [UPDATE, UPDATE]))  # the same value again changes nothing
+
+
 def test_an_answer_stated_or_set_in_the_question() -> None:
     ask = Call(tool="get_customer", args={"customer_id": "cus_100001"})
     stated = "Anna Weber here (anna.weber@example.net): my store credit is $12.50, right? What is it?"

@@ -122,3 +122,35 @@ def test_a_row_the_chain_gave_a_child_cannot_be_deleted(app):
     f.add(app.spec_by_name["place_order"], new_address, {})
     assert not f.allows(app.spec_by_name["delete_address"], new_address, {})
     assert f.allows(app.spec_by_name["delete_address"], {}, {})  # another address
+
+
+def test_an_update_that_could_only_change_what_the_request_gave_a_made_row_is_refused():
+    """Made a playlist called A, then renamed it B: the later step would take back what the request asked for."""
+    tempo = compile_app(catalog.load("tempo_music"), 0)
+    circle = compile_app(catalog.load("circle_social"), 0)
+    bank = compile_app(catalog.load("northwind_bank"), 0)
+    made = {"post_id": Ref(step=0, field="post_id")}
+    assert not _facts(circle, ("draft_post", {}, {})).allows(circle.spec_by_name["edit_post"], made, {})  # body, visibility: both given
+    playlist = _facts(tempo, ("create_playlist", {}, {}))  # an update may still set the description the request did not give
+    assert playlist.allows_one(tempo.spec_by_name["update_playlist"], "ref", "playlist_id", 0, "playlist_id")
+    card = _facts(bank, ("request_card", {}, {}), ("activate_card", {"card_id": Ref(step=0, field="card_id")}, {}))
+    assert not card.allows_one(bank.spec_by_name["set_card_limit"], "pin", "card_id", 1, "card")  # the limit the request set
+    existing = _facts(bank, ("activate_card", {}, {}))
+    assert existing.allows_one(bank.spec_by_name["set_card_limit"], "pin", "card_id", 0, "card")  # a card the chain did not make
+
+
+def test_an_update_of_a_made_row_leaves_alone_what_the_request_gave_it():
+    tempo = compile_app(catalog.load("tempo_music"), 0)
+    steps = [
+        chain.Step(tempo.spec_by_name["create_playlist"]),
+        chain.Step(tempo.spec_by_name["update_playlist"], refs={"playlist_id": Ref(step=0, field="playlist_id")}),
+    ]
+    changed = set()
+    for seed in range(6):
+        world = StateBuilder(tempo.blueprint, seed, tempo.order).use_pool(value_pool(tempo))
+        world = world.fill(dict.fromkeys(world_tables(tempo, steps), WORLD_ROWS))
+        _, calls, _ = instantiate(tempo, steps, world, seed, attempts=STEP_ATTEMPTS, pool=value_pool(tempo))
+        assert calls[1].refs["playlist_id"] == Ref(step=0, field="playlist_id")
+        assert not {"name", "visibility"} & set(calls[1].args), calls  # the name and visibility the request just gave
+        changed |= set(calls[1].args)
+    assert "description" in changed

@@ -15,7 +15,9 @@ reading of the record, the way a person reviewing tasks would make it:
   task's state and nothing in the text tells them apart;
 - ``create_then_undo``: a row the oracle creates is deleted, cancelled or ended (left, closed,
   archived...) later in the chain;
-- ``erased_effect``: a row the oracle writes is deleted later in the chain;
+- ``erased_effect``: a row the oracle writes is deleted later in the chain, or a later call sets
+  a field of a row the user already gave a value for earlier in the chain (made a playlist
+  called A, then renamed it to B);
 - ``answer_in_question``: the expected answer is stated in the text, or set by the oracle;
 - ``counter_descriptor``: a row is named by a count or running total no person knows
   ("booked count 4", "tickets sold 127"): a field the blueprint says never describes a
@@ -256,6 +258,32 @@ def _undone(task: Task, app: AppView, *, created_only: bool) -> bool:
             return True
         if spec.mode == "write":
             written.update(_row_keys(call))
+    return not created_only and _overwritten(task, app)
+
+
+def _overwritten(task: Task, app: AppView) -> bool:
+    """Whether a later call sets a field of a row to a value the user gives, where an earlier call set it from theirs
+    ("make a playlist called A ... then rename the new playlist to B"): the earlier step's effect is erased."""
+    given: dict[tuple[Any, str], Any] = {}  # (row, field) -> the value an earlier create or update set it to from an argument
+    for j, call in enumerate(task.oracle):
+        spec = app.specs.get(call.tool)
+        if spec is None or spec.kind not in ("create", "update"):
+            continue
+        ent = app.blueprint.entity(spec.entity)
+        idf = ent.id_field
+        if spec.kind == "create":
+            row: Any = ("made", j)
+        elif idf in call.refs:
+            ref = call.refs[idf]
+            row = ("made", ref.step) if _made(task, app, ref) else ("ref", ref.step, ref.field, getattr(ref, "item", None))
+        else:
+            row = call.args.get(idf)
+        for k, v in call.args.items():
+            if k == idf or not ent.has(k):
+                continue
+            if given.get((row, k), v) != v:  # the same person passed twice is no change
+                return True
+            given[(row, k)] = v
     return False
 
 

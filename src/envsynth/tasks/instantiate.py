@@ -25,7 +25,7 @@ from envsynth.runtime.toolkit import Context
 from envsynth.tasks.chain import Step
 from envsynth.tasks.model import Call, Ref
 from envsynth.tasks.state import copy_rows, writable_tables
-from envsynth.tasks.step_args import bound_rows, created_rows, id_filters, oracle_call, same_actor
+from envsynth.tasks.step_args import bound_rows, created_rows, given_before, id_filters, oracle_call, same_actor
 from envsynth.testing.fixtures import Solver
 
 
@@ -402,6 +402,8 @@ def _instantiate(
             for p in unnamed:
                 fixed[p] = None
             fixed.update(same_actor(app, step, calls))
+            for p in given_before(app, step, fixed, refs, calls):
+                fixed[p] = None  # what the request already set on this row stays as it set it
             solver = Solver(app.blueprint, step.spec, app.order, app.now, seed * 131 + i * 17 + attempt)
             mode = "some" if step.spec.mode == "write" else "all"
             fx = solver.on_rows(run.final, fixed, mode, attempt, pool)

@@ -28,6 +28,7 @@ from typing import Any
 
 from envsynth.blueprint import expr as X
 from envsynth.blueprint.models import FieldDef
+from envsynth.blueprint.policy import acting_user_of
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.graph.conditions import required_children, required_states, value_constants, value_key
 from envsynth.runtime.app import App
@@ -57,6 +58,8 @@ class _Facts:
     removes: tuple[str, ...]  # custom code: entities it may delete rows from
     returns: str
     checked: bool  # states, children or no_children is not empty
+    gives: tuple[str, ...] = ()  # a create: the fields of its new row the request gives values for
+    changes: tuple[str, ...] | None = None  # an update: the fields it can change (not the id or the acting user)
 
 
 def _keys(values: Any) -> Keys:
@@ -93,7 +96,19 @@ def _find_facts(app: App, spec: ToolSpec, name: str) -> _Facts:
         tuple(spec.deletes),
         spec.returns,
         bool(states or children or no_children),
+        *_given_and_changed(app, spec),
     )
+
+
+def _given_and_changed(app: App, spec: ToolSpec) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
+    """:attr:`_Facts.gives` and :attr:`_Facts.changes` of a tool."""
+    if spec.kind not in ("create", "update"):
+        return (), None
+    ent = app.blueprint.entity(spec.entity)
+    if spec.kind == "create":
+        return tuple(p.name for p in spec.params if ent.has(p.name)), None
+    actor = acting_user_of(app.blueprint, spec)
+    return (), tuple(p.name for p in spec.params if ent.has(p.name) and p.name not in (ent.id_field, actor))
 
 
 def _binds(spec: ToolSpec, id_of: dict[str, str]) -> tuple[tuple[str, str, bool, str | None, str | None, str], ...]:
@@ -216,6 +231,7 @@ class RowFacts:
         self.deleted: set[int] = set()  # rows a step deleted
         self.kids: dict[tuple[str, str, int], set[int]] = {}  # (child entity, ref field, parent) -> rows the chain gave it
         self.bound: list[dict[str, int]] = []  # per step: alias -> symbol
+        self.given: dict[int, frozenset[str]] = {}  # rows the chain creates -> the fields the request gave them
         self.returned: list[int | None] = []  # per step: the row its result is
 
     def _new(self, entity: str) -> int:
@@ -266,6 +282,8 @@ class RowFacts:
     def allows(self, spec: ToolSpec, refs: dict[str, Any], pins: dict[str, tuple[int, str]]) -> bool:
         """Whether a next step of ``spec`` (fed by ``refs``, pinned by ``pins``) could meet its pre-conditions."""
         facts = _facts(self.app, spec)
+        if facts.changes is not None and self.given and self._erases(facts, self._fixed(refs, pins)):
+            return False
         if not facts.checked and not self.deleted:
             return True
         return self._allows(facts, self._fixed(refs, pins))
@@ -275,10 +293,21 @@ class RowFacts:
         ``"ref"`` (``param`` takes field ``name`` of that step's result) or ``"pin"`` (``param``
         loads the row that step bound as alias ``name``)."""
         facts = _facts(self.app, spec)
+        s = self._result_field(step, name) if how == "ref" else self.bound[step].get(name)
+        fixed = {} if s is None else {param: s}
+        if self._erases(facts, fixed):
+            return False
         if not facts.checked and not self.deleted:
             return True
-        s = self._result_field(step, name) if how == "ref" else self.bound[step].get(name)
-        return self._allows(facts, {} if s is None else {param: s})
+        return self._allows(facts, fixed)
+
+    def _erases(self, facts: _Facts, fixed: dict[str, int]) -> bool:
+        """Whether an update could only change fields the request gave when it made the row the update is fed
+        ("make a playlist called A, then rename it to B" takes back what the request asked for)."""
+        if facts.changes is None or not facts.binds:
+            return False
+        s = fixed.get(facts.binds[0][3] or "")
+        return s in self.given and set(facts.changes) <= self.given[s]
 
     def _allows(self, facts: _Facts, fixed: dict[str, int]) -> bool:
         rows = self._bind(facts, fixed, create=False)
@@ -320,6 +349,8 @@ class RowFacts:
                 vals = None if old is None else old | vals
             self._write(ent, s, f, vals)
         new = {alias: self._insert(ent, consts, links, ref_fields, rows) for alias, ent, consts, links, ref_fields in facts.inserts}
+        if facts.gives and new.get("new") is not None:
+            self.given[new["new"]] = frozenset(facts.gives)
         for alias, cascade in facts.deletes:
             self._delete(rows.get(alias), cascade)
         self.bound.append(rows)

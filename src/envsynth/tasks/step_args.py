@@ -63,6 +63,43 @@ def same_actor(app: App, step: Step, calls: list[Call]) -> dict[str, Any]:
     return {name: earlier} if earlier is not None else {}
 
 
+def given_before(app: App, step: Step, fixed: dict[str, Any], refs: dict[str, Ref], calls: list[Call]) -> list[str]:
+    """The fields an update step must leave alone: those the request already gave a value for on the same row.
+
+    "Make a playlist called A, then rename it to B" takes back what the request asked for, so
+    an update of a row an earlier call made or updated does not change what that call set.
+    Empty for other steps, and for an update whose row the solver is still to pick.
+    """
+    spec = step.spec
+    if spec.kind != "update" or not spec.bindings or spec.bindings[0].param is None:
+        return []
+    ent = app.blueprint.entity(spec.entity)
+    row = _row_of(app, spec, refs, fixed, calls)
+    if row is None:
+        return []
+    given: set[str] = set()
+    for j, call in enumerate(calls):
+        earlier = app.spec_by_name[call.tool]
+        if earlier.entity != spec.entity or earlier.kind not in ("create", "update"):
+            continue
+        same = row == ("made", j) if earlier.kind == "create" else _row_of(app, earlier, call.refs, call.args, calls[:j]) == row
+        if same:
+            given |= {k for k in call.args if ent.has(k) and k != ent.id_field}
+    return sorted(k for k in given if k not in fixed and any(p.name == k for p in spec.params))
+
+
+def _row_of(app: App, spec: Any, refs: dict[str, Ref], args: dict[str, Any], calls: list[Call]) -> Any:
+    """The row an update names: ("made", j) for the row call j created, a ref's place, or the literal id (None: not yet known)."""
+    param = spec.bindings[0].param
+    ref = refs.get(param)
+    if ref is not None:
+        source = app.spec_by_name[calls[ref.step].tool] if ref.step < len(calls) else None
+        if source is not None and source.kind == "create" and source.entity == spec.entity:
+            return ("made", ref.step)
+        return ("ref", ref.step, ref.field)
+    return args.get(param)
+
+
 def _first(rows: Any) -> dict[str, Any] | None:
     """The first row a list parameter loads (a later step may act on it: receive one of the items returned)."""
     return rows[0] if isinstance(rows, list) and rows and isinstance(rows[0], dict) else None
