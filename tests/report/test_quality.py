@@ -144,6 +144,12 @@ def test_a_value_the_request_gave_then_changed_is_an_erased_effect() -> None:
     twice = Call(tool="update_customer", args={"customer_id": "cus_100001", "phone": "+1-555-0177"})
     assert "erased_effect" in defects(task(CLEAN, [UPDATE, twice]))  # the same row's phone, set twice
     assert "erased_effect" not in defects(task(CLEAN, [UPDATE, UPDATE]))  # the same value again changes nothing
+    relay = catalog.load("relay_chat")
+    view = AppView(relay, expand(relay))
+    reply = Call(tool="reply_in_thread", args={"parent_message_id": "msg_1", "author_id": "usr_1", "text": "See you at 3"})
+    edit = Call(tool="edit_message", args={"text": "See you at 4"}, refs={"message_id": Ref(step=0, field="message_id")})
+    rows: dict = {"user": []}
+    assert "erased_effect" in lint_task(task(CLEAN, [reply, edit], rows=rows), view).defects  # a transition that sets the text
 
 
 def test_an_answer_stated_or_set_in_the_question() -> None:

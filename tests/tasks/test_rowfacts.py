@@ -154,3 +154,12 @@ def test_an_update_of_a_made_row_leaves_alone_what_the_request_gave_it():
         assert not {"name", "visibility"} & set(calls[1].args), calls  # the name and visibility the request just gave
         changed |= set(calls[1].args)
     assert "description" in changed
+
+
+def test_a_transition_that_rewrites_what_the_request_gave_a_made_row_is_refused():
+    """Replied "A", then changed the reply to say "B": edit_message is a transition that sets the text."""
+    relay = compile_app(catalog.load("relay_chat"), 0)
+    replied = _facts(relay, ("reply_in_thread", {}, {}))
+    assert not replied.allows_one(relay.spec_by_name["edit_message"], "ref", "message_id", 0, "message_id")
+    scheduled = _facts(relay, ("schedule_huddle", {}, {}))  # a transition that only moves the state is a next step
+    assert scheduled.allows_one(relay.spec_by_name["start_huddle"], "ref", "huddle_id", 0, "huddle_id")

@@ -262,12 +262,12 @@ def _undone(task: Task, app: AppView, *, created_only: bool) -> bool:
 
 
 def _overwritten(task: Task, app: AppView) -> bool:
-    """Whether a later call sets a field of a row to a value the user gives, where an earlier call set it from theirs
-    ("make a playlist called A ... then rename the new playlist to B"): the earlier step's effect is erased."""
+    """Whether a later call (an update, or a transition with values) sets a field of a row to another value than an
+    earlier call of the chain gave it ("make a playlist called A ... then rename it to B"): the earlier effect is erased."""
     given: dict[tuple[Any, str], Any] = {}  # (row, field) -> the value an earlier create or update set it to from an argument
     for j, call in enumerate(task.oracle):
         spec = app.specs.get(call.tool)
-        if spec is None or spec.kind not in ("create", "update"):
+        if spec is None or spec.kind not in ("create", "update", "transition"):
             continue
         ent = app.blueprint.entity(spec.entity)
         idf = ent.id_field
@@ -278,7 +278,9 @@ def _overwritten(task: Task, app: AppView) -> bool:
             row = ("made", ref.step) if _made(task, app, ref) else ("ref", ref.step, ref.field, getattr(ref, "item", None))
         else:
             row = call.args.get(idf)
-        for k, v in call.args.items():
+        fields = {p.name: p.field.split(".", 1)[1] for p in spec.params if p.field and p.field.startswith(f"{ent.name}.")}
+        for name, v in call.args.items():
+            k = fields.get(name, name)
             if k == idf or not ent.has(k):
                 continue
             if given.get((row, k), v) != v:  # the same person passed twice is no change

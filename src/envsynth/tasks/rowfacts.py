@@ -101,14 +101,21 @@ def _find_facts(app: App, spec: ToolSpec, name: str) -> _Facts:
 
 
 def _given_and_changed(app: App, spec: ToolSpec) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
-    """:attr:`_Facts.gives` and :attr:`_Facts.changes` of a tool."""
-    if spec.kind not in ("create", "update"):
+    """:attr:`_Facts.gives` and :attr:`_Facts.changes` of a tool (an update's or a transition's fields from its parameters)."""
+    if spec.kind not in ("create", "update", "transition"):
         return (), None
     ent = app.blueprint.entity(spec.entity)
+    fields = {p.name: f for p in spec.params if (f := _field_of(p, ent)) is not None}
     if spec.kind == "create":
-        return tuple(p.name for p in spec.params if ent.has(p.name)), None
+        return tuple(fields.values()), None
     actor = acting_user_of(app.blueprint, spec)
-    return (), tuple(p.name for p in spec.params if ent.has(p.name) and p.name not in (ent.id_field, actor))
+    return (), tuple(f for name, f in fields.items() if f != ent.id_field and name != actor)
+
+
+def _field_of(p: Any, ent: Any) -> str | None:
+    """The field of ``ent`` a parameter sets: the one its ``field`` names, else the one of its name."""
+    name = p.field.split(".", 1)[1] if p.field and p.field.startswith(f"{ent.name}.") else p.name
+    return name if ent.has(name) else None
 
 
 def _binds(spec: ToolSpec, id_of: dict[str, str]) -> tuple[tuple[str, str, bool, str | None, str | None, str], ...]:
@@ -307,7 +314,7 @@ class RowFacts:
         if facts.changes is None or not facts.binds:
             return False
         s = fixed.get(facts.binds[0][3] or "")
-        return s in self.given and set(facts.changes) <= self.given[s]
+        return s in self.given and bool(facts.changes) and set(facts.changes) <= self.given[s]
 
     def _allows(self, facts: _Facts, fixed: dict[str, int]) -> bool:
         rows = self._bind(facts, fixed, create=False)
