@@ -6,13 +6,14 @@ Part of the core stage: drawn once per task (from the plan's stream), before the
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from envsynth.blueprint.models import Entity
+from envsynth.blueprint.spec import ToolSpec
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows
-from envsynth.tasks.answerpath import answer_in, group_field
+from envsynth.tasks.answerpath import answer_in, group_field, group_of
 from envsynth.tasks.askable import ANSWER_TYPES, set_by_chain
 from envsynth.tasks.chain import Step
 from envsynth.tasks.instruction import identity_fields
@@ -25,23 +26,56 @@ class Question:
     """The answer of a task: ``step``'s result's ``field`` (both None for a task without a question).
 
     ``avoid`` maps (table, key) of the row a get reads to the field its description must
-    not use (it is the answer).
+    not use (it is the answer). ``group_row``: for one group of an aggregate grouped by a
+    reference ("how many memberships are on the plan ...?"), the index of the row the group
+    is of among the core's targets (the request names it).
     """
 
     step: int | None
     field: str | None
     avoid: dict[tuple[str, Any], tuple[str, ...]]
+    group_row: int | None = None
 
     def answer(self, results: list[Any]) -> Any:
         """The answer in a run's results (None when the task asks nothing or the result lacks it)."""
         return extract(results, self.step, self.field)
 
+    def in_state(self, app: App, calls: list[Call], targets: list[tuple[str, Any]]) -> Question:
+        """The question under a task state's ids (its ``calls`` and ``targets``): the group of a row takes that row's id."""
+        group = group_of(self.field) if self.field else None
+        if self.step is None or group is None:
+            return self
+        key = _named_group(app.spec_by_name[calls[self.step].tool], calls[self.step])
+        if key is None and self.group_row is not None:
+            key = targets[self.group_row][1]
+        return replace(self, field=group_field(group[0], key)) if key is not None else self
 
-def ask(inst: Instance, core: Rows) -> Question:
-    """The task's question (drawn from the plan's stream; none when the chain ends with a write)."""
+
+def ask(inst: Instance, core: Rows, targets: list[tuple[str, Any]]) -> Question:
+    """The task's question (drawn from the plan's stream; none when the chain ends with a write).
+
+    The row of an asked group of an aggregate grouped by a reference is added to ``targets``
+    (the core's: the request names it).
+    """
     plan = inst.plan
     step, field = _answer_spec(plan.app, plan.steps, inst.calls, plan.rng, core)
-    return Question(step, field, _answered_rows(plan.app, inst.calls, step, field))
+    return Question(step, field, _answered_rows(plan.app, inst.calls, step, field), _group_row(plan.app, inst.calls, step, field, targets))
+
+
+def _group_row(app: App, calls: list[Call], step: int | None, field: str | None, targets: list[tuple[str, Any]]) -> int | None:
+    """The index in ``targets`` (appended when missing) of the row an asked group is of, when the aggregate groups by a
+    reference its call does not narrow to; else None."""
+    group = group_of(field) if field else None
+    if step is None or group is None or _named_group(app.spec_by_name[calls[step].tool], calls[step]) is not None:
+        return None
+    q = app.spec_by_name[calls[step].tool].query
+    f = app.blueprint.entity(q.entity).field(group[0]) if q is not None else None
+    if f is None or f.type != "ref" or f.ref is None:
+        return None
+    row = (f.ref, group[1])
+    if row not in targets:
+        targets.append(row)
+    return targets.index(row)
 
 
 def extract(results: list[Any], step: int | None, field: str | None) -> Any:
@@ -69,11 +103,50 @@ def _answer_spec(app: App, steps: list[Step], calls: list[Call], rng: random.Ran
         preferred = [f for f in fields if f in computed] or fields  # what the chain worked out is worth asking about
         return i, rng.choice(preferred) if preferred else None
     if last.query.op == "aggregate" and last.query.group_by:  # one group's value: "how many of the orders are pending?"
-        keys = sorted({r[last.query.group_by] for r in core.get(last.query.entity, ()) if isinstance(r.get(last.query.group_by), str)})
+        by = last.query.group_by
+        named = _named_group(last, calls[i])
+        if named is not None:  # narrowed to one row's group: "how many people follow the artist ...?"
+            return i, group_field(by, named)
+        keys = _group_keys(last, calls[i], core)
         return (i, group_field(last.query.group_by, rng.choice(keys))) if keys else (i, None)
     if last.query.op == "aggregate":
         return i, "value"
     return i, "total"
+
+
+def _group_keys(spec: ToolSpec, call: Call, core: Rows) -> list[str]:
+    """The groups a grouped aggregate ``call`` can answer with: those of the core rows its filters keep (a group no row
+    falls in is not in the result), else of every core row."""
+    q = spec.query
+    if q is None or not q.group_by:
+        return []
+    rows = [r for r in core.get(q.entity, ()) if isinstance(r.get(q.group_by), str)]
+    kept = [r for r in rows if all(_passes(r.get(flt.field), flt.op, call.args.get(flt.param)) for flt in q.filters)]
+    return sorted({r[q.group_by] for r in kept or rows})
+
+
+def _passes(value: Any, op: str, arg: Any) -> bool:
+    """Whether a row's ``value`` passes a filter ``op`` with argument ``arg`` (None: no filter), as the query tools filter."""
+    if arg is None:
+        return True
+    if value is None:
+        return False
+    try:
+        if op == "contains":
+            return str(arg).lower() in str(value).lower()
+        if op == "in":
+            return value in arg
+        return bool(value >= arg) if op == "gte" else bool(value <= arg) if op == "lte" else bool(value == arg)
+    except TypeError:  # a value the tool would compare in SQL: count it as kept
+        return True
+
+
+def _named_group(spec: ToolSpec, call: Call) -> str | None:
+    """The key of the one group a grouped aggregate ``call`` narrows to (its filter on the field it groups by), or None."""
+    q = spec.query
+    if q is None or not q.group_by:
+        return None
+    return next((v for flt in q.filters if flt.field == q.group_by and isinstance(v := call.args.get(flt.param), str)), None)
 
 
 def _has_value(ent: Entity, field: str, get: Call, core: Rows, computed: set[str]) -> bool:

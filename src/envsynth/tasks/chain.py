@@ -217,13 +217,33 @@ def _find_tools(app: App) -> _Tools:
 
 
 def _groups_by_words(app: App, spec: ToolSpec) -> bool:
-    """An aggregate an information task can ask about: ungrouped, or grouped by a field people say (a status, a currency),
-    whose one group's value is the answer."""
+    """An aggregate an information task can ask about: ungrouped, or grouped by a field people say (a status, a currency)
+    or by a row the request names ("how many people follow the artist ...?"), whose one group's value is the answer."""
     q = spec.query
     if q is None or not q.group_by:
         return True
     ent = app.blueprint.entity(q.entity)
-    return ent.has(q.group_by) and ent.field(q.group_by).type in ("enum", "state", "string")
+    return ent.has(q.group_by) and ent.field(q.group_by).type in ("enum", "state", "string", "ref")
+
+
+def row_filter(app: App, spec: ToolSpec) -> str | None:
+    """The filter parameter naming the one row an information task's search or aggregate is about, or None.
+
+    A question about the rows of one row names that row ("how many songs are on the playlist
+    ...?", "how many people follow the artist ...?"): the filter on the row an aggregate groups
+    by, or else the first filter on a reference of a query that has no filter on a value (its
+    only question is which row's rows). Not for a query with value filters: those narrow it.
+    """
+    q = spec.query
+    if q is None or q.op not in ("search", "aggregate"):
+        return None
+    ent = app.blueprint.entity(q.entity)
+    refs = [flt for flt in q.filters if flt.op == "eq" and ent.has(flt.field) and ent.field(flt.field).type == "ref"]
+    if q.group_by:
+        return next((flt.param for flt in refs if flt.field == q.group_by), None)
+    if any(ent.field(flt.field).type not in ("id", "ref") for flt in q.filters if ent.has(flt.field)):
+        return None
+    return refs[0].param if refs else None
 
 
 def _reads_of(app: App, source: ToolSpec) -> list[tuple[ToolSpec, str, str, str]]:
@@ -269,7 +289,8 @@ def _row_queries(app: App) -> list[tuple[ToolSpec, str, str, str]]:
 
 def _info_reads(app: App) -> list[ToolSpec]:
     """The reads information tasks go round: first those no write can be followed up with, so that the
-    two kinds of task read with different tools (a mixed task ends with a read of a row its writes touched).
+    two kinds of task read with different tools (a mixed task ends with a read of a row its writes touched),
+    then those that the fewest writes lead to (mixed tasks seldom end with them).
 
     Depends only on the app: kept on the app's index.
     """
@@ -277,9 +298,10 @@ def _info_reads(app: App) -> list[ToolSpec]:
 
 
 def _find_info_reads(app: App) -> list[ToolSpec]:
-    followed = {g.name for w in _tools(app).writes for g, _, _, _ in _reads_of(app, w)}
+    reach = _follow_ups(app)
     reads = _tools(app).reads
-    return [s for s in reads if s.name not in followed] + [s for s in reads if s.name in followed]
+    followed = sorted((s for s in reads if s.name in reach), key=lambda s: reach[s.name])  # those fewest writes lead to first
+    return [s for s in reads if s.name not in reach] + followed
 
 
 def _reader(app: App, rng: random.Random, steps: list[Step], slot: int | None = None) -> Step | None:
@@ -297,6 +319,19 @@ def _reader(app: App, rng: random.Random, steps: list[Step], slot: int | None = 
         if g.kind != "get" or askable(app, specs, g.bindings[0].entity, made=how == "ref")  # a get with something left to ask
     ]
     return _step(rng.choice(options)) if options else None
+
+
+def _follow_ups(app: App) -> dict[str, int]:
+    """Per read tool, how many write tools a task can follow up on with it (see :func:`_reads_of`; kept on the app's index)."""
+    return app.index.of(_find_follow_ups, app)
+
+
+def _find_follow_ups(app: App) -> dict[str, int]:
+    reach: dict[str, int] = {}
+    for w in _tools(app).writes:
+        for g in {g.name for g, _, _, _ in _reads_of(app, w)}:
+            reach[g] = reach.get(g, 0) + 1
+    return reach
 
 
 def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind, slot: int | None = None) -> list[Step] | None:

@@ -14,8 +14,9 @@ from typing import Any
 from envsynth.blueprint.expr import parse
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, id_fields
-from envsynth.tasks.chain import Step
+from envsynth.tasks.chain import Step, row_filter
 from envsynth.tasks.model import Call
+from envsynth.tasks.wording import refers_to
 from envsynth.tasks.world import Instance, per_chain, refs_of
 
 
@@ -130,6 +131,24 @@ def _targets(app: App, steps: list[Step], calls: list[Call], bound: list[dict[st
                 tk = b[binding.alias]
                 if tk not in named:
                     named.append(tk)
+    named = _with_rows_asked_of(app, steps, calls, named)
     ids = id_fields(app.blueprint)
     present = {(t, r[ids[t]]) for t in {t for t, _ in named} for r in core.get(t, ())}
     return [tk for tk in named if tk in present]
+
+
+def _with_rows_asked_of(app: App, steps: list[Step], calls: list[Call], named: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """``named`` and then (table, key) of the rows the chain's information reads are about (see :func:`row_asked_of`)."""
+    asked = [a[1:] for st, call in zip(steps, calls) if (a := row_asked_of(app, st, call)) is not None]
+    return named + [tk for tk in asked if tk not in named]
+
+
+def row_asked_of(app: App, step: Step, call: Call) -> tuple[str, str, Any] | None:
+    """(parameter, table, key) of the row an information task's search or aggregate is about (its
+    :func:`~envsynth.tasks.chain.row_filter`: the request names it), or None."""
+    param = row_filter(app, step.spec) if not step.pins and not step.refs else None
+    value = call.args.get(param) if param is not None else None
+    if param is None or not isinstance(value, str):
+        return None
+    table = refers_to(app.blueprint, step.spec.param(param))
+    return (param, table, value) if table is not None else None

@@ -93,14 +93,15 @@ class Phraser(Questions):
             return self.me_step is not None and call.refs[param].step == self.me_step
         return self.me is not None and descs.get(param) is self.me
 
-    def said(self, spec: ToolSpec, call: Call, calls: list[Call], descs: dict[str, Description]) -> str | None:
-        """The call in the words of its action's ``say`` phrase, or None when the action has none or it does not fit the call.
+    def said(self, spec: ToolSpec, call: Call, calls: list[Call], descs: dict[str, Description], phrase: str | None = None) -> str | None:
+        """The call in the words of its action's ``say`` phrase (or of ``phrase``), or None when the action has none or it
+        does not fit the call.
 
         Row slots become descriptions of the rows, value slots the values; the requester's
         own row is implied when not slotted, other rows and values the phrase leaves out are
         added after it.
         """
-        phrase = self._say(spec.name)
+        phrase = phrase or self._say(spec.name)
         if phrase is None:
             return None
         if in_first_person(phrase) and not self._involves_me(spec, call, descs):

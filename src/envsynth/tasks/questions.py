@@ -25,6 +25,7 @@ _AGG_WORD = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest"
 _RELATIVE = ("that ", "who ", "where ")
 _DATED_SUFFIX = re.compile(r"_(?:at|on|date)$")
 _NOT_ASKED = ("limit", "offset")
+_LISTING = re.compile(r"^(?:which|what) ((?:\{\w+\} )?[a-z]+s (?:are|am|do|does|have|has|can|did)\b)", re.IGNORECASE)
 
 
 class Questions:
@@ -39,6 +40,7 @@ class Questions:
     row_text: Callable[..., str]  # the phraser's: a row in words ("my order placed on ...", "that product")
     said: Callable[..., str | None]  # the phraser's: a call in its action's say phrase
     _say: Callable[[str], str | None]  # the phraser's: a tool's say phrase
+    _is_me: Callable[..., bool]  # the phraser's: whether a parameter names the requester
 
     def question(self, call: Call, field: str | None, descs: dict[str, Description], calls: list[Call]) -> str:
         """The request's question about the result of ``call`` (``field`` of it: a get's field, a count, a total)."""
@@ -47,19 +49,71 @@ class Questions:
         entity = q.entity if q else spec.entity
         if spec.kind == "get":
             return self._get_question(spec, call, entity, field or "", descs, calls)
-        of_row = self._of_row(spec, call, calls)
+        named = self._described_row(spec, call, descs)
+        if named is not None and q is not None:  # about the rows of a row the request names: "How many people follow ...?"
+            return self._about_named_row(spec, call, q.entity, named, descs, calls)
+        of_row = self._of_row(spec, call, calls, descs)
         if of_row is not None:
             return of_row
         group = group_of(field) if field else None
         if group is not None and q is not None:  # one group of a grouped count or total: the group is one more filter
-            return self._group_question(spec, call, q.entity, group)
+            return self._group_question(spec, call, q.entity, group, descs, calls)
+        said = self._asked_in_say(spec, call, calls, descs)
+        if said is not None:
+            return said
+        return self._count_or_total(spec, entity, self._filters(spec, call))
+
+    def _asked_in_say(
+        self, spec: ToolSpec, call: Call, calls: list[Call], descs: dict[str, Description], listed: bool = False
+    ) -> str | None:
+        """The question in the words of the read's ``say`` phrase, when it is a question that asks what the answer is
+        (how many, for a count), else None. ``listed``: a question that lists rows ("which labels are on {task}?") asks
+        how many of them there are ("how many labels are on {task}?")."""
+        q = spec.query
         phrase = self._say(spec.name)
         counts = q is not None and (q.op == "search" or q.agg == "count")  # the answer is a number: the question must ask how many
+        if listed and counts and phrase is not None:
+            phrase = how_many(phrase)
         fits = phrase is not None and phrase.endswith("?") and (not counts or phrase.lower().startswith("how many"))
-        said = self.said(spec, call, calls, descs) if fits else None
+        said = self.said(spec, call, calls, descs, phrase) if fits else None
+        if said is None:
+            return None
+        said = said.replace(" does my account ", " do I ")  # the requester as the subject: "how many followers do I have?"
+        return said[0].upper() + said[1:]
+
+    def _described_row(self, spec: ToolSpec, call: Call, descs: dict[str, Description]) -> str | None:
+        """The parameter of the row a search or aggregate is about that the request names by its description (not the
+        requester, not a row an earlier step named), or None."""
+        return next(
+            (
+                p
+                for p in descs
+                if p in call.args
+                and p not in call.refs
+                and spec.query is not None
+                and any(flt.param == p for flt in spec.query.filters)
+                and call.args[p] not in self.mentioned | {self.me_key}
+            ),
+            None,
+        )
+
+    def _about_named_row(
+        self, spec: ToolSpec, call: Call, entity: str, param: str, descs: dict[str, Description], calls: list[Call]
+    ) -> str:
+        """ "How many people follow the artist "Velvet Harbor"?", "How many songs are on my playlist ...?" (the read's say
+        phrase), else "How many comments does the post ... have?", "How many reviews are there of the product ... that are published?"."""
+        said = self._asked_in_say(spec, call, calls, descs, listed=True)
         if said is not None:
-            return said[0].upper() + said[1:]
-        return self._count_or_total(spec, entity, self._filters(spec, call))
+            return said
+        q = spec.query
+        row = self.row_text(spec, call, param, descs, calls)
+        others = self._filters(spec, call, skip=param)
+        if others or q is None:
+            return self._count_or_total(spec, entity, [f"of {row}", *others])
+        many = plural(noun(self.bp.entity(entity)))
+        if q.op == "aggregate" and q.agg != "count":
+            return _total_question(_AGG_WORD[q.agg or "sum"], field_of(self.bp, entity, q.field or ""), f"the {many} of {row}")
+        return f"How many {many} does {row} have?"
 
     def _get_question(self, spec: ToolSpec, call: Call, entity: str, field: str, descs: dict[str, Description], calls: list[Call]) -> str:
         """ "What is the status of my order placed on ...?"; of the requester's own row: "What is my job title?" """
@@ -79,14 +133,33 @@ class Questions:
             return _total_question(_AGG_WORD[q.agg or "sum"], field_of(self.bp, entity, q.field or ""), f"the {many}{where}")
         return self.rng.choice((f"How many {many} are there{where}?", f"Could you tell me how many {many} there are{where}?"))
 
-    def _group_question(self, spec: ToolSpec, call: Call, entity: str, group: tuple[str, str]) -> str:
-        """ "How many orders are there that are pending?", "What is the total balance of the accounts where the currency is EUR?" """
+    def _group_question(
+        self, spec: ToolSpec, call: Call, entity: str, group: tuple[str, str], descs: dict[str, Description], calls: list[Call]
+    ) -> str:
+        """ "How many orders are there that are pending?", "What is the total balance of the accounts where the currency is EUR?";
+        a group of a row, by the row's description: "How many memberships are there for the plan "Premium" that are frozen?" """
         f = self.bp.entity(entity).field(group[0])
-        return self._count_or_total(
-            spec, entity, [*self._filters(spec, call), matching_phrase(f, field_words(f), group[1], fmt_value(f, group[1]))]
-        )
+        if group[0] in descs:  # the row the group is of, described
+            cond = self._group_row_phrase(spec, call, f, group[0], descs, calls)
+        else:
+            cond = matching_phrase(f, field_words(f), group[1], fmt_value(f, group[1]))
+        return self._count_or_total(spec, entity, [*self._filters(spec, call), cond])
 
-    def _of_row(self, spec: ToolSpec, call: Call, calls: list[Call]) -> str | None:
+    def _group_row_phrase(
+        self, spec: ToolSpec, call: Call, f: FieldDef, param: str, descs: dict[str, Description], calls: list[Call]
+    ) -> str:
+        """The group's row as a condition: the field's ``say`` ("from the colleague ..."), a participle label ("logged by
+        me"), "where the sender is me" for the requester, else "for the plan ..."."""
+        words = field_words(f)
+        me = self._is_me(call, param, descs)
+        row = "me" if me else self.row_text(spec, call, param, descs, calls)
+        if f.say:
+            return matching_phrase(f, words, None, row)
+        if words.endswith(" by"):
+            return f"{words} {row}"
+        return f"where the {words} is me" if me else f"for {row}"
+
+    def _of_row(self, spec: ToolSpec, call: Call, calls: list[Call], descs: dict[str, Description]) -> str | None:
         """A count or total over the rows of a row an earlier call named ("How many reviews does that product have?"), or None.
 
         The row is the only filter of such a read (see :func:`envsynth.tasks.chain.plan_chain`):
@@ -99,6 +172,9 @@ class Questions:
         value = call.args.get(param)
         many = plural(noun(self.bp.entity(q.entity)))
         mine = param not in call.refs and value == self.me_key
+        said = self._asked_in_say(spec, call, calls, descs, listed=True) if mine and len(calls) == 1 else None
+        if said is not None:  # an information task about the requester's rows, in the read's words: "How many artists am I following?"
+            return said
         owner = self.rng.choice(("that ", "the same ")) + noun(self.bp.entity(refers_to(self.bp, spec.param(param)) or ""))
         now = " now" if any(_changes(self.specs[c.tool], q.entity) for c in calls) else ""  # after a write to such rows
         if q.op == "aggregate" and q.agg != "count":
@@ -120,11 +196,11 @@ class Questions:
             return None
         return param
 
-    def _filters(self, spec: ToolSpec, call: Call) -> list[str]:
-        """The conditions a search or aggregate call sets, each as words about the rows it keeps."""
+    def _filters(self, spec: ToolSpec, call: Call, skip: str | None = None) -> list[str]:
+        """The conditions a search or aggregate call sets (but the parameter ``skip``), each as words about the rows it keeps."""
         q = spec.query
         out = []
-        filters = list(q.filters) if q else []
+        filters = [flt for flt in q.filters if flt.param != skip] if q else []
         bounds: dict[str, dict[str, Any]] = {}
         for flt in filters:
             if flt.op in ("gte", "lte") and call.args.get(flt.param) is not None:
@@ -148,6 +224,12 @@ class Questions:
             else:
                 out.append(matching_phrase(f, words, v, val))
         return out
+
+
+def how_many(phrase: str) -> str:
+    """A say phrase that lists rows as a question of how many there are: "which labels are on {task_id}?" -> "how many
+    labels are on {task_id}?", "what songs are on {playlist_id}?" -> "how many songs are ..."; other phrases unchanged."""
+    return _LISTING.sub(r"how many \1", phrase, count=1)
 
 
 def unfiltered(spec: ToolSpec, call: Call, field: str | None) -> bool:

@@ -18,6 +18,8 @@ from typing import Any
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, id_fields
 from envsynth.tasks.answer import Question
+from envsynth.tasks.answerpath import group_of
+from envsynth.tasks.core import row_asked_of
 from envsynth.tasks.describe import Description, describe
 from envsynth.tasks.instruction import Phraser, Requester, asking_roles, compose, greeting, leaks_id, profile, role_of
 from envsynth.tasks.model import Call, Rejection, Scenario, UserProfile
@@ -73,6 +75,7 @@ def request_of(inst: Instance, draw: TaskStateDraw, question: Question, visible:
     mine = frozenset(k for t, k in targets if requester.key is not None and owned(app, full, t, k, requester))
     phraser = Phraser(app.blueprint, app.spec_by_name, rng, me, requester.key, requester.made_at, mine)
     params = _param_descriptions(app, calls, descs)
+    _add_asked_rows(inst, calls, question, targets, descs, params)
     n_writes = len(calls) - (1 if question.step is not None else 0)
     clauses = [phraser.clause(i, calls, params[i]) for i in range(n_writes)]
     asked = phraser.question(calls[question.step], question.field, params[question.step], calls) if question.step is not None else None
@@ -156,6 +159,25 @@ def _made(app: App, calls: list[Call]) -> list[tuple[int, str, dict[str, Any], A
         for i, c in enumerate(calls)
         if app.spec_by_name[c.tool].kind == "create"
     ]
+
+
+def _add_asked_rows(
+    inst: Instance,
+    calls: list[Call],
+    question: Question,
+    targets: list[tuple[str, Any]],
+    descs: dict[tuple[str, Any], Description],
+    params: list[dict[str, Description]],
+) -> None:
+    """Add to the calls' ``params`` the descriptions of the rows their questions are about: the row a count of its rows
+    names (under its filter parameter: "the playlist ..."), and the row an asked group is of (under the grouping field)."""
+    for i, st in enumerate(inst.plan.steps):
+        asked_of = row_asked_of(inst.plan.app, st, calls[i]) if i < len(calls) else None
+        if asked_of is not None and asked_of[1:] in descs:
+            params[i][asked_of[0]] = descs[asked_of[1:]]
+    group = group_of(question.field) if question.field else None
+    if question.step is not None and group is not None and question.group_row is not None and targets[question.group_row] in descs:
+        params[question.step][group[0]] = descs[targets[question.group_row]]
 
 
 def _param_descriptions(app: App, calls: list[Call], descs: dict[tuple[str, Any], Description]) -> list[dict[str, Description]]:

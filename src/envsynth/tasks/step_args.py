@@ -13,7 +13,7 @@ from typing import Any
 from envsynth.blueprint.policy import acting_user_of
 from envsynth.runtime.app import App
 from envsynth.runtime.state import id_fields
-from envsynth.tasks.chain import Step
+from envsynth.tasks.chain import Step, row_filter
 from envsynth.tasks.model import Call, Ref
 from envsynth.testing.fixtures import Fixture
 
@@ -36,18 +36,21 @@ def created_rows(app: App, steps: list[Step], results: list[Any]) -> dict[tuple[
 def id_filters(app: App, step: Step) -> list[str]:
     """Filter parameters of a search or aggregate step left unset.
 
-    Those on id or ref fields (people filter by names and values, not by ids); for a read
-    that follows up on a row of an earlier step ("how many reviews does that product have
-    now?"), every filter but the one naming that row.
+    Those on id or ref fields (people filter by names and values, not by ids), but the one
+    :func:`~envsynth.tasks.chain.row_filter` keeps (the row a question about rows of one row
+    names: "how many songs are on the playlist ...?", its only filter); for a read that follows up on a row of
+    an earlier step ("how many reviews does that product have now?"), every filter but the
+    one naming that row.
     """
     query = step.spec.query
     if query is None or query.op not in ("search", "aggregate"):
         return []
     follow_up = set(step.pins) | set(step.refs)
+    kept = row_filter(app, step.spec) if not follow_up else None
     out = []
     for flt in query.filters:
         f = app.blueprint.entity(query.entity).field(flt.field)
-        if flt.param not in follow_up and (follow_up or f.type in ("id", "ref")):
+        if flt.param not in follow_up and flt.param != kept and (follow_up or kept or f.type in ("id", "ref")):
             out.append(flt.param)
     return out
 

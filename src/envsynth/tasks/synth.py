@@ -65,7 +65,7 @@ def _tasks(inst: Instance, states: int) -> list[Task] | Rejection:
     """Core -> S task states -> the request (made on state 0) -> S admitted tasks."""
     plan = inst.plan
     core = core_of(inst)
-    question = ask(inst, core.rows)
+    question = ask(inst, core.rows, core.targets)
     if question.step is not None and unfiltered(
         plan.app.spec_by_name[inst.calls[question.step].tool], inst.calls[question.step], question.field
     ):
@@ -83,18 +83,19 @@ def _tasks(inst: Instance, states: int) -> list[Task] | Rejection:
             return draw
         try:
             descs = draw.descs
+            asked = question.in_state(plan.app, draw.calls, draw.targets)  # a group named by its row: under this state's ids
             expected = effects_of(plan.app.blueprint, draw.full, draw.run.final, now=plan.app.now)
-            answer = question.answer(draw.run.results)
-            if question.step is not None and answer is None:
+            answer = asked.answer(draw.run.results)
+            if asked.step is not None and answer is None:
                 return plan.reject("empty_answer")
-            if not expected and question.step is None:
+            if not expected and asked.step is None:
                 return plan.reject("no_effect")
             if request is None:
-                made = request_of(inst, draw, question, visible, answer)
+                made = request_of(inst, draw, asked, visible, answer)
                 if isinstance(made, Rejection):
                     return made
                 request = made
-            made_task = admit_state(inst, draw, question, request, expected, answer)
+            made_task = admit_state(inst, draw, asked, request, expected, answer)
             if isinstance(made_task, Rejection):
                 return made_task
             # through the variant stages while the state is loaded (a rejection counts after every state's own checks)

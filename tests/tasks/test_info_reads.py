@@ -1,0 +1,137 @@
+"""Information tasks reach the reads of an app that lookups never make: counts of one row's rows, groups of a row,
+and the reads mixed tasks end with (issue 11: tool coverage per app).
+
+Each test synthesizes catalogue task indexes at the corpus coordinates of ``envsynth build OUT -T 40 -S 2 -D 4
+--seed 0`` and checks the admitted task: the read it answers with, its answer, and the question's words.
+"""
+
+from __future__ import annotations
+
+import random
+from functools import cache
+
+from envsynth import catalog
+from envsynth.compiler.compile import compile_app
+from envsynth.graph import build_graph
+from envsynth.graph.model import ToolGraph
+from envsynth.runtime.app import App
+from envsynth.tasks import Rejection, Task, synthesize
+from envsynth.tasks.answer import _group_keys
+from envsynth.tasks.answerpath import group_field
+from envsynth.tasks.chain import _follow_ups, _info_reads, plan_chain, row_filter
+from envsynth.tasks.model import Call
+from envsynth.tasks.questions import how_many
+
+
+@cache
+def _app(name: str) -> tuple[App, ToolGraph]:
+    app = compile_app(catalog.load(name), 0)
+    return app, build_graph(app)
+
+
+def _tasks(name: str, task_index: int) -> list[Task]:
+    app, graph = _app(name)
+    out = synthesize(app, graph, app_index=catalog.names().index(name), task_index=task_index, states=2, depth=4, seed=0)
+    assert not isinstance(out, Rejection), out
+    return out
+
+
+def _rows(task: Task, table: str) -> list[dict]:
+    return [*task.state.core.get(table, []), *task.state.distractors.get(table, [])]
+
+
+def test_a_count_of_one_rows_rows_names_that_row() -> None:
+    """ "How many songs are on my playlist ...?": was a count over every playlist entry (rejected), now of one playlist."""
+    for task in _tasks("tempo_music", 23):
+        call = task.oracle[task.answer_step or 0]
+        assert call.tool == "list_playlist_entries" and set(call.args) == {"playlist_id", "limit", "offset"}
+        playlist = next(p for p in _rows(task, "playlist") if p["playlist_id"] == call.args["playlist_id"])
+        assert f'"{playlist["name"]}"' in task.instruction and "How many songs are on my" in task.instruction
+        entries = [e for e in _rows(task, "playlist_entry") if e["playlist_id"] == playlist["playlist_id"]]
+        assert task.expected_answer == len(entries) > 0
+
+
+def test_a_count_grouped_by_a_row_is_asked_by_the_rows_name_and_answered_right() -> None:
+    """ "How many memberships are there for the plan "Basic Flex" ...?": one group of count_memberships_by_plan, under each
+    state's ids (the plan's id differs per state), never the plan's id."""
+    tasks = _tasks("peak_fitness", 15)
+    assert len({t.answer_field for t in tasks}) == len(tasks)  # each state's own plan id
+    for task in tasks:
+        call = task.oracle[task.answer_step or 0]
+        assert call.tool == "count_memberships_by_plan" and "plan_id" not in call.args
+        plan = next(p for p in _rows(task, "membership_plan") if task.answer_field == group_field("plan_id", p["plan_id"]))
+        assert f'the plan "{plan["name"]}"' in task.instruction and plan["plan_id"] not in task.instruction
+        rows = [m for m in _rows(task, "membership") if m["plan_id"] == plan["plan_id"] and m["status"] == call.args["status"]]
+        assert task.expected_answer == len(rows) > 0
+
+
+def test_a_grouped_aggregate_narrowed_to_a_row_asks_in_the_tools_words() -> None:
+    """latest_reading_per_meter filtered to the meter it groups by: "What's the latest reading you have for the meter ...?" """
+    for task in _tasks("brightline_utilities", 15):
+        assert task.oracle[task.answer_step or 0].tool == "latest_reading_per_meter"
+        meter = next(m for m in _rows(task, "meter") if f'for the meter "{m["serial_number"]}"?' in task.instruction)
+        assert task.answer_field == group_field("meter_id", meter["meter_id"]) and "What's the latest reading you have" in task.instruction
+        readings = [r["reading_value"] for r in _rows(task, "meter_reading") if r["meter_id"] == meter["meter_id"]]
+        assert task.expected_answer == max(readings)
+
+
+def test_a_listing_say_phrase_asks_how_many() -> None:
+    assert how_many("which labels are on {task_id}?") == "how many labels are on {task_id}?"
+    assert how_many("what songs are on {playlist_id}?") == "how many songs are on {playlist_id}?"
+    assert how_many("which artists am I following?") == "how many artists am I following?"
+    assert how_many("what has {artist_id} released?") == "what has {artist_id} released?"  # no plural noun to count
+
+
+def test_the_requester_as_the_subject_reads_in_the_first_person() -> None:
+    """circle_social's list_follows of the requester: "How many members do I follow?", not "... does my account follow?"."""
+    for task in _tasks("circle_social", 2):
+        assert task.oracle[task.answer_step or 0].tool == "list_follows"
+        assert "How many members do I follow?" in task.instruction
+
+
+def test_the_info_rotation_reaches_reads_grouped_by_a_row() -> None:
+    """Aggregates grouped by a reference are asked about (one group, named by its row), so the round of information
+    tasks reaches them: top_tracks, count_followers_by_artist (tempo), count_check_ins (peak)."""
+    for name, tools in (("tempo_music", {"top_tracks", "count_followers_by_artist"}), ("peak_fitness", {"count_check_ins"})):
+        app, graph = _app(name)
+        reads = {s.name for s in _info_reads(app)}
+        assert tools <= reads, name
+        firsts = {plan_chain(app, graph, random.Random(0), "info", slot=i)[0].spec.name for i in range(len(reads))}  # type: ignore[index]
+        assert tools <= firsts
+    app, _ = _app("tempo_music")
+    assert row_filter(app, app.spec_by_name["count_followers_by_artist"]) == "artist_id"
+    assert row_filter(app, app.spec_by_name["list_playlist_entries"]) == "playlist_id"
+    assert row_filter(app, app.spec_by_name["search_subscriptions"]) is None  # value filters narrow it
+
+
+def test_the_info_rotation_comes_to_reads_few_writes_lead_to_before_common_ones() -> None:
+    """After the reads no mixed task can end with, information tasks go round those that the fewest writes lead to: a
+    mixed task seldom ends with get_artist (only after following an artist), often with get_listener (after 8 writes)."""
+    app, _ = _app("tempo_music")
+    reach = _follow_ups(app)
+    assert reach["get_artist"] < reach["get_listener"]
+    order = [s.name for s in _info_reads(app)]
+    assert order.index("get_artist") < order.index("get_listener")
+    followed = [n for n in order if n in reach]
+    assert [reach[n] for n in followed] == sorted(reach[n] for n in followed)
+    assert all(n not in reach for n in order[: len(order) - len(followed)])
+
+
+def test_a_grouped_total_asks_for_a_group_its_filters_keep() -> None:
+    """ "What are the total minutes of the workouts on January 27, 2026 where the activity is hiit?": the group is one
+    the date range keeps (a group no kept row falls in is missing from the result: the task was an empty answer)."""
+    app, _ = _app("peak_fitness")
+    spec = app.spec_by_name["total_workout_minutes"]
+    core = {
+        "workout": [
+            {"workout_id": "wko_1", "activity": "yoga", "performed_on": "2026-01-20", "duration_minutes": 30},
+            {"workout_id": "wko_2", "activity": "hiit", "performed_on": "2026-01-27", "duration_minutes": 16},
+            {"workout_id": "wko_3", "activity": "running", "performed_on": "2026-02-03", "duration_minutes": 45},
+        ]
+    }
+    call = Call(tool=spec.name, args={"member_id": None, "from_date": "2026-01-27", "to_date": "2026-01-27"})
+    assert _group_keys(spec, call, core) == ["hiit"]
+    unfiltered = Call(tool=spec.name, args={"member_id": None, "from_date": None, "to_date": None})
+    assert _group_keys(spec, unfiltered, core) == ["hiit", "running", "yoga"]
+    for task in _tasks("peak_fitness", 30):  # the corpus's task index that was an empty answer
+        assert task.oracle[task.answer_step or 0].tool == "total_workout_minutes" and task.expected_answer
