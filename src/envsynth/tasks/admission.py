@@ -19,6 +19,7 @@ from envsynth.tasks.model import Call, Rejection, RejectionReason, Task, TaskSta
 from envsynth.tasks.oracle import oracle_program
 from envsynth.tasks.refs import MISSING, resolve
 from envsynth.tasks.request import Request
+from envsynth.tasks.solvable import Route
 from envsynth.tasks.state import count_rows
 from envsynth.tasks.states import Descriptions, TaskStateDraw
 from envsynth.tasks.world import Instance
@@ -32,6 +33,7 @@ class Admitted:
         task: the task.
         state: its full initial state.
         descs: the request's description of each row it names, by the row's key in this state.
+        routes: the route that finds each of those rows, when known (state 0's, found by the scenario stage).
         lookups: the oracle steps the variants added to find rows (reads of s0, see :func:`vary`).
         runs: per lookup step, in order, the call as run (refs filled in) and its result on ``state``, when the
             variant that made the lookups ran them in ``workspace`` (so :func:`vary` need not run them again).
@@ -41,6 +43,7 @@ class Admitted:
     task: Task
     state: Rows
     descs: Descriptions = field(default_factory=dict)
+    routes: dict[tuple[str, Any], Route] = field(default_factory=dict)
     lookups: tuple[int, ...] = ()
     workspace: Workspace | None = None
     runs: tuple[tuple[Call, Any], ...] = ()
@@ -59,7 +62,8 @@ def admit_state(
     problem = admit(plan.app, task, draw.full, draw.check, expected if draw.check is draw.run else None, expected)
     if problem:
         return plan.reject(problem)
-    return Admitted(task, draw.full, dict(zip(draw.targets, draw.descs.values(), strict=True)))
+    descs = dict(zip(draw.targets, draw.descs.values(), strict=True))
+    return Admitted(task, draw.full, descs, request.routes if draw.index == 0 else {})
 
 
 def vary(app: App, admitted: Admitted, variants: tuple[Variant, ...], workspace: Workspace | None = None) -> Admitted | Rejection:
@@ -82,7 +86,7 @@ def vary(app: App, admitted: Admitted, variants: tuple[Variant, ...], workspace:
         problem = admit(app, task, admitted.state, workspace=workspace)
         if problem:
             return Rejection(app=app.name, coordinates=task.coordinates, reason=problem, detail=f"variant {', '.join(changed)}")
-    return Admitted(task, admitted.state, admitted.descs, admitted.lookups)
+    return Admitted(task, admitted.state, admitted.descs, lookups=admitted.lookups)
 
 
 def _looks_up(app: App, original: Task, varied: Task, admitted: Admitted, workspace: Workspace) -> bool:

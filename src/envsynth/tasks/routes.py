@@ -71,11 +71,14 @@ def look_up_rows(app: App, admitted: Admitted) -> Admitted | Rejection:
     wanted = literal_rows(app, admitted.state, task.oracle, task.instruction)
     if not wanted:
         return admitted
-    finder = Finder(app, admitted.state, admitted.descs, asker(app, admitted))
+    finder: Finder | None = None
     known = found_by_lookups(app, admitted)
     planned: list[Lookup] = []
     for row, first in wanted.items():
-        route = finder.route(*row)
+        route = admitted.routes.get(row)
+        if route is None:
+            finder = finder or Finder(app, admitted.state, admitted.descs, asker(app, admitted))
+            route = finder.route(*row)
         if route is None or not plan_route(route, known, planned, first):
             return _unsolvable(app, admitted, f"no route the oracle can follow finds {row[0]} {row[1]}")
     settle(app, task.oracle, planned)
@@ -183,7 +186,8 @@ def place_items(app: App, admitted: Admitted, planned: list[Lookup], earlier: li
         the results of ``earlier``, or a sentence saying what went wrong.
     """
     planned.sort(key=lambda lk: lk.at)  # stable: parents stay before their children
-    results = _run(app, admitted, [*(c for c in earlier if not c.refs), *(lk.call() for lk in planned)])
+    calls = [*(c for c in earlier if not c.refs), *(lk.call() for lk in planned)]
+    results = _run(app, admitted, calls)
     if isinstance(results, str):
         return results
     n = len(results) - len(planned)
@@ -202,12 +206,33 @@ def place_items(app: App, admitted: Admitted, planned: list[Lookup], earlier: li
 
 
 def _run(app: App, admitted: Admitted, calls: list[Call]) -> list[Any] | str:
+    """The results of ``calls`` (reads without refs) on s0: a generated get's row is taken from the state, the others
+    run (in the state's workspace); a sentence when one fails."""
+    rows = [_row_of_get(app, c, admitted) for c in calls]
+    if all(r is not None for r in rows):
+        return rows
     try:
         if admitted.workspace is not None:
-            return admitted.workspace.run(calls, seed=1).results
-        return execute(app, admitted.state, calls, seed=1).results
+            ran = admitted.workspace.run([c for c, r in zip(calls, rows, strict=True) if r is None], seed=1).results
+        else:
+            ran = execute(app, admitted.state, [c for c, r in zip(calls, rows, strict=True) if r is None], seed=1).results
     except ChainFailed as exc:
         return f"a lookup fails: {exc}"
+    it = iter(ran)
+    return [r if r is not None else next(it) for r in rows]
+
+
+def _row_of_get(app: App, call: Call, admitted: Admitted) -> dict[str, Any] | None:
+    """The row a generated get by a unique value returns on s0 (what the tool returns, read from the state), or None
+    for any other call (or no such row)."""
+    spec = app.spec_by_name[call.tool]
+    if spec.kind != "get" or spec.code is not None or not spec.bindings or spec.returns != spec.bindings[0].alias:
+        return None
+    b = spec.bindings[0]
+    value = call.args.get(b.param or "")
+    if value is None or set(call.args) != {b.param}:
+        return None
+    return next((r for r in admitted.state.get(b.entity, ()) if r.get(b.key) == value), None)
 
 
 def _position(app: App, lk: Lookup, result: Any) -> int | None:
@@ -244,15 +269,14 @@ def interleave(
     lookups = [s for s in admitted.lookups]  # old steps, mapped below
     added: list[int] = []
     runs: list[tuple[Call, Any]] = []
-    made: dict[str, int] = {}  # a lookup's call -> its step: the same search lists the rows again
+    made: dict[tuple[Any, ...], int] = {}  # a lookup's call -> its step: the same search lists the rows again
     for i, call in enumerate(task.oracle):
         for lk in (lk for lk in planned if lk.at == i):
-            lookup = Call(tool=lk.tool, args=dict(lk.args), refs={p: found[parent] for p, parent in lk.parents.items()})
-            same = lookup.model_dump_json()
+            same = (lk.tool, repr(sorted(lk.args.items())), tuple(sorted(lk.parents.items())))
             if same not in made:
                 made[same] = len(calls)
                 added.append(len(calls))
-                calls.append(lookup)
+                calls.append(Call(tool=lk.tool, args=dict(lk.args), refs={p: found[parent] for p, parent in lk.parents.items()}))
                 runs.append((lk.call(), lk.result))
             found[lk.row] = Ref(step=made[same], field=bp.entity(lk.row[0]).id_field, item=lk.item)
         new_step[i] = len(calls)

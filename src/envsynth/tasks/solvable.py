@@ -31,10 +31,11 @@ MAX_DEPTH = 2  # a row found through its parent, found through its parent
 
 @dataclass(frozen=True)
 class Lookups:
-    """The tools that find the named rows, and a sentence per row that none can find."""
+    """The tools that find the named rows, a sentence per row that none can find, and the route to each row found."""
 
     tools: tuple[str, ...]
     lost: tuple[str, ...]
+    routes: dict[tuple[str, Any], Route] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ def lookups(app: App, rows: Rows, descs: dict[tuple[str, Any], Description], req
     finder = Finder(app, rows, descs, requester)
     tools: list[str] = []
     lost: list[str] = []
+    routes: dict[tuple[str, Any], Route] = {}
     wanted = list(descs)
     if requester.key is not None and (requester.table, requester.key) not in descs:
         wanted.append((requester.table, requester.key))
@@ -79,8 +81,9 @@ def lookups(app: App, rows: Rows, descs: dict[tuple[str, Any], Description], req
             d = descs.get((table, key))
             lost.append(render(app.blueprint, d) if d is not None else f"the requester's {noun(app.blueprint.entity(table))}")
             continue
+        routes[(table, key)] = route
         tools += [t for t in route.tools() if t not in tools]
-    return Lookups(tuple(tools), tuple(lost))
+    return Lookups(tuple(tools), tuple(lost), routes)
 
 
 class Finder:
