@@ -111,19 +111,28 @@ def _looks_up(app: App, original: Task, varied: Task, admitted: Admitted, worksp
     if not same_outcome or not {c.tool for c in varied.oracle} <= set(varied.visible_tools):
         return False
     at = {step: j for j, step in enumerate(looks)}  # a lookup's place among the lookups
-    lookups = []
-    for step in looks:
-        c, spec = varied.oracle[step], app.spec_by_name[varied.oracle[step].tool]
-        if spec.code is not None or spec.mode != "read" or any(r.step not in at or r.step >= step for r in c.refs.values()):
-            return False
-        if any(_written(app, varied.oracle[i].tool) & {spec.entity, *spec.reads} for i in rest if i < step):
-            return False  # an earlier write could change what it finds: not a read of s0
-        lookups.append(c.model_copy(update={"refs": {p: r.model_copy(update={"step": at[r.step]}) for p, r in c.refs.items()}}))
+    lookups = _reads_of_s0(app, varied.oracle, at, rest)
+    if lookups is None:
+        return False
     results = _lookup_results(lookups, admitted.runs, workspace)
     if results is None:
         return False
     old_step = {new: old for old, new in enumerate(rest)}
     return all(_resolves_to(varied.oracle[new], original.oracle[old], results, at, old_step) for new, old in old_step.items())
+
+
+def _reads_of_s0(app: App, oracle: list[Call], at: dict[int, int], rest: list[int]) -> list[Call] | None:
+    """The lookups of ``oracle`` (step -> place: ``at``), their refs moved to their places among them, or None unless
+    each is a generated read, refers only to earlier lookups, and follows no call that writes a table it reads."""
+    lookups = []
+    for step in at:
+        c, spec = oracle[step], app.spec_by_name[oracle[step].tool]
+        if spec.code is not None or spec.mode != "read" or any(r.step not in at or r.step >= step for r in c.refs.values()):
+            return None
+        if any(written_tables(app, oracle[i].tool) & {spec.entity, *spec.reads} for i in rest if i < step):
+            return None  # an earlier write could change what it finds: not a read of s0
+        lookups.append(c.model_copy(update={"refs": {p: r.model_copy(update={"step": at[r.step]}) for p, r in c.refs.items()}}))
+    return lookups
 
 
 def _lookup_results(lookups: list[Call], runs: tuple[tuple[Call, Any], ...], workspace: Workspace) -> list[Any] | None:
@@ -141,7 +150,7 @@ def _lookup_results(lookups: list[Call], runs: tuple[tuple[Call, Any], ...], wor
         return None
 
 
-def _written(app: App, tool: str) -> set[str]:
+def written_tables(app: App, tool: str) -> set[str]:
     """The tables a call of ``tool`` may change (all of them for a tool with code of its own)."""
     spec = app.spec_by_name[tool]
     if spec.code is not None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from envsynth.runtime.app import App
-from envsynth.tasks.admission import Admitted
+from envsynth.tasks.admission import Admitted, written_tables
 from envsynth.tasks.instantiate import ChainFailed, execute
 from envsynth.tasks.instruction import Requester, identify_by, refers_to
 from envsynth.tasks.lookup import requester_row, with_oracle
@@ -158,7 +158,7 @@ def settle(app: App, oracle: list[Call], planned: list[Lookup]) -> None:
     for lk in planned:
         spec = app.spec_by_name[lk.tool]
         reads = {spec.entity, *spec.reads}
-        lk.at = next((i for i in range(lk.at) if writes(app, oracle[i].tool) & reads), lk.at)
+        lk.at = next((i for i in range(lk.at) if written_tables(app, oracle[i].tool) & reads), lk.at)
     changed = True
     while changed:
         changed = False
@@ -168,14 +168,6 @@ def settle(app: App, oracle: list[Call], planned: list[Lookup]) -> None:
                 if parent in at and at[parent].at > lk.at:
                     at[parent].at = lk.at
                     changed = True
-
-
-def writes(app: App, tool: str) -> set[str]:
-    """The tables a call of ``tool`` may change (all of them for a tool with code of its own)."""
-    spec = app.spec_by_name[tool]
-    if spec.code is not None:
-        return {e.name for e in app.blueprint.entities}
-    return {*spec.writes, *spec.creates, *spec.deletes}
 
 
 def place_items(app: App, admitted: Admitted, planned: list[Lookup], earlier: list[Call]) -> list[Any] | str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from envsynth.blueprint.spec import ToolSpec
+from envsynth.blueprint.spec import ParamSpec, ToolSpec
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, ref_fields
 from envsynth.tasks.describe import Description, noun, render
@@ -169,32 +169,43 @@ class Finder:
         q = spec.query
         if q is None or q.op != "search" or q.entity != table:
             return None
-        ops = {f.param: f.op for f in q.filters}
-        args: dict[str, Any] = {}
-        parents: list[tuple[str, Route]] = []
-        unknown: list[str] = []
+        out = _Search({f.param: f.op for f in q.filters})
         for p in spec.params:
-            fname = p.field.split(".", 1)[1] if p.field else p.name
-            parent = refers_to(self.bp, p)
-            through_parent = parent is not None and parent != table and fname in stated  # the row's parent, as described
-            if p.name in ("limit", "offset"):
-                continue
-            if not (p.required or through_parent):
-                if parent is None and fname in stated and row.get(fname) is not None and p.name in ops:
-                    args[p.name] = _filter_value(ops[p.name], row[fname])  # a stated value the search filters on
-                continue
-            if parent is not None and parent != table and depth < MAX_DEPTH and row.get(fname) is not None:
-                sub = self.route(parent, row[fname], depth + 1)  # the rows of a parent that can be found
-                if sub is None:
-                    return None
-                parents.append((p.name, sub))
-            elif fname not in stated:
+            if p.name not in ("limit", "offset") and not self._fill(out, p, table, row, stated, depth):
                 return None
-            elif parent is not None:
-                unknown.append(p.name)  # a parent's id, stated as the parent but past the depth a route follows
-            else:
-                args[p.name] = _filter_value(ops.get(p.name, "eq"), row.get(fname))
-        return Route(spec.name, table, row[self.bp.entity(table).id_field], args, tuple(parents), tuple(unknown))
+        return Route(spec.name, table, row[self.bp.entity(table).id_field], out.args, tuple(out.parents), tuple(out.unknown))
+
+    def _fill(self, out: _Search, p: ParamSpec, table: str, row: dict[str, Any], stated: set[str], depth: int) -> bool:
+        """Give the search's parameter ``p`` what finds ``row`` (into ``out``); False when nothing stated does."""
+        fname = p.field.split(".", 1)[1] if p.field else p.name
+        parent = refers_to(self.bp, p)
+        through_parent = parent is not None and parent != table and fname in stated  # the row's parent, as described
+        if not (p.required or through_parent):
+            if parent is None and fname in stated and row.get(fname) is not None and p.name in out.ops:
+                out.args[p.name] = _filter_value(out.ops[p.name], row[fname])  # a stated value the search filters on
+            return True
+        if parent is not None and parent != table and depth < MAX_DEPTH and row.get(fname) is not None:
+            sub = self.route(parent, row[fname], depth + 1)  # the rows of a parent that can be found
+            if sub is not None:
+                out.parents.append((p.name, sub))
+            return sub is not None
+        if fname not in stated:
+            return False
+        if parent is not None:
+            out.unknown.append(p.name)  # a parent's id, stated as the parent but past the depth a route follows
+        else:
+            out.args[p.name] = _filter_value(out.ops.get(p.name, "eq"), row.get(fname))
+        return True
+
+
+@dataclass
+class _Search:
+    """A search's route being made: its filters' ops by parameter, and what it passes so far."""
+
+    ops: dict[str, str]
+    args: dict[str, Any] = field(default_factory=dict)
+    parents: list[tuple[str, Route]] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
 
 
 def _filter_value(op: str, value: Any) -> Any:
