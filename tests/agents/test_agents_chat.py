@@ -14,6 +14,7 @@ from envsynth.llm import Fail, RetryPolicy, ScriptedProvider, text_reply, tool_c
 from envsynth.rollout import run_batch, run_episode, summarize
 from envsynth.tasks.instantiate import execute
 from envsynth.tasks.model import Task
+from envsynth.tasks.refs import resolve
 from envsynth.tasks.state import merged
 
 
@@ -92,7 +93,7 @@ def test_extra_harmful_write_scores_zero(wide_corpus: Corpus) -> None:
             if not looked_up or not app.spec_by_name[c.tool].creates:
                 continue  # (arguments taken from a lookup, such as the requester's, are passed as the lookup gave them)
             results = execute(app, merged(task.state.core, task.state.distractors), list(task.oracle)).results
-            args = {**c.args, **{p: results[r.step][r.field] for p, r in c.refs.items()}}
+            args = {**c.args, **{p: resolve(r, results) for p, r in c.refs.items()}}
             plan = [*oracle_plan(task)[:-1], tool_reply((c.tool, args)), ORACLE]
             traj = run(corpus, task, plan)
             if traj.tool_calls[-2]["outcome"] == "success":

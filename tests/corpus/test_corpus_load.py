@@ -14,6 +14,7 @@ from envsynth.corpus import Corpus, CorpusError, CorpusSummary, load_corpus
 from envsynth.runtime.state import open_state, read_rows
 from envsynth.tasks.answerpath import answer_in
 from envsynth.tasks.model import Task
+from envsynth.tasks.refs import resolve
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +27,7 @@ def _oracle_answer(corpus: Corpus, task: Task) -> tuple[Any, Any]:
     ep = corpus.start(task)
     results: list[Any] = []
     for call in task.oracle:
-        args = {**call.args, **{p: results[r.step][r.field] for p, r in call.refs.items()}}
+        args = {**call.args, **{p: resolve(r, results) for p, r in call.refs.items()}}
         res = ep.call(call.tool, args)
         assert res.outcome == "success", (task.id, call.tool, res.content)
         results.append(res.data)

@@ -20,6 +20,7 @@ from envsynth.corpus.states import MAGIC, PAGE_SIZE
 from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import open_state, read_rows
 from envsynth.tasks.answerpath import answer_in
+from envsynth.tasks.refs import resolve
 from envsynth.tasks.state import state_bytes
 
 
@@ -28,7 +29,7 @@ def _replay(ep: Any, task: Any, calls: list[Any]) -> Any:
     for c in calls:
         args = dict(c.args)
         for p, ref in c.refs.items():
-            args[p] = results[ref.step][ref.field]
+            args[p] = resolve(ref, results)
         results.append(ep.call(c.tool, args).data)
     if task.answer_step is None or task.answer_step >= len(results):
         return None

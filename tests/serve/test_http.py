@@ -19,6 +19,7 @@ from serve_helpers import distinctive  # noqa: E402
 from envsynth.corpus import Corpus  # noqa: E402
 from envsynth.tasks.answerpath import answer_in  # noqa: E402
 from envsynth.tasks.model import Task  # noqa: E402
+from envsynth.tasks.refs import resolve  # noqa: E402
 
 FORBIDDEN = ("oracle", "expected", "state", "answer_step", "answer_field", "visible_tools", "coordinates", "hash", "stats", "seed")
 
@@ -30,7 +31,7 @@ def replay_oracle(client: httpx.Client, task: Task, seed: int = 0) -> dict[str, 
     eid = r.json()["episode_id"]
     results: list[Any] = []
     for call in task.oracle:
-        args = {**call.args, **{p: results[ref.step][ref.field] for p, ref in call.refs.items()}}
+        args = {**call.args, **{p: resolve(ref, results) for p, ref in call.refs.items()}}
         res = client.post(f"/episodes/{eid}/call", json={"name": call.tool, "arguments": args})
         assert res.status_code == 200, res.text
         body = res.json()
@@ -250,7 +251,7 @@ def test_interleaved_episodes_keep_their_own_state(server: Any, corpus: Corpus) 
         results: dict[str, list[Any]] = {e: [] for e in eids[::2]}
         for call in task.oracle:
             for e in eids[::2]:
-                args = {**call.args, **{p: results[e][ref.step][ref.field] for p, ref in call.refs.items()}}
+                args = {**call.args, **{p: resolve(ref, results[e]) for p, ref in call.refs.items()}}
                 body = c.post(f"/episodes/{e}/call", json={"name": call.tool, "arguments": args}).json()
                 assert body["outcome"] == "success", body
                 results[e].append(json.loads(body["content"]))

@@ -17,6 +17,7 @@ from serve_helpers import distinctive, says  # noqa: E402
 
 from envsynth.corpus import Corpus  # noqa: E402
 from envsynth.tasks.model import Task  # noqa: E402
+from envsynth.tasks.refs import resolve  # noqa: E402
 
 
 def _error(r: Any, status: int, code: str) -> dict[str, Any]:
@@ -132,7 +133,7 @@ def test_deeply_nested_json_is_a_422_and_the_server_stays_healthy(server: Any, c
         # the same connection goes on, and the episode is intact: its oracle still scores 1.0
         results: list[Any] = []
         for call in task.oracle:
-            args = {**call.args, **{p: results[ref.step][ref.field] for p, ref in call.refs.items()}}
+            args = {**call.args, **{p: resolve(ref, results) for p, ref in call.refs.items()}}
             res = c.post(f"/episodes/{eid}/call", json={"name": call.tool, "arguments": json.dumps(args)}).json()
             assert res["outcome"] == "success", res
             results.append(json.loads(res["content"]))
@@ -191,7 +192,7 @@ def _replay_with_answer(c: Any, task: Task, answer: Any) -> float:
     eid = _start(c, task)
     results: list[Any] = []
     for call in task.oracle:
-        args = {**call.args, **{p: results[ref.step][ref.field] for p, ref in call.refs.items()}}
+        args = {**call.args, **{p: resolve(ref, results) for p, ref in call.refs.items()}}
         results.append(json.loads(c.post(f"/episodes/{eid}/call", json={"name": call.tool, "arguments": args}).json()["content"]))
     return float(c.post(f"/episodes/{eid}/finish", json={"answer": answer}).json()["score"])
 

@@ -23,6 +23,7 @@ from envsynth.corpus import Corpus
 from envsynth.serve.mcp import COMPLETED, build_server
 from envsynth.tasks.answerpath import answer_in
 from envsynth.tasks.model import Task
+from envsynth.tasks.refs import resolve
 
 
 def text(result: Any) -> str:
@@ -35,7 +36,7 @@ async def play_oracle(client: Client, task: Task) -> str:
     """Run the task's oracle through ``client`` (refs resolved from the returned JSON), then complete."""
     results: list[Any] = []
     for call in task.oracle:
-        args = {**call.args, **{p: results[ref.step][ref.field] for p, ref in call.refs.items()}}
+        args = {**call.args, **{p: resolve(ref, results) for p, ref in call.refs.items()}}
         res = await client.call_tool(call.tool, args)
         assert not res.is_error, (task.id, call.tool, text(res))
         results.append(json.loads(text(res)))

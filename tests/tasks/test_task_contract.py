@@ -9,9 +9,11 @@ import pytest
 from envsynth import catalog
 from envsynth.compiler.build import BuiltApp
 from envsynth.graph import build_graph
+from envsynth.runtime.state import id_fields
 from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synthesize
 from envsynth.tasks.answerpath import answer_in
 from envsynth.tasks.instruction import leaks_id
+from envsynth.tasks.refs import resolve
 
 PER_APP = 3
 STATES = 2
@@ -40,7 +42,7 @@ def run_oracle(ep: TaskEpisode, task: Task, extra_reads: bool = False, results: 
     for c in task.oracle:
         args = dict(c.args)
         for p, ref in c.refs.items():
-            args[p] = results[ref.step][ref.field]
+            args[p] = resolve(ref, results)
         res = ep.call(c.tool, args)
         assert res.ok, (task.id, c.tool, res.content)
         results.append(res.data)
@@ -82,6 +84,20 @@ def test_every_task_is_admitted_honestly(name: str, built_catalog: dict[str, Bui
             assert names == set(task.visible_tools) | {"complete_task"}
 
 
+def test_every_id_the_oracle_passes_is_found_by_a_lookup(built_catalog: dict[str, BuiltApp], corpus: dict[str, list[list[Task]]]) -> None:
+    """An agent is told names, never ids: the oracle takes the id of every row of s0 it passes from an earlier result
+    (a lookup through the visible tools), unless the request itself states that id."""
+    literal = []
+    for name, task in _all_tasks(corpus):
+        ids = id_fields(built_catalog[name].app.blueprint)
+        rows = [*task.state.core.items(), *task.state.distractors.items()]
+        existing = {r[ids[table]] for table, rs in rows for r in rs}
+        for c in task.oracle:
+            values = [x for v in c.args.values() for x in (v if isinstance(v, list) else [v])]
+            literal += [(task.id, c.tool, v) for v in values if isinstance(v, str) and v in existing and v not in task.instruction]
+    assert literal == []
+
+
 def test_same_seed_same_hashes(built_catalog: dict[str, BuiltApp], corpus: dict[str, list[list[Task]]]) -> None:
     name = catalog.names()[0]
     again = _tasks_for(built_catalog[name])
@@ -112,7 +128,7 @@ def test_extra_harmful_write_scores_zero_and_is_named(built_catalog: dict[str, B
         ep = TaskEpisode(app, task, state_bytes(app, task))
         results: list[Any] = []
         answer = run_oracle(ep, task, results=results)
-        args = {**first.args, **{p: results[r.step][r.field] for p, r in first.refs.items()}}
+        args = {**first.args, **{p: resolve(r, results) for p, r in first.refs.items()}}
         if not ep.call(first.tool, args).ok:  # the same create once more: one row too many
             continue
         reward = ep.finish(answer)
@@ -138,7 +154,7 @@ def test_wrong_answer_scores_zero(built_catalog: dict[str, BuiltApp], corpus: di
 
 
 def test_another_valid_order_scores_one(built_catalog: dict[str, BuiltApp]) -> None:
-    """Steps that do not depend on each other, done in reverse order, still score 1.0."""
+    """Steps that do not depend on each other, done in reverse order (with the ids the lookups find), still score 1.0."""
     checked = 0
     for built in built_catalog.values():
         app, graph = built.app, build_graph(built.app)
@@ -147,13 +163,19 @@ def test_another_valid_order_scores_one(built_catalog: dict[str, BuiltApp]) -> N
             if isinstance(res, Rejection):
                 continue
             task = res[0]
-            if len(task.oracle) < 2 or any(c.refs for c in task.oracle) or task.answer_step is not None:
+            acts = [c for c in task.oracle if app.spec_by_name[c.tool].mode == "write"]
+            if len(acts) < 2 or task.answer_step is not None:
                 continue
-            writes = [{(t, f) for t, fs in app.spec_by_name[c.tool].writes.items() for f in fs} for c in task.oracle]
+            if any(app.spec_by_name[task.oracle[r.step].tool].mode == "write" for c in acts for r in c.refs.values()):
+                continue  # a step takes what an earlier one made
+            writes = [{(t, f) for t, fs in app.spec_by_name[c.tool].writes.items() for f in fs} for c in acts]
             if any(a & b for i, a in enumerate(writes) for b in writes[i + 1 :]):
                 continue  # two steps write the same field (interest on a balance, then a transfer): order matters
+            results: list[Any] = []
+            run_oracle(TaskEpisode(app, task, state_bytes(app, task)), task, results=results)  # the ids the lookups find
+            args = [{**c.args, **{p: resolve(r, results) for p, r in c.refs.items()}} for c in acts]
             ep = TaskEpisode(app, task, state_bytes(app, task))
-            if not all(ep.call(c.tool, c.args).ok for c in reversed(task.oracle)):
+            if not all(ep.call(c.tool, a).ok for c, a in reversed(list(zip(acts, args, strict=True)))):
                 continue  # this order is not valid for this chain (a step needs an earlier one)
             assert ep.finish(None).score == 1.0, task.id
             checked += 1

@@ -9,6 +9,7 @@ from envsynth.errors import EnvsynthError
 from envsynth.llm.types import Message, Usage
 from envsynth.tasks.answerpath import answer_in, has_answer
 from envsynth.tasks.model import Task
+from envsynth.tasks.refs import MISSING, resolve, where
 
 
 class OracleError(EnvsynthError, RuntimeError):
@@ -73,7 +74,9 @@ class OracleAgent:
             c = calls[step]
             args = dict(c.args)
             for name, ref in c.refs.items():
-                args[name] = self._field(results, ref.step, ref.field)
+                args[name] = resolve(ref, results)
+                if args[name] is MISSING:
+                    raise OracleError(f"oracle step {step}: {where(ref)} (result: {str(results.get(ref.step))[:200]})")
             name, args_json, cid = c.tool, json.dumps(args, ensure_ascii=False), f"oracle-{step}"
         else:
             t = self.task

@@ -8,6 +8,7 @@ from envsynth.agents.codeloop import CODE_SYSTEM_PROMPT
 from envsynth.llm.types import Message, Usage
 from envsynth.tasks.answerpath import answer_expr
 from envsynth.tasks.model import Task
+from envsynth.tasks.refs import source
 
 
 def _arguments(items: list[tuple[str, str]]) -> str:
@@ -29,7 +30,7 @@ def oracle_code(task: Task) -> str:
     lines = []
     for i, c in enumerate(task.oracle):
         items = [(k, repr(v)) for k, v in c.args.items()]
-        items += [(k, f"r{ref.step}[{ref.field!r}]") for k, ref in c.refs.items()]
+        items += [(k, source(ref)) for k, ref in c.refs.items()]
         lines.append(f"r{i} = {c.tool}({_arguments(items)})")
     if task.answer_step is not None and task.answer_field:
         lines.append(f"complete_task(answer={answer_expr(f'r{task.answer_step}', task.answer_field)})")

@@ -7,7 +7,7 @@ admitted task into a variant (each is admitted again on its own state before it 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from envsynth.runtime.app import App
@@ -15,20 +15,38 @@ from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import Rows
 from envsynth.tasks.answer import Question, extract
 from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, execute
-from envsynth.tasks.model import Call, Ref, Rejection, RejectionReason, Task, TaskState
+from envsynth.tasks.model import Call, Rejection, RejectionReason, Task, TaskState
 from envsynth.tasks.oracle import oracle_program
+from envsynth.tasks.refs import MISSING, resolve
 from envsynth.tasks.request import Request
+from envsynth.tasks.solvable import Route
 from envsynth.tasks.state import count_rows
-from envsynth.tasks.states import TaskStateDraw
+from envsynth.tasks.states import Descriptions, TaskStateDraw
 from envsynth.tasks.world import Instance
 
 
 @dataclass(frozen=True)
 class Admitted:
-    """An admitted task and the full initial state (core plus distractors) it was admitted on."""
+    """An admitted task and the full initial state (core plus distractors) it was admitted on.
+
+    Attributes:
+        task: the task.
+        state: its full initial state.
+        descs: the request's description of each row it names, by the row's key in this state.
+        routes: the route that finds each of those rows, when known (state 0's, found by the scenario stage).
+        lookups: the oracle steps the variants added to find rows (reads of s0, see :func:`vary`).
+        runs: per lookup step, in order, the call as run (refs filled in) and its result on ``state``, when the
+            variant that made the lookups ran them in ``workspace`` (so :func:`vary` need not run them again).
+        workspace: one with ``state`` loaded, while :func:`vary` runs (the variants may run reads in it).
+    """
 
     task: Task
     state: Rows
+    descs: Descriptions = field(default_factory=dict)
+    routes: dict[tuple[str, Any], Route] = field(default_factory=dict)
+    lookups: tuple[int, ...] = ()
+    workspace: Workspace | None = None
+    runs: tuple[tuple[Call, Any], ...] = ()
 
 
 Variant = Callable[[App, Admitted], "Admitted | Rejection"]
@@ -44,7 +62,8 @@ def admit_state(
     problem = admit(plan.app, task, draw.full, draw.check, expected if draw.check is draw.run else None, expected)
     if problem:
         return plan.reject(problem)
-    return Admitted(task, draw.full)
+    descs = dict(zip(draw.targets, draw.descs.values(), strict=True))
+    return Admitted(task, draw.full, descs, request.routes if draw.index == 0 else {})
 
 
 def vary(app: App, admitted: Admitted, variants: tuple[Variant, ...], workspace: Workspace | None = None) -> Admitted | Rejection:
@@ -53,6 +72,7 @@ def vary(app: App, admitted: Admitted, variants: tuple[Variant, ...], workspace:
     given, which must have that state loaded, else in a workspace of its own: no other workspace may be open then).
     """
     original = admitted.task
+    admitted = replace(admitted, workspace=workspace)
     changed: list[str] = []
     for variant in variants:
         out = variant(app, admitted)
@@ -62,50 +82,97 @@ def vary(app: App, admitted: Admitted, variants: tuple[Variant, ...], workspace:
             changed.append(getattr(variant, "__name__", str(variant)))
         admitted = out
     task = admitted.task.sealed()
-    if changed and admitted.task != original and not (workspace is not None and _looks_up_first(app, original, task, workspace)):
+    if changed and admitted.task != original and not (workspace is not None and _looks_up(app, original, task, admitted, workspace)):
         problem = admit(app, task, admitted.state, workspace=workspace)
         if problem:
             return Rejection(app=app.name, coordinates=task.coordinates, reason=problem, detail=f"variant {', '.join(changed)}")
-    return Admitted(task, admitted.state)
+    return Admitted(task, admitted.state, admitted.descs, lookups=admitted.lookups)
 
 
-def _looks_up_first(app: App, original: Task, varied: Task, workspace: Workspace) -> bool:
-    """Whether ``varied`` is the admitted ``original`` after some lookups: generated reads (they write and draw nothing)
-    that, run on the state loaded in ``workspace``, return the ids the original calls pass, with the same expected
-    outcome and every oracle tool visible. Such a task scores as the original does, so it needs no replay of its own.
+def _looks_up(app: App, original: Task, varied: Task, admitted: Admitted, workspace: Workspace) -> bool:
+    """Whether ``varied`` is the admitted ``original`` with lookups at oracle steps ``admitted.lookups``: generated reads
+    (they write and draw nothing) of tables no earlier call of the original writes, whose refs point at earlier lookups,
+    and that, run on the state loaded in ``workspace`` (or as ``admitted.runs`` records), give the ids the original calls
+    pass, with the same expected outcome and every oracle tool visible. Such a task scores as the original does, so it
+    needs no replay of its own.
     """
-    n = len(varied.oracle) - len(original.oracle)
-    answer_step = None if original.answer_step is None else original.answer_step + n
+    steps = admitted.lookups
+    looks = sorted(steps)
+    rest = [i for i in range(len(varied.oracle)) if i not in steps]
+    if not looks or len(rest) != len(original.oracle) or looks[-1] >= len(varied.oracle):
+        return False
+    answer_step = None if original.answer_step is None else rest[original.answer_step]
     same_outcome = (varied.answer_step, varied.answer_field, varied.expected_answer, varied.expected_effects) == (
         answer_step,
         original.answer_field,
         original.expected_answer,
         original.expected_effects,
     )
-    lookups = varied.oracle[:n]
-    if n <= 0 or not same_outcome or not {c.tool for c in varied.oracle} <= set(varied.visible_tools):
+    if not same_outcome or not {c.tool for c in varied.oracle} <= set(varied.visible_tools):
         return False
-    if any(c.refs or app.spec_by_name[c.tool].code is not None or app.spec_by_name[c.tool].mode != "read" for c in lookups):
+    at = {step: j for j, step in enumerate(looks)}  # a lookup's place among the lookups
+    lookups = _reads_of_s0(app, varied.oracle, at, rest)
+    if lookups is None:
         return False
+    results = _lookup_results(lookups, admitted.runs, workspace)
+    if results is None:
+        return False
+    old_step = {new: old for old, new in enumerate(rest)}
+    return all(_resolves_to(varied.oracle[new], original.oracle[old], results, at, old_step) for new, old in old_step.items())
+
+
+def _reads_of_s0(app: App, oracle: list[Call], at: dict[int, int], rest: list[int]) -> list[Call] | None:
+    """The lookups of ``oracle`` (step -> place: ``at``), their refs moved to their places among them, or None unless
+    each is a generated read, refers only to earlier lookups, and follows no call that writes a table it reads."""
+    lookups = []
+    for step in at:
+        c, spec = oracle[step], app.spec_by_name[oracle[step].tool]
+        if spec.code is not None or spec.mode != "read" or any(r.step not in at or r.step >= step for r in c.refs.values()):
+            return None
+        if any(written_tables(app, oracle[i].tool) & {spec.entity, *spec.reads} for i in rest if i < step):
+            return None  # an earlier write could change what it finds: not a read of s0
+        lookups.append(c.model_copy(update={"refs": {p: r.model_copy(update={"step": at[r.step]}) for p, r in c.refs.items()}}))
+    return lookups
+
+
+def _lookup_results(lookups: list[Call], runs: tuple[tuple[Call, Any], ...], workspace: Workspace) -> list[Any] | None:
+    """What ``lookups`` (refs to their own places) return on the loaded state: ``runs``' results when each lookup, its
+    refs filled in from them, is the call run there; else run in ``workspace``; None when a lookup fails."""
+    results = [r for _, r in runs]
+    if len(runs) == len(lookups) and all(
+        c.tool == ran.tool and {**c.args, **{p: resolve(r, results) for p, r in c.refs.items()}} == ran.args
+        for c, (ran, _) in zip(lookups, runs, strict=True)
+    ):
+        return results
     try:
-        results = workspace.run(list(lookups), seed=1).results
+        return workspace.run(lookups, seed=1).results
     except ChainFailed:
-        return False
-    return all(_resolves_to(new, old, results, n) for new, old in zip(varied.oracle[n:], original.oracle, strict=True))
+        return None
 
 
-def _resolves_to(new: Call, old: Call, lookups: list[Any], n: int) -> bool:
-    """Whether ``new`` (a call after ``n`` lookups) makes the same call as ``old`` once the lookups' results fill it in."""
+def written_tables(app: App, tool: str) -> set[str]:
+    """The tables a call of ``tool`` may change (all of them for a tool with code of its own)."""
+    spec = app.spec_by_name[tool]
+    if spec.code is not None:
+        return {e.name for e in app.blueprint.entities}
+    return {*spec.writes, *spec.creates, *spec.deletes}
+
+
+def _resolves_to(new: Call, old: Call, lookups: list[Any], at: dict[int, int], old_step: dict[int, int]) -> bool:
+    """Whether ``new`` makes the same call as ``old`` once the lookups' results (``at``: step -> place) fill it in and
+    its other refs point back at the original's steps (``old_step``)."""
     args = dict(new.args)
     later = {}
     for p, ref in new.refs.items():
-        if ref.step >= n:
-            later[p] = Ref(step=ref.step - n, field=ref.field)
-            continue
-        src = lookups[ref.step]
-        if not isinstance(src, dict) or ref.field not in src:
+        if ref.step in at:
+            value = resolve(ref.model_copy(update={"step": at[ref.step]}), lookups)
+            if value is MISSING:
+                return False
+            args[p] = value
+        elif ref.step in old_step:
+            later[p] = ref.model_copy(update={"step": old_step[ref.step]})
+        else:
             return False
-        args[p] = src[ref.field]
     return new.tool == old.tool and args == old.args and later == dict(old.refs)
 
 

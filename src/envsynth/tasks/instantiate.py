@@ -24,6 +24,7 @@ from envsynth.runtime.state import Rows, id_fields, insert_rows, read_rows, ref_
 from envsynth.runtime.toolkit import Context
 from envsynth.tasks.chain import Step
 from envsynth.tasks.model import Call, Ref
+from envsynth.tasks.refs import MISSING, resolve, where
 from envsynth.tasks.state import copy_rows, writable_tables
 from envsynth.tasks.step_args import bound_rows, created_rows, given_before, id_filters, oracle_call, same_actor
 from envsynth.testing.fixtures import Solver
@@ -244,10 +245,10 @@ def _call(ep: Episode, i: int, c: Call, results: list[Any]) -> Any:
     """Make call ``i`` of a chain (references resolved against earlier results); its result, or ChainFailed."""
     args = dict(c.args)
     for p, ref in c.refs.items():
-        src = results[ref.step]
-        if not isinstance(src, dict) or ref.field not in src:
-            raise ChainFailed(f"step {i}: result of step {ref.step} has no {ref.field!r}")
-        args[p] = src[ref.field]
+        value = resolve(ref, results)
+        if value is MISSING:
+            raise ChainFailed(f"step {i}: {where(ref)}")
+        args[p] = value
     res = ep.call(c.tool, args, replay=True)
     if res.outcome != SUCCESS:
         raise ChainFailed(f"step {i} ({c.tool}): {res.outcome}: {res.content[:160]}")
@@ -441,10 +442,10 @@ def _fixed_args(
     """Step ``i``'s arguments fixed by the earlier steps (their results, the rows they bound), and its refs."""
     fixed: dict[str, Any] = {}
     for p, ref in step.refs.items():
-        src = run.results[ref.step]
-        if not isinstance(src, dict) or ref.field not in src:
-            raise ChainFailed(f"step {i}: the result of step {ref.step} has no {ref.field!r} to pass on")
-        fixed[p] = src[ref.field]
+        value = resolve(ref, run.results)
+        if value is MISSING:
+            raise ChainFailed(f"step {i}: {where(ref)} to pass on")
+        fixed[p] = value
     refs = dict(step.refs)
     for p, (j, alias) in step.pins.items():
         table, key = bound[j].get(alias, (None, None))

@@ -8,13 +8,13 @@ act on their row then take its id from that lookup's result. Registered in
 
 from __future__ import annotations
 
-import re
+from dataclasses import replace
 from typing import Any
 
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.runtime.app import App
 from envsynth.tasks.admission import Admitted
-from envsynth.tasks.instruction import refers_to
+from envsynth.tasks.instruction import identify_by, refers_to
 from envsynth.tasks.model import Call, Ref, Rejection
 from envsynth.tasks.oracle import oracle_program
 
@@ -47,10 +47,16 @@ def _lookup(get: ToolSpec, row: dict[str, Any]) -> Call:
 
 def _after_lookups(admitted: Admitted, lookups: list[Call], oracle: list[Call]) -> Admitted:
     """``admitted`` whose oracle makes ``lookups`` first, then ``oracle`` (already shifted past them)."""
+    n = len(lookups)
+    answer_step = admitted.task.answer_step + n if admitted.task.answer_step is not None else None
+    return with_oracle(admitted, [*lookups, *oracle], answer_step, (*range(n), *(s + n for s in admitted.lookups)))
+
+
+def with_oracle(admitted: Admitted, calls: list[Call], answer_step: int | None, lookups: tuple[int, ...]) -> Admitted:
+    """``admitted`` whose oracle is ``calls`` (``lookups``: the steps that are lookups), its new tools visible."""
     task = admitted.task
-    calls = [*lookups, *oracle]
-    answer_step = task.answer_step + len(lookups) if task.answer_step is not None else None
-    visible = [*task.visible_tools, *dict.fromkeys(c.tool for c in lookups if c.tool not in task.visible_tools)]
+    lookups_tools = [calls[i].tool for i in lookups]
+    visible = [*task.visible_tools, *dict.fromkeys(t for t in lookups_tools if t not in task.visible_tools)]
     varied = task.model_copy(
         update={
             "oracle": calls,
@@ -60,7 +66,7 @@ def _after_lookups(admitted: Admitted, lookups: list[Call], oracle: list[Call]) 
             "stats": {**task.stats, "chain_length": len(calls), "visible_tools": len(visible)},
         }
     )  # sealed after the last variant (admission.vary)
-    return Admitted(varied, admitted.state)
+    return replace(admitted, task=varied, lookups=lookups)
 
 
 def _requester(app: App, admitted: Admitted) -> tuple[ToolSpec, str, dict[str, Any]] | None:
@@ -73,6 +79,25 @@ def _requester(app: App, admitted: Admitted) -> tuple[ToolSpec, str, dict[str, A
         ]
         if len(rows) == 1:
             return spec, table, rows[0]
+    return None
+
+
+def requester_row(app: App, admitted: Admitted) -> tuple[str, dict[str, Any]] | None:
+    """(the table, the row) of the person asking: the one row of a person's table with their name and a value they
+    identify themselves by that the request states; None for staff or when none or several match."""
+    task, bp = admitted.task, app.blueprint
+    tables = [u.entity for u in bp.users if u.entity is not None] if bp.users else [e.name for e in bp.entities]
+    for table in dict.fromkeys(tables):
+        fields = identify_by(bp, bp.entity(table))
+        if not fields:
+            continue
+        rows = [
+            r
+            for r in admitted.state.get(table, ())
+            if task.user.name in r.values() and any(isinstance(r.get(f), str) and r[f] in task.instruction for f in fields)
+        ]
+        if len(rows) == 1:
+            return table, rows[0]
     return None
 
 
@@ -98,73 +123,4 @@ def _shifted(app: App, call: Call, table: str, key: Any, id_field: str) -> Call:
         if args.get(p.name) == key and refers_to(app.blueprint, p) == table:
             del args[p.name]
             refs[p.name] = Ref(step=0, field=id_field)
-    return call.model_copy(update={"args": args, "refs": refs})
-
-
-def look_up_named_rows(app: App, admitted: Admitted) -> Admitted | Rejection:
-    """``admitted`` with a lookup first for every row the request names by a unique value the app has a get by.
-
-    "Apply the coupon SPRING10 to my order": the agent finds the coupon with
-    ``get_coupon_by_code`` and passes on its id; so does the oracle. Unchanged when the
-    request names no row that way. Runs after :func:`look_up_requester` (the requester's row
-    is already taken from their lookup).
-    """
-    task = admitted.task
-    found = _named_rows(app, admitted)
-    if not found:
-        return admitted
-    step_of = {(table, row[app.blueprint.entity(table).id_field]): i for i, (_, table, row) in enumerate(found)}
-    oracle = [_taken(app, c, step_of, len(found)) for c in task.oracle]
-    return _after_lookups(admitted, [_lookup(get, row) for get, _, row in found], oracle)
-
-
-def _named_rows(app: App, admitted: Admitted) -> list[tuple[ToolSpec, str, dict[str, Any]]]:
-    """(the get by a unique field, the table, the row) of each pre-existing row an oracle call passes the id of
-    whose value of that field the request states, in the order the calls first name them."""
-    task, bp = admitted.task, app.blueprint
-    gets = app.index.of(_unique_gets, app)
-    out: list[tuple[ToolSpec, str, dict[str, Any]]] = []
-    seen: set[tuple[str, Any]] = set()
-    for call in task.oracle:
-        spec = app.spec_by_name[call.tool]
-        for p in spec.params:
-            table, key = refers_to(bp, p), call.args.get(p.name)
-            if table is None or not isinstance(key, str) or (table, key) in seen:
-                continue
-            seen.add((table, key))
-            row = next((r for r in admitted.state.get(table, ()) if r.get(bp.entity(table).id_field) == key), None)
-            get = next((g for g in gets if g.bindings[0].entity == table and row is not None and _stated(row, g, task.instruction)), None)
-            if get is not None and row is not None:
-                out.append((get, table, row))
-    return out
-
-
-def _unique_gets(app: App) -> list[ToolSpec]:
-    """The app's gets by a unique field other than the id (kept on the app's index)."""
-    return [s for s in app.specs if s.kind == "get" and s.bindings and _by_unique_value(app, s)]
-
-
-def _by_unique_value(app: App, get: ToolSpec) -> bool:
-    ent = app.blueprint.entity(get.bindings[0].entity)
-    key = get.bindings[0].key
-    return key != ent.id_field and ent.has(key) and ent.field(key).unique
-
-
-def _stated(row: dict[str, Any], get: ToolSpec, text: str) -> bool:
-    """Whether the request states the row's value of the get's field (as a word of 3+ characters)."""
-    value = row.get(get.bindings[0].key)
-    return isinstance(value, str) and len(value) >= 3 and re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text) is not None
-
-
-def _taken(app: App, call: Call, step_of: dict[tuple[str, Any], int], n: int) -> Call:
-    """``call`` ``n`` steps later, the ids of the looked-up rows taken from their lookups."""
-    spec = app.spec_by_name[call.tool]
-    refs = {k: Ref(step=r.step + n, field=r.field) for k, r in call.refs.items()}
-    args = dict(call.args)
-    for p in spec.params:
-        table = refers_to(app.blueprint, p)
-        step = step_of.get((table or "", args.get(p.name))) if isinstance(args.get(p.name), str) else None
-        if step is not None:
-            del args[p.name]
-            refs[p.name] = Ref(step=step, field=app.blueprint.entity(table or "").id_field)
     return call.model_copy(update={"args": args, "refs": refs})

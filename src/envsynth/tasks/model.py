@@ -20,10 +20,15 @@ class _Frozen(BaseModel):
 
 
 class Ref(_Frozen):
-    """An argument taken from the result of an earlier oracle call: ``result[step][field]``."""
+    """An argument taken from the result of an earlier oracle call: ``result[step][field]``.
+
+    With ``item``, a field of one item of a search's result: ``result[step]["items"][item][field]``
+    (the row a lookup listed; left out of the JSON when None). :mod:`envsynth.tasks.refs` resolves refs.
+    """
 
     step: int
     field: str
+    item: int | None = Field(None, exclude_if=lambda v: v is None)
 
 
 class Call(_Frozen):

@@ -6,6 +6,7 @@ import json
 
 from envsynth.tasks.answerpath import answer_expr
 from envsynth.tasks.model import Call
+from envsynth.tasks.refs import source
 
 _JSON = json.JSONEncoder(ensure_ascii=False)  # what json.dumps(v, ensure_ascii=False) would build per value
 
@@ -18,7 +19,7 @@ def oracle_program(calls: list[Call], answer_step: int | None, answer_field: str
     lines = ["def solve(env):"]
     for i, c in enumerate(calls):
         parts = [f"{k!r}: {_literal(v)}" for k, v in c.args.items()]
-        parts += [f"{k!r}: r{ref.step}[{ref.field!r}]" for k, ref in c.refs.items()]
+        parts += [f"{k!r}: {source(ref)}" for k, ref in c.refs.items()]
         lines.append(f"    r{i} = env.call({c.tool!r}, {{{', '.join(parts)}}})")
     if answer_step is not None and answer_field is not None:
         lines.append(f"    return {answer_expr(f'r{answer_step}', answer_field)}")

@@ -38,6 +38,7 @@ from envsynth.tasks.answerpath import answer_in
 from envsynth.tasks.describe import Description, describe, noun, render
 from envsynth.tasks.instruction import Phraser, leaks_id
 from envsynth.tasks.model import Call, Rejection, Task, TaskPolicy
+from envsynth.tasks.refs import MISSING, resolve
 from envsynth.tasks.state import merged, rows_bytes
 
 REFUSAL_SHARE = 0.5
@@ -102,8 +103,8 @@ def resolved(call: Call, results: list[Any]) -> dict[str, Any]:
     """The call's arguments with its references to earlier results filled in."""
     args = dict(call.args)
     for p, ref in call.refs.items():
-        src = results[ref.step] if ref.step < len(results) else None
-        args[p] = src.get(ref.field) if isinstance(src, dict) else None
+        value = resolve(ref, results)
+        args[p] = None if value is MISSING else value
     return args
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
@@ -24,19 +24,21 @@ from envsynth.tasks.describe import Description, describe
 from envsynth.tasks.instruction import Phraser, Requester, asking_roles, compose, greeting, leaks_id, profile, role_of
 from envsynth.tasks.model import Call, Rejection, Scenario, UserProfile
 from envsynth.tasks.scenario import acted_for, owned, owners, people_in_filters, reason_for, scenario_of
-from envsynth.tasks.solvable import lookups
+from envsynth.tasks.solvable import Route, lookups
 from envsynth.tasks.states import Describer, Descriptions, TaskStateDraw
 from envsynth.tasks.world import Instance, staff_names
 
 
 @dataclass(frozen=True)
 class Request:
-    """What the user asks: the instruction, who they are, their scenario, and the tools the agent sees."""
+    """What the user asks: the instruction, who they are, their scenario, the tools the agent sees, and the route
+    that finds each row it names in state 0 (:mod:`envsynth.tasks.solvable`)."""
 
     instruction: str
     user: UserProfile
     scenario: Scenario
     visible: list[str]
+    routes: dict[tuple[str, Any], Route] = field(default_factory=dict)
 
 
 def describer(app: App, question: Question) -> Describer:
@@ -91,7 +93,7 @@ def request_of(inst: Instance, draw: TaskStateDraw, question: Question, visible:
     visible = [*visible, *(t for t in found.tools if t not in visible)]  # the tools that find them are visible
     scenario = scenario_of(app, requester, reason, descs, mine, instruction, plan.kind, rng, client[1] if client else None)
     user = requester.user.model_copy(update={"knows": [instruction, *requester.user.knows]})
-    return Request(instruction, user, scenario, visible)
+    return Request(instruction, user, scenario, visible, found.routes)
 
 
 def says_answer(text: str, answer: Any) -> bool:

@@ -22,18 +22,19 @@ from envsynth.runtime.reward import effects_of
 from envsynth.tasks.admission import Admitted, Variant, admit, admit_state, vary
 from envsynth.tasks.answer import ask
 from envsynth.tasks.core import core_of
-from envsynth.tasks.lookup import look_up_named_rows, look_up_requester
+from envsynth.tasks.lookup import look_up_requester
 from envsynth.tasks.model import Rejection, Task
 from envsynth.tasks.plan import KINDS, task_seed
 from envsynth.tasks.plan import plan_task as plan_task
 from envsynth.tasks.policy import shape as shape_policy
 from envsynth.tasks.questions import unfiltered
 from envsynth.tasks.request import Request, describer, request_of
+from envsynth.tasks.routes import look_up_rows
 from envsynth.tasks.states import draw_state
 from envsynth.tasks.visible import MIN_VISIBLE, visible_tools
 from envsynth.tasks.world import STEP_ATTEMPTS, WORLD_ROWS, Instance, instantiate_plan, staff_names, value_pool
 
-VARIANTS: tuple[Variant, ...] = (look_up_requester, look_up_named_rows)
+VARIANTS: tuple[Variant, ...] = (look_up_requester, look_up_rows)
 """The variant stages every admitted task goes through, in order: a new kind of task derived from an admitted one is one entry here."""
 
 __all__ = ["KINDS", "MIN_VISIBLE", "STEP_ATTEMPTS", "WORLD_ROWS", "admit", "staff_names", "synthesize", "task_seed", "value_pool"]
