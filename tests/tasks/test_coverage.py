@@ -21,6 +21,22 @@ def _tasks(app: App, app_index: int, task_index: int) -> list[Task]:
     return out
 
 
+def _first_where(app: App, app_index: int, wanted: Any) -> list[Task]:
+    """The tasks of the first task index (depth 4) whose plan ``wanted(plan)`` accepts, synthesized at S=2."""
+    graph = build_graph(app.specs)
+    for t in range(400):
+        plan = plan_task(app, graph, app_index=app_index, task_index=t, depth=4, seed=0)
+        if not isinstance(plan, Rejection) and wanted(plan):
+            return _tasks(app, app_index, t)
+    raise AssertionError("no such task index")
+
+
+def _source(call: Any, param: str) -> Any:
+    """Where a call's argument comes from: its literal value, or (step, field, item) of the result it is taken from."""
+    ref = call.refs.get(param)
+    return (ref.step, ref.field, ref.item) if ref is not None else call.args.get(param)
+
+
 def test_a_chain_can_end_with_a_count_over_the_row_it_acted_on(built_catalog: dict[str, BuiltApp]) -> None:
     app = built_catalog["northwind_bank"].app
     follow = {(s.name, how, param) for s, how, param, _ in _reads_of(app, app.spec_by_name["lock_card"])}
@@ -29,22 +45,27 @@ def test_a_chain_can_end_with_a_count_over_the_row_it_acted_on(built_catalog: di
 
 def test_the_follow_up_count_names_the_same_row_in_every_state(built_catalog: dict[str, BuiltApp]) -> None:
     app = built_catalog["northwind_bank"].app
-    for task in _tasks(app, 1, 14):  # lock a card, ..., then "how many charges does that card have?"
+    def lock_then_count(plan: Any) -> bool:
+        tools = [s.spec.name for s in plan.steps]
+        return plan.kind == "mixed" and tools[0] == "lock_card" and tools[-1] == "search_card_transactions"
+
+    for task in _first_where(app, 1, lock_then_count):  # lock a card, ..., then "how many charges does that card have?"
         last = task.oracle[task.answer_step or 0]
+        lock = next(c for c in task.oracle if c.tool == "lock_card")
         assert last.tool == "search_card_transactions"
-        assert last.args["card_id"] == task.oracle[0].args["card_id"]  # the card the request acted on, remapped with it
-        assert set(last.args) == {"card_id", "limit", "offset"}  # no filter the user never asked for
+        assert _source(last, "card_id") == _source(lock, "card_id")  # the card the request acted on, remapped with it
+        assert set(last.args) | set(last.refs) == {"card_id", "limit", "offset"}  # no filter the user never asked for
         assert "charges does that card have?" in task.instruction or "charges does the same card have?" in task.instruction
 
 
 def test_a_row_named_by_a_unique_value_is_looked_up_by_it_first(built_catalog: dict[str, BuiltApp]) -> None:
     app = built_catalog["harbor_market"].app
-    for task in _tasks(app, 7, 23):  # "apply the coupon "HARBOR34" to my order ..."
-        lookup, apply = task.oracle[0], task.oracle[1]
+    for task in _first_where(app, 7, lambda plan: plan.steps[0].spec.name == "apply_coupon"):  # "apply the coupon "HARBOR34" ..."
+        apply = next(c for c in task.oracle if c.tool == "apply_coupon")
+        lookup = task.oracle[apply.refs["coupon_id"].step]
         assert lookup.tool == "get_coupon_by_code" and lookup.args["code"] in task.instruction
-        assert apply.tool == "apply_coupon" and "coupon_id" not in apply.args
-        assert apply.refs["coupon_id"].step == 0 and apply.refs["coupon_id"].field == "coupon_id"
-        assert "get_coupon_by_code" in task.visible_tools
+        assert "coupon_id" not in apply.args and apply.refs["coupon_id"].field == "coupon_id"
+        assert task.oracle.index(lookup) < task.oracle.index(apply) and "get_coupon_by_code" in task.visible_tools
 
 
 def test_information_tasks_first_go_round_the_reads_no_mixed_task_ends_with(built_catalog: dict[str, BuiltApp]) -> None:
@@ -52,7 +73,9 @@ def test_information_tasks_first_go_round_the_reads_no_mixed_task_ends_with(buil
     graph = build_graph(app.specs)
     writes = [s for s in app.specs if s.mode == "write"]
     followed = {g.name for w in writes for g, _, _, _ in _reads_of(app, w)}
-    others = [s.name for s in _tools(app).reads if s.name not in followed]  # the reads an information task may start with
+    acted_on = {p.ref for w in writes for p in w.params if p.ref}
+    finds = {s.name for s in _tools(app).reads if s.kind == "search" and s.query and s.query.entity in acted_on}  # the oracle's lookups
+    others = [s.name for s in _tools(app).reads if s.name not in followed | finds]  # what information tasks start with first
     first = []
     for slot in range(len(others)):
         steps = plan_chain(app, graph, random.Random(slot), "info", slot=slot)
@@ -85,7 +108,8 @@ def test_a_mixed_task_whose_write_no_read_follows_up_is_planned_as_an_action(bui
 
 def test_a_grouped_count_answers_with_one_groups_value(built_catalog: dict[str, BuiltApp]) -> None:
     app = built_catalog["harbor_market"].app
-    for task in _tasks(app, 7, 14):  # "How many orders are there that are paid?" (the status is the task's own)
+    asks = lambda plan: plan.kind == "info" and plan.steps[-1].spec.name == "count_orders_by_status"  # noqa: E731
+    for task in _first_where(app, 7, asks):  # "How many orders are there that are paid?" (the status is the task's own)
         last = task.oracle[task.answer_step or 0]
         assert last.tool == "count_orders_by_status"
         status = next(s for s in ("pending", "paid", "shipped", "delivered", "cancelled") if task.answer_field == group_field("status", s))

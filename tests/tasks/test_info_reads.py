@@ -20,6 +20,7 @@ from envsynth.tasks.answer import _group_keys
 from envsynth.tasks.answerpath import group_field
 from envsynth.tasks.chain import _follow_ups, _info_reads, plan_chain, row_filter
 from envsynth.tasks.model import Call
+from envsynth.tasks.plan import plan_task
 from envsynth.tasks.questions import how_many
 
 
@@ -36,17 +37,28 @@ def _tasks(name: str, task_index: int) -> list[Task]:
     return out
 
 
+def _asking(name: str, tool: str) -> list[Task]:
+    """The tasks of the first information task index of the corpus that asks with ``tool`` (the info round comes to it)."""
+    app, graph = _app(name)
+    index = catalog.names().index(name)
+    for t in range(400):
+        plan = plan_task(app, graph, app_index=index, task_index=t, depth=4, seed=0)
+        if not isinstance(plan, Rejection) and plan.kind == "info" and plan.steps[-1].spec.name == tool:
+            return _tasks(name, t)
+    raise AssertionError(f"no information task of {name} asks with {tool}")
+
+
 def _rows(task: Task, table: str) -> list[dict]:
     return [*task.state.core.get(table, []), *task.state.distractors.get(table, [])]
 
 
 def test_a_count_of_one_rows_rows_names_that_row() -> None:
     """ "How many songs are on my playlist ...?": was a count over every playlist entry (rejected), now of one playlist."""
-    for task in _tasks("tempo_music", 23):
+    for task in _asking("tempo_music", "list_playlist_entries"):
         call = task.oracle[task.answer_step or 0]
-        assert call.tool == "list_playlist_entries" and set(call.args) == {"playlist_id", "limit", "offset"}
-        playlist = next(p for p in _rows(task, "playlist") if p["playlist_id"] == call.args["playlist_id"])
-        assert f'"{playlist["name"]}"' in task.instruction and "How many songs are on my" in task.instruction
+        assert call.tool == "list_playlist_entries" and set(call.args) | set(call.refs) == {"playlist_id", "limit", "offset"}
+        playlist = next(p for p in _rows(task, "playlist") if f'"{p["name"]}"' in task.instruction)
+        assert "How many songs are on my" in task.instruction
         entries = [e for e in _rows(task, "playlist_entry") if e["playlist_id"] == playlist["playlist_id"]]
         assert task.expected_answer == len(entries) > 0
 
@@ -54,7 +66,7 @@ def test_a_count_of_one_rows_rows_names_that_row() -> None:
 def test_a_count_grouped_by_a_row_is_asked_by_the_rows_name_and_answered_right() -> None:
     """ "How many memberships are there for the plan "Basic Flex" ...?": one group of count_memberships_by_plan, under each
     state's ids (the plan's id differs per state), never the plan's id."""
-    tasks = _tasks("peak_fitness", 15)
+    tasks = _asking("peak_fitness", "count_memberships_by_plan")
     assert len({t.answer_field for t in tasks}) == len(tasks)  # each state's own plan id
     for task in tasks:
         call = task.oracle[task.answer_step or 0]
@@ -67,7 +79,7 @@ def test_a_count_grouped_by_a_row_is_asked_by_the_rows_name_and_answered_right()
 
 def test_a_grouped_aggregate_narrowed_to_a_row_asks_in_the_tools_words() -> None:
     """latest_reading_per_meter filtered to the meter it groups by: "What's the latest reading you have for the meter ...?" """
-    for task in _tasks("brightline_utilities", 15):
+    for task in _asking("brightline_utilities", "latest_reading_per_meter"):
         assert task.oracle[task.answer_step or 0].tool == "latest_reading_per_meter"
         meter = next(m for m in _rows(task, "meter") if f'for the meter "{m["serial_number"]}"?' in task.instruction)
         assert task.answer_field == group_field("meter_id", meter["meter_id"]) and "What's the latest reading you have" in task.instruction
@@ -84,7 +96,7 @@ def test_a_listing_say_phrase_asks_how_many() -> None:
 
 def test_the_requester_as_the_subject_reads_in_the_first_person() -> None:
     """circle_social's list_follows of the requester: "How many members do I follow?", not "... does my account follow?"."""
-    for task in _tasks("circle_social", 2):
+    for task in _asking("circle_social", "list_follows"):
         assert task.oracle[task.answer_step or 0].tool == "list_follows"
         assert "How many members do I follow?" in task.instruction
 
@@ -106,15 +118,17 @@ def test_the_info_rotation_reaches_reads_grouped_by_a_row() -> None:
 
 def test_the_info_rotation_comes_to_reads_few_writes_lead_to_before_common_ones() -> None:
     """After the reads no mixed task can end with, information tasks go round those that the fewest writes lead to: a
-    mixed task seldom ends with get_artist (only after following an artist), often with get_listener (after 8 writes)."""
+    mixed task seldom ends with get_artist (only after following an artist), often with get_listener (after 8 writes).
+    Searches over rows that writes act on come last: the oracle finds such rows with them (search_playlists)."""
     app, _ = _app("tempo_music")
     reach = _follow_ups(app)
     assert reach["get_artist"] < reach["get_listener"]
     order = [s.name for s in _info_reads(app)]
-    assert order.index("get_artist") < order.index("get_listener")
-    followed = [n for n in order if n in reach]
-    assert [reach[n] for n in followed] == sorted(reach[n] for n in followed)
-    assert all(n not in reach for n in order[: len(order) - len(followed)])
+    assert order.index("get_artist") < order.index("get_listener") < order.index("search_playlists")
+    last_get = max(i for i, n in enumerate(order) if n.startswith("get_"))
+    assert all(order.index(n) > last_get for n in ("search_playlists", "search_artists", "search_tracks"))
+    gets = [n for n in order if n.startswith("get_") and n in reach]
+    assert [reach[n] for n in gets] == sorted(reach[n] for n in gets)
 
 
 def test_a_grouped_total_asks_for_a_group_its_filters_keep() -> None:
@@ -133,5 +147,5 @@ def test_a_grouped_total_asks_for_a_group_its_filters_keep() -> None:
     assert _group_keys(spec, call, core) == ["hiit"]
     unfiltered = Call(tool=spec.name, args={"member_id": None, "from_date": None, "to_date": None})
     assert _group_keys(spec, unfiltered, core) == ["hiit", "running", "yoga"]
-    for task in _tasks("peak_fitness", 30):  # the corpus's task index that was an empty answer
+    for task in _asking("peak_fitness", "total_workout_minutes"):  # was an empty answer
         assert task.oracle[task.answer_step or 0].tool == "total_workout_minutes" and task.expected_answer

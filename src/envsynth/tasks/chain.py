@@ -290,7 +290,8 @@ def _row_queries(app: App) -> list[tuple[ToolSpec, str, str, str]]:
 def _info_reads(app: App) -> list[ToolSpec]:
     """The reads information tasks go round: first those no write can be followed up with, so that the
     two kinds of task read with different tools (a mixed task ends with a read of a row its writes touched),
-    then those that the fewest writes lead to (mixed tasks seldom end with them).
+    then those that the fewest writes lead to (mixed tasks seldom end with them); searches over rows that
+    write tools act on come last in both, as the oracle finds such rows with them (:mod:`~envsynth.tasks.routes`).
 
     Depends only on the app: kept on the app's index.
     """
@@ -299,9 +300,12 @@ def _info_reads(app: App) -> list[ToolSpec]:
 
 def _find_info_reads(app: App) -> list[ToolSpec]:
     reach = _follow_ups(app)
+    acted_on = {refers_to(app.blueprint, p) for w in _tools(app).writes for p in w.params}
     reads = _tools(app).reads
+    # a search over rows that writes act on is how the oracle finds those rows (tasks/routes.py): asked last
+    finds = {s.name for s in reads if s.kind == "search" and s.query is not None and s.query.entity in acted_on}
     followed = sorted((s for s in reads if s.name in reach), key=lambda s: reach[s.name])  # those fewest writes lead to first
-    return [s for s in reads if s.name not in reach] + followed
+    return sorted([s for s in reads if s.name not in reach] + followed, key=lambda s: s.name in finds)  # a stable sort
 
 
 def _reader(app: App, rng: random.Random, steps: list[Step], slot: int | None = None) -> Step | None:
