@@ -45,6 +45,7 @@ def test_a_chain_can_end_with_a_count_over_the_row_it_acted_on(built_catalog: di
 
 def test_the_follow_up_count_names_the_same_row_in_every_state(built_catalog: dict[str, BuiltApp]) -> None:
     app = built_catalog["northwind_bank"].app
+
     def lock_then_count(plan: Any) -> bool:
         tools = [s.spec.name for s in plan.steps]
         return plan.kind == "mixed" and tools[0] == "lock_card" and tools[-1] == "search_card_transactions"
