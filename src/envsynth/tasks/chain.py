@@ -171,14 +171,6 @@ def _possible(facts: RowFacts, c: Continuation) -> bool:
     return facts.allows_one(*c)
 
 
-def _askers(app: App, roles: frozenset[str] | None, spec: ToolSpec) -> frozenset[str] | None:
-    """The roles who may ask for ``spec`` and the steps that ``roles`` may ask for (None: anyone; empty: no one)."""
-    action = app.blueprint.index.actions.get(spec.name)
-    if action is None or not action.asked_by:
-        return roles
-    return frozenset(action.asked_by) if roles is None else roles & frozenset(action.asked_by)
-
-
 def _step(c: Continuation) -> Step:
     spec, how, param, j, name = c
     if how == "ref":
@@ -351,22 +343,18 @@ def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind, s
     nexts: list[list[tuple[ToolSpec, str, str, str]]] = []  # per step: the steps that can follow it
     used: set[str] = set()  # the tools of the steps
 
-    askers: list[frozenset[str] | None] = [None]  # the roles who may ask for every step so far (None: anyone)
-
     def append(step: Step) -> None:
         steps.append(step)
         facts.add(step.spec, step.refs, step.pins)
         nexts.append(_next_of(app, graph, step.spec))
         used.add(step.spec.name)
-        askers[0] = _askers(app, askers[0], step.spec)
 
     if kind in ("action", "mixed"):
         tools = _tools(app)
         append(Step(tools.writes[slot % len(tools.writes)] if slot is not None else rng.choice(tools.writes)))
         length = rng.choice(LENGTHS)
         while len(steps) < length:  # one goal: every next step follows up on a row an earlier step made or touched
-            # one person asks for all of it: no step only staff ask for after one only the customer does
-            options = [c for c in _continuations(nexts, used, facts) if _askers(app, askers[0], c[0]) != frozenset()]
+            options = _continuations(nexts, used, facts)
             if not options:
                 break
             append(_step(rng.choice(options)))

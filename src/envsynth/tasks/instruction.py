@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -348,7 +348,6 @@ def profile(
     rng: random.Random,
     fake_name: Callable[[], str],
     made: list[tuple[int, str, dict[str, Any], str | None]] | None = None,
-    roles: frozenset[str] | None = None,
 ) -> Requester:
     """The user: a person the task names (a customer, a member), else a staff member (named by ``fake_name()``).
 
@@ -357,20 +356,16 @@ def profile(
     the ``targets`` is, people of a declared role (``users``) first. A declared role gives the
     role's words and the values the requester identifies themselves by (``identify_by``); other
     people identify themselves by their unique email or phone, if they have one.
-    ``roles`` is who may ask for every step (:func:`asking_roles`; None: anyone): a person of
-    another role does not ask, a staff member does it for them.
     """
     for step, table, values, say in made or []:
         role = _role(bp, table)
-        if roles is not None and (role is None or role.role not in roles):
-            continue
         name_field = person_name(bp.entity(table)) if role else None
         signs_up = say is None or in_first_person(say)  # "sign me up", not "invite {name}"
         if name_field is not None and values.get(name_field) and signs_up:
             return _person(bp, table, values, None, step)
     for table, key in sorted(targets, key=lambda tk: _role(bp, tk[0]) is None):  # declared roles first (a stable sort)
         ent = bp.entity(table)
-        if _name_field(bp, ent) is None or (roles is not None and getattr(_role(bp, table), "role", None) not in roles):
+        if _name_field(bp, ent) is None:
             continue
         row = next((r for r in rows.get(table, []) if r[ent.id_field] == key), None)
         if row is not None:
@@ -378,23 +373,6 @@ def profile(
     staff = _role(bp, None)
     role_words = (staff.called or human(staff.role)) if staff else f"{bp.title} staff member"
     return Requester(UserProfile(name=fake_name(), role=role_words, preferences={}))
-
-
-def asking_roles(bp: Blueprint, tools: Iterable[str]) -> frozenset[str] | None:
-    """The user roles who may ask for all of ``tools`` (their actions' ``asked_by``), or None when any may."""
-    actions = bp.index.actions
-    out: frozenset[str] | None = None
-    for name in tools:
-        action = actions.get(name)
-        if action is not None and action.asked_by:
-            out = frozenset(action.asked_by) if out is None else out & frozenset(action.asked_by)
-    return out
-
-
-def role_of(bp: Blueprint, requester: Requester) -> str | None:
-    """The ``users`` role the requester has (the staff role for staff), or None for a person of no declared role."""
-    role = _role(bp, requester.table)
-    return role.role if role is not None else None
 
 
 def identity_fields(bp: Blueprint, ent: Entity) -> set[str]:

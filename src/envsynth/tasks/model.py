@@ -150,7 +150,6 @@ RejectionReason = Literal[
     "answer_in_question",
     "question_without_filter",
     "not_solvable",
-    "no_one_may_ask",
     "target_not_describable",
     "description_ambiguous_in_state",
     "chain_broken_by_distractors",

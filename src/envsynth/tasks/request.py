@@ -21,7 +21,7 @@ from envsynth.tasks.answer import Question
 from envsynth.tasks.answerpath import group_of
 from envsynth.tasks.core import row_asked_of
 from envsynth.tasks.describe import Description, describe
-from envsynth.tasks.instruction import Phraser, Requester, asking_roles, compose, greeting, leaks_id, profile, role_of
+from envsynth.tasks.instruction import Phraser, Requester, compose, greeting, leaks_id, profile
 from envsynth.tasks.model import Call, Rejection, Scenario, UserProfile
 from envsynth.tasks.scenario import acted_for, owned, owners, people_in_filters, reason_for, scenario_of
 from envsynth.tasks.solvable import Route, lookups
@@ -67,12 +67,7 @@ def request_of(inst: Instance, draw: TaskStateDraw, question: Question, visible:
     app, descs, targets = plan.app, draw.descs, draw.targets
     # "my orders": a search or count over a person's rows, then the owners of the rows the request names
     people = targets + people_in_filters(app, calls) + owners(app, full, targets)
-    roles = asking_roles(app.blueprint, (c.tool for c in calls))  # approving a loan is staff's: they do it for the customer
-    requester = profile(
-        app.blueprint, full, people, rng, lambda: random.Random(plan.base).choice(staff_names(app)), _made(app, calls), roles
-    )
-    if roles is not None and role_of(app.blueprint, requester) not in roles:
-        return plan.reject("no_one_may_ask", f"{' and '.join(sorted(roles))} may ask; the request would come from {requester.user.role}")
+    requester = profile(app.blueprint, full, people, rng, lambda: random.Random(plan.base).choice(staff_names(app)), _made(app, calls))
     me = descs.get((requester.table, requester.key)) if not requester.staff else None
     mine = frozenset(k for t, k in targets if requester.key is not None and owned(app, full, t, k, requester))
     phraser = Phraser(app.blueprint, app.spec_by_name, rng, me, requester.key, requester.made_at, mine)
