@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from envsynth.blueprint.language import person_name, slots
-from envsynth.blueprint.models import Blueprint, Entity, UserRole
+from envsynth.blueprint.models import Blueprint, Entity, FieldDef, UserRole
 from envsynth.blueprint.spec import ToolSpec
-from envsynth.tasks.describe import Description, field_words, human, noun, quoted, render
+from envsynth.tasks.describe import Description, field_words, flag, fmt_value, human, noun, one_of, quoted, render, without_owner
 from envsynth.tasks.model import Call, UserProfile
 from envsynth.tasks.questions import Questions, joined
 from envsynth.tasks.wording import article as _article
 from envsynth.tasks.wording import field_of as _field_of
-from envsynth.tasks.wording import in_first_person, plural, refers_to
+from envsynth.tasks.wording import how_many, in_first_person, is_plural, param_field, plural, refers_to
 from envsynth.tasks.wording import param_value as _param_value
 from envsynth.tasks.wording import verb_is as _is
 
@@ -32,6 +32,7 @@ _OPEN = ("Please {x}.", "Could you {x}?", "I need you to {x}.", "Can you {x}?", 
 _THEN = ("Then {x}.", "After that, {x}.", "Next, {x}.", "Once that's done, {x}.")
 _LAST = ("Finally, {x}.", "And lastly, {x}.", "To finish, {x}.")
 _ASK = ("{q}", "Also, {q_lower}", "One more thing: {q_lower}")
+_COUNTS = re.compile(r"\{value\} [a-z]")  # a field's say that counts something: "with {value} checked bags"
 
 
 def _verb(spec: ToolSpec) -> str:
@@ -54,6 +55,7 @@ class Phraser(Questions):
         me_key: Any = None,
         me_step: int | None = None,
         mine: frozenset[Any] = frozenset(),
+        me_table: str | None = None,
     ) -> None:
         self.bp = bp
         self.specs = specs
@@ -62,6 +64,7 @@ class Phraser(Questions):
         self.me_key = me_key  # its id: a search or count over "my" rows leaves it implied
         self.me_step = me_step  # the step that signs the user up, when the request does
         self.mine = mine  # ids of the rows that are the user's own (their orders, their accounts): "my order ..."
+        self.me_table = me_table if me_table is not None else me.entity if me is not None else None  # the requester's table
         self.mentioned: set[Any] = set()  # ids of the rows named in full so far
         self.actions = bp.index.actions
 
@@ -85,7 +88,9 @@ class Phraser(Questions):
             return self.rng.choice(("that ", "the same ")) + noun(self.bp.entity(d.entity))
         if isinstance(key, str):
             self.mentioned.add(key)
-        return render(self.bp, d, possessive="my" if self._owned(call, param) else "the")
+        if self._owned(call, param):  # the requester's own row: "my playlist ...", never "... of <the requester>"
+            return render(self.bp, without_owner(self.bp, d, self.me_table), possessive="my")
+        return render(self.bp, d)
 
     def _is_me(self, call: Call, param: str, descs: dict[str, Description]) -> bool:
         """Whether the row ``param`` names is the requester (their existing row, or the one the request signs them up as)."""
@@ -112,13 +117,30 @@ class Phraser(Questions):
             return None  # an optional row or value this call leaves out: the phrase does not fit
         used: set[str] = {self._main_param(spec)} if fill else set()
         self._fill_slots(spec, call, calls, descs, phrase, fill, used, rows, row_param)
-        text = _mine_said(phrase, fill).format(**fill)
+        text = one_of(_mine_said(phrase, fill).format(**fill))  # "for 1 seconds" -> "for 1 second"
         question = text.endswith("?")
-        text = text.removesuffix("?") + self._extra_rows(spec, call, calls, descs, rows, used)
+        main = self._main_param(spec)
+        subject = "my account" if main and self._is_me(call, main, descs) else "it"  # "make sure my account is ..."
+        switched = self._switched(spec, call, rows, used)  # an update's new plan: "switch it to the plan ..."
+        text = text.removesuffix("?") + self._extra_rows(spec, call, calls, descs, rows, used | set(switched))
         values = [
             k for k in call.args if k not in used and k not in rows and k not in ("limit", "offset") and not self._mine(spec, k, call)
         ]
-        return text + self._left_out_values(spec, call, values, question) + ("?" if question else "")
+        moves = [f"switch {subject} to {self.row_text(spec, call, p, descs, calls, role='other')}" for p in switched]
+        return text + self._left_out_values(spec, call, values, question, subject, moves) + ("?" if question else "")
+
+    def _switched(self, spec: ToolSpec, call: Call, rows: set[str], used: set[str]) -> list[str]:
+        """The row parameters an update sets on its row and its say phrase leaves out (a subscription's new plan)."""
+        if spec.kind != "update":
+            return []
+        return [
+            p
+            for p in sorted(rows)
+            if p not in used
+            and p in call.args
+            and (spec.param(p).field or "").split(".")[0] == spec.entity
+            and not self._mine(spec, p, call)
+        ]
 
     def _extra_rows(
         self, spec: ToolSpec, call: Call, calls: list[Call], descs: dict[str, Description], rows: set[str], used: set[str]
@@ -154,19 +176,37 @@ class Phraser(Questions):
             else:
                 fill[name] = _param_value(spec, self.bp, param, call.args[param])
 
-    def _left_out_values(self, spec: ToolSpec, call: Call, values: list[str], question: bool) -> str:
-        """The values a say phrase leaves out, after it: as conditions of a question, else "; the new name is ..."."""
-        if not values:
+    def _left_out_values(
+        self, spec: ToolSpec, call: Call, values: list[str], question: bool, subject: str = "it", moves: list[str] | None = None
+    ) -> str:
+        """The values a say phrase leaves out, after it: as conditions of a question, else "; the new name is ...",
+        ", with 9 seats left" for a count and "make sure {subject} is private" for a yes or no."""
+        if not values and not moves:
             return ""
         if question:
             return joined(self._filters(spec, Call(tool=call.tool, args={k: call.args[k] for k in values})))
         entity = spec.query.entity if spec.query else spec.entity
         new = "new " if spec.kind == "update" else ""
-        parts = []
+        told, counts = list(moves or []), []
         for k in values:
-            words = self._words(spec, entity, k)
-            parts.append(f"the {new}{words} {_is(words)} {_param_value(spec, self.bp, k, call.args[k])}")
-        return "; " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+            words, v = self._words(spec, entity, k), call.args[k]
+            f = param_field(spec, self.bp, k)[1] or self._own_field(entity, k)
+            if isinstance(v, bool) and f is not None:  # "make sure it renews automatically", not "the automatic renewal is yes"
+                told.append(f"make sure {subject} {flag(f, v)}")
+            elif spec.kind != "update" and (count := counted(f, words, v)) is not None:  # ", with 9 seats left"
+                counts.append(count)
+            else:
+                told.append(f"the {new}{words} {_is(words)} {_param_value(spec, self.bp, k, v)}")
+        counts = [
+            c.removeprefix("with ") if i and c.startswith("with ") and counts[i - 1].startswith("with ") else c
+            for i, c in enumerate(counts)
+        ]
+        return (", " + _and(counts) if counts else "") + ("; " + _and(told) if told else "")
+
+    def _own_field(self, entity: str, name: str) -> FieldDef | None:
+        """The field ``name`` of ``entity``, if it has one (a parameter named after the field it sets)."""
+        ent = self.bp.entity(entity)
+        return ent.field(name) if ent.has(name) else None
 
     @staticmethod
     def _main_param(spec: ToolSpec) -> str:
@@ -298,6 +338,22 @@ class Phraser(Questions):
         return f"{verb} {target}" if " " not in verb else f"{human(spec.name)} for {target}"
 
 
+def counted(f: FieldDef | None, words: str, v: Any) -> str | None:
+    """A number given for a count-like field, as a person gives it: the field's ``say`` when it counts ("with 8 checked
+    bags", "burning 6 calories"), else "with 9 seats left" for a field of plural words; None for any other value."""
+    if f is None or f.type not in ("int", "quantity", "float") or isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if f.say and _COUNTS.search(f.say):
+        text = f.say.replace("{value}", fmt_value(f, v))
+        return one_of(text)
+    return f"with {how_many(v, words)}" if is_plural(words) else None
+
+
+def _and(items: list[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return ", ".join(items[:-1]) + (" and " if len(items) > 1 else "") + items[-1]
+
+
 def _mine_said(phrase: str, fill: dict[str, str]) -> str:
     """``phrase`` with "the account of {member}" as "my account" where that slot is the requester ("deactivate my account")."""
     for name, words in fill.items():
@@ -310,7 +366,7 @@ def compose(clauses: list[str], question: str | None, rng: random.Random, greeti
     sentences = [greeting] if greeting else []
     for i, c in enumerate(clauses):
         pool = _OPEN if i == 0 else _LAST if i == len(clauses) - 1 and i > 1 else _THEN
-        sentences.append(rng.choice(pool).format(x=c))
+        sentences.append(rng.choice(pool).format(x=c.removeprefix("please ")))  # the frame is polite already: never "Please please"
     if question:
         if clauses:
             pick = rng.choice(_ASK)

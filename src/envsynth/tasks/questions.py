@@ -17,7 +17,7 @@ from typing import Any
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.tasks.answerpath import group_of
-from envsynth.tasks.describe import Description, field_words, fmt_value, human, noun, quoted
+from envsynth.tasks.describe import Description, field_words, flag, fmt_value, human, noun, quoted
 from envsynth.tasks.model import Call
 from envsynth.tasks.wording import article, field_of, is_plural, param_value, plural, refers_to, verb_is
 
@@ -25,6 +25,7 @@ _AGG_WORD = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest"
 _RELATIVE = ("that ", "who ", "where ")
 _DATED_SUFFIX = re.compile(r"_(?:at|on|date)$")
 _NOT_ASKED = ("limit", "offset")
+_KIND = re.compile(r"^where the (?:[a-z]+ )?(?:type|kind|category) is ([a-z][a-z -]*)$")  # a kind of row said before its noun
 
 
 class Questions:
@@ -66,6 +67,9 @@ class Questions:
         target = self.row_text(spec, call, spec.bindings[0].param or "", descs, calls)
         words = field_of(self.bp, entity, field)
         be = verb_is(words)
+        ent = self.bp.entity(entity)
+        if target == "my account" and (own := _of_me(ent.field(field) if ent.has(field) else None, words)) is not None:
+            return own
         if target == "my account" and words != "status" and not words.startswith(("date ", "time ")):  # not "my date joined"
             return self.rng.choice((f"What {be} my {words}?", f"Tell me my {words}."))
         return self.rng.choice((f"What {be} the {words} of {target}?", f"Tell me the {words} of {target}."))
@@ -73,8 +77,11 @@ class Questions:
     def _count_or_total(self, spec: ToolSpec, entity: str, conds: list[str]) -> str:
         """ "How many orders are there placed on or after March 3, 2026 that are paid?", "What is the total amount of ...?" """
         q = spec.query
-        many = plural(noun(self.bp.entity(entity)))
-        where = joined(conds)
+        kinds = [
+            m.group(1) for c in conds if (m := _KIND.match(c))
+        ]  # "business accounts", not "accounts where the account type is business"
+        many = " ".join([*kinds, plural(noun(self.bp.entity(entity)))])
+        where = joined([c for c in conds if not _KIND.match(c)])
         if q is not None and q.op == "aggregate" and q.agg != "count":
             return _total_question(_AGG_WORD[q.agg or "sum"], field_of(self.bp, entity, q.field or ""), f"the {many}{where}")
         return self.rng.choice((f"How many {many} are there{where}?", f"Could you tell me how many {many} there are{where}?"))
@@ -150,6 +157,17 @@ class Questions:
         return out
 
 
+def _of_me(f: FieldDef | None, words: str) -> str | None:
+    """A question about the requester's own row in their words, where "my <field>" is not: "How many personal training
+    credits do I have?", "What is the date I joined?"; None for the other fields."""
+    if f is not None and f.type in ("int", "quantity") and is_plural(words):
+        return f"How many {words} do I have?"
+    head, _, rest = words.partition(" ")
+    if head in ("date", "time") and rest.endswith("ed") and " " not in rest:  # "date joined"
+        return f"What is the {head} I {rest}?"
+    return None
+
+
 def unfiltered(spec: ToolSpec, call: Call, field: str | None) -> bool:
     """Whether asking ``field`` of ``call`` (of tool ``spec``) is a count or total over every row of its table (no
     filter, no row it is about, no group of a grouped count): a question nobody asks."""
@@ -202,8 +220,10 @@ def matching_phrase(f: FieldDef | None, words: str, raw: Any, val: str) -> str:
         return dated(f, words, f"on {val}")
     if f is not None and (f.type == "state" or (f.type == "enum" and (f.name.endswith("status") or val.endswith("ed")))):
         return f"that are {val}"  # "that are delayed"; other values say their field: "where the priority is low"
-    if f is not None and f.type == "bool" and f.label:
+    if f is not None and f.type == "bool" and f.label and f.say_true is None:
         return _flag_phrase(f, f.label, bool(raw))
+    if f is not None and f.type == "bool":  # "that renew automatically", never "where the auto renew is yes"
+        return _plural_say(f"that {flag(f, bool(raw))}")
     return f"where the {words} {verb_is(words)} {val}"
 
 
@@ -216,7 +236,14 @@ def _flag_phrase(f: FieldDef, label: str, on: bool) -> str:
 
 def _plural_say(say: str) -> str:
     """A field's ``say`` (written of one row) said of many: "who is {value}" -> "who are {value}", "that costs" -> "that cost"."""
-    for one, many in (("who is a ", "who are "), ("that is a ", "that are "), ("who is ", "who are "), ("that is ", "that are ")):
+    for one, many in (
+        ("who is a ", "who are "),
+        ("that is a ", "that are "),
+        ("who is ", "who are "),
+        ("that is ", "that are "),
+        ("that does ", "that do "),
+        ("that has ", "that have "),
+    ):
         if say.startswith(one):
             rest = say[len(one) :]
             return many + (re.sub(r"\{value\}$", "{value}s", rest) if one.endswith(" a ") else rest)

@@ -7,11 +7,12 @@ from typing import Any
 
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
-from envsynth.tasks.describe import field_words, fmt_value, human, quoted
+from envsynth.tasks.describe import field_words, fmt_value, human, quoted, singular
 
 _FIRST_PERSON = re.compile(r"\b(my|me|mine|myself|I|I'm|I'd|I've|I'll)\b")
 _SLOT = re.compile(r"\{[a-z_0-9]+\}")
 _TAIL = re.compile(r" (?:on|of|in|per|for|at|with|to|from) ")  # a noun's words after its head: "song on a playlist"
+_AFTER_HEAD = frozenset(("left", "remaining", "listened", "used", "booked", "sold", "taken", "available", "allowed", "burned"))
 
 
 def article(word: str) -> str:
@@ -35,10 +36,29 @@ def plural(word: str) -> str:
     return word + "s"
 
 
+def _head(words: str) -> tuple[str, str, str]:
+    """(words before the head noun, the head, words after it) of a field's words: "basic economy seats left" ->
+    ("basic economy ", "seats", " left"); the head comes before "in", "of"... and before a trailing participle."""
+    front = _TAIL.split(words, maxsplit=1)[0]
+    rest = words[len(front) :]
+    parts = front.split(" ")
+    if len(parts) > 1 and parts[-1] in _AFTER_HEAD:  # "seats left", "seconds listened"
+        rest = " " + parts.pop() + rest
+    before = " ".join(parts[:-1])
+    return (before + " " if before else ""), parts[-1], rest
+
+
 def is_plural(words: str) -> bool:
-    """Whether a field's words are plural: "seats", "monthly listeners" (the head before "in", "of"...: "estimate in hours" is not)."""
-    last = _TAIL.split(words, maxsplit=1)[0].rsplit(" ", 1)[-1]
-    return last.endswith("s") and not last.endswith(("ss", "us", "is"))
+    """Whether a field's words are plural: "seats", "monthly listeners", "seats left" (the head before "in", "of"...:
+    "estimate in hours" is not)."""
+    head = _head(words)[1]
+    return head.endswith("s") and not head.endswith(("ss", "us", "is"))
+
+
+def how_many(n: Any, words: str) -> str:
+    """A count of a field's plural words: "9 basic economy seats left", "1 attendee" (the head singular for 1)."""
+    before, head, after = _head(words)
+    return f"{fmt_value(None, n)} {before}{singular(head) if n == 1 else head}{after}"
 
 
 def verb_is(words: str) -> str:
