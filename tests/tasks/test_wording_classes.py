@@ -170,7 +170,18 @@ def test_questions_about_my_own_numbers_and_dates() -> None:
 
 
 def test_a_kind_of_row_comes_before_its_noun_in_a_count() -> None:
-    """ "How many business accounts are there ...", not "... where the account type is business"."""
+    """ "How many open business accounts are there ...", not "... that are open and where the account type is business"."""
     call = Call(tool="search_accounts", args={"type": "business", "status": "open", "nickname": "holiday"})
     text = _phraser("northwind_bank").question(call, "total", {}, [call])
-    assert "business accounts" in text and "where the account type" not in text, text
+    assert "open business accounts" in text and "where the account type" not in text and "that are open" not in text, text
+    trials = Call(tool="search_subscriptions", args={"status": "trial"})
+    text = _phraser("tempo_music").question(trials, "total", {}, [trials])
+    assert "trial subscriptions" in text and "that are trial" not in text, text
+
+
+def test_a_kind_said_by_its_value_alone_comes_before_the_noun() -> None:
+    """ "my round-trip reservation", not "my reservation round trip" (an enum whose say is its bare value)."""
+    bp = _bp("northstar_air")
+    assert render(bp, Description("reservation", {"trip_type": "round_trip", "insurance": False}), "my") == (
+        "my round-trip reservation that is not insured"
+    )

@@ -350,7 +350,7 @@ def render(bp: Blueprint, d: Description, possessive: str = "the") -> str:
         if k == ent.label:
             continue
         f = ent.field(k)
-        if f.say:
+        if f.say and not (f.say == "{value}" and f.type in ("enum", "state")):  # an enum's bare value is an adjective
             phrases.append(one_of(f.say.replace("{value}", quoted(f, v))))
         elif f.type in ("enum", "state"):  # a status before any other adjective: "my open savings account"
             if fmt_value(f, v) not in called.split():  # the noun says it: "my draft", not "my draft draft"

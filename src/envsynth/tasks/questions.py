@@ -25,6 +25,7 @@ _AGG_WORD = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest"
 _RELATIVE = ("that ", "who ", "where ")
 _DATED_SUFFIX = re.compile(r"_(?:at|on|date)$")
 _NOT_ASKED = ("limit", "offset")
+_STATE = re.compile(r"^that are ([a-z][a-z-]*)$")  # one word of what the rows are: "trial subscriptions", "verified artists"
 _KIND = re.compile(r"^where the (?:[a-z]+ )?(?:type|kind|category) is ([a-z][a-z -]*)$")  # a kind of row said before its noun
 
 
@@ -77,11 +78,11 @@ class Questions:
     def _count_or_total(self, spec: ToolSpec, entity: str, conds: list[str]) -> str:
         """ "How many orders are there placed on or after March 3, 2026 that are paid?", "What is the total amount of ...?" """
         q = spec.query
-        kinds = [
-            m.group(1) for c in conds if (m := _KIND.match(c))
-        ]  # "business accounts", not "accounts where the account type is business"
+        # "open business accounts", not "accounts where the account type is business that are open"
+        before = [c for c in conds if _STATE.match(c)] + [c for c in conds if _KIND.match(c)]
+        kinds = [m.group(1) for c in before if (m := _STATE.match(c) or _KIND.match(c))]
         many = " ".join([*kinds, plural(noun(self.bp.entity(entity)))])
-        where = joined([c for c in conds if not _KIND.match(c)])
+        where = joined([c for c in conds if c not in before])
         if q is not None and q.op == "aggregate" and q.agg != "count":
             return _total_question(_AGG_WORD[q.agg or "sum"], field_of(self.bp, entity, q.field or ""), f"the {many}{where}")
         return self.rng.choice((f"How many {many} are there{where}?", f"Could you tell me how many {many} there are{where}?"))
