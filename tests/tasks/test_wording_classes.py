@@ -161,12 +161,17 @@ def test_an_update_that_moves_a_row_to_another_says_so() -> None:
 
 
 def test_questions_about_my_own_numbers_and_dates() -> None:
-    """ "How many personal training credits do I have?", "What is the date I joined?" (not "Tell me my ..." / "the date joined of my account")."""
+    """ "How many personal training credits do I have?", "When did I join?", "When was the product ... added?" (not "Tell me my
+    ...", "the date joined of my account", "the date added of the product ...")."""
     me = Description("member", {"full_name": "William Chandler"})
     phraser = _phraser("peak_fitness", me, "mem_1")
     get = Call(tool="get_member", args={"member_id": "mem_1"})
     assert phraser.question(get, "pt_credits", {"member_id": me}, [get]) == "How many personal training credits do I have?"
-    assert phraser.question(get, "joined_on", {"member_id": me}, [get]) == "What is the date I joined?"
+    assert phraser.question(get, "joined_on", {"member_id": me}, [get]) == "When did I join?"
+    shop = _phraser("harbor_market")
+    get = Call(tool="get_product", args={"product_id": "prd_1"})
+    mug = Description("product", {"name": "Forest Green Ceramic Mug"})
+    assert shop.question(get, "created_on", {"product_id": mug}, [get]) == 'When was the product "Forest Green Ceramic Mug" added?'
 
 
 def test_a_kind_of_row_comes_before_its_noun_in_a_count() -> None:

@@ -71,6 +71,8 @@ class Questions:
         ent = self.bp.entity(entity)
         if target == "my account" and (own := _of_me(ent.field(field) if ent.has(field) else None, words)) is not None:
             return own
+        if (when := _when_question(words, target)) is not None:  # "When was that product added?"
+            return when
         if target == "my account" and words != "status" and not words.startswith(("date ", "time ")):  # not "my date joined"
             return self.rng.choice((f"What {be} my {words}?", f"Tell me my {words}."))
         return self.rng.choice((f"What {be} the {words} of {target}?", f"Tell me the {words} of {target}."))
@@ -163,10 +165,23 @@ def _of_me(f: FieldDef | None, words: str) -> str | None:
     credits do I have?", "What is the date I joined?"; None for the other fields."""
     if f is not None and f.type in ("int", "quantity") and is_plural(words):
         return f"How many {words} do I have?"
-    head, _, rest = words.partition(" ")
-    if head in ("date", "time") and rest.endswith("ed") and " " not in rest:  # "date joined"
-        return f"What is the {head} I {rest}?"
     return None
+
+
+_ACTIVE = {"joined": "join"}  # a participle whose row did it, not had it done: "When did I join?"
+_NOT_WHEN = ("worked", "played", "reacted")  # "When was the reaction reacted?": these are asked for the date itself
+
+
+def _when_question(words: str, target: str) -> str | None:
+    """A date field named "date <participle>" or "time <participle>" asked as "When was <row> <participle>?" ("When was
+    that product added?", "When did I join?"); None for other fields."""
+    head, _, rest = words.partition(" ")
+    if head not in ("date", "time") or not rest.endswith("ed") or " " in rest or rest in _NOT_WHEN:
+        return None
+    who = "I" if target == "my account" else target
+    if rest in _ACTIVE:
+        return f"When did {who} {_ACTIVE[rest]}?"
+    return None if who == "I" else f"When was {target} {rest}?"
 
 
 def unfiltered(spec: ToolSpec, call: Call, field: str | None) -> bool:
