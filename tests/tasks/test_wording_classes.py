@@ -190,3 +190,16 @@ def test_a_kind_said_by_its_value_alone_comes_before_the_noun() -> None:
     assert render(bp, Description("reservation", {"trip_type": "round_trip", "insurance": False}), "my") == (
         "my round-trip reservation that is not insured"
     )
+
+
+def test_a_person_signing_up_says_it_in_the_first_person() -> None:
+    """The call that signs the requester up reads as its say phrase ("sign me up as a member at ..."), not "register a member
+    for the club ..., with full name ..."."""
+    club = Description("club", {"name": "Peak Fitness North"})
+    args = {"home_club_id": "clb_1", "full_name": "Maria Gibson", "email": "maria@example.net", "phone": "+1-216-385-2554"}
+    call = Call(tool="register_member", args=args)
+    text = _phraser("peak_fitness", me_step=0).clause(0, [call], {"home_club_id": club})
+    assert text == (
+        'sign me up as a member at the club "Peak Fitness North": my name is Maria Gibson, my email is maria@example.net '
+        "and my phone number is +1-216-385-2554"
+    ), text

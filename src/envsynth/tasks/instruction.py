@@ -16,12 +16,12 @@ from typing import Any
 from envsynth.blueprint.language import person_name, slots
 from envsynth.blueprint.models import Blueprint, Entity, FieldDef, UserRole
 from envsynth.blueprint.spec import ToolSpec
-from envsynth.tasks.describe import Description, field_words, flag, fmt_value, human, noun, one_of, quoted, render, without_owner
+from envsynth.tasks.describe import Description, field_words, flag, human, noun, one_of, quoted, render, without_owner
 from envsynth.tasks.model import Call, UserProfile
 from envsynth.tasks.questions import Questions, joined
+from envsynth.tasks.wording import and_list, counted, in_first_person, param_field, plural, refers_to
 from envsynth.tasks.wording import article as _article
 from envsynth.tasks.wording import field_of as _field_of
-from envsynth.tasks.wording import how_many, in_first_person, is_plural, param_field, plural, refers_to
 from envsynth.tasks.wording import param_value as _param_value
 from envsynth.tasks.wording import verb_is as _is
 
@@ -32,7 +32,6 @@ _OPEN = ("Please {x}.", "Could you {x}?", "I need you to {x}.", "Can you {x}?", 
 _THEN = ("Then {x}.", "After that, {x}.", "Next, {x}.", "Once that's done, {x}.")
 _LAST = ("Finally, {x}.", "And lastly, {x}.", "To finish, {x}.")
 _ASK = ("{q}", "Also, {q_lower}", "One more thing: {q_lower}")
-_COUNTS = re.compile(r"\{value\} [a-z]")  # a field's say that counts something: "with {value} checked bags"
 
 
 def _verb(spec: ToolSpec) -> str:
@@ -108,7 +107,8 @@ class Phraser(Questions):
         phrase = self._say(spec.name)
         if phrase is None:
             return None
-        if in_first_person(phrase) and not self._involves_me(spec, call, descs):
+        signs_me_up = self.me_step is not None and self.me_step < len(calls) and calls[self.me_step] is call
+        if in_first_person(phrase) and not (signs_me_up or self._involves_me(spec, call, descs)):
             return None  # "cancel my order" said of a row that is not the requester's
         row_param = {b.alias: b.param for b in spec.bindings if b.param}
         rows = set(row_param.values()) | set(descs)
@@ -118,9 +118,24 @@ class Phraser(Questions):
         used: set[str] = {self._main_param(spec)} if fill else set()
         self._fill_slots(spec, call, calls, descs, phrase, fill, used, rows, row_param)
         text = one_of(_mine_said(phrase, fill).format(**fill))  # "for 1 seconds" -> "for 1 second"
-        question = text.endswith("?")
         main = self._main_param(spec)
-        subject = "my account" if main and self._is_me(call, main, descs) else "it"  # "make sure my account is ..."
+        mine = signs_me_up or bool(main and self._is_me(call, main, descs))
+        return self._after_say(spec, call, calls, descs, text, rows, used, "my account" if mine else "it")
+
+    def _after_say(
+        self,
+        spec: ToolSpec,
+        call: Call,
+        calls: list[Call],
+        descs: dict[str, Description],
+        text: str,
+        rows: set[str],
+        used: set[str],
+        subject: str,
+    ) -> str:
+        """``text`` (a filled say phrase) with the rows and values it leaves out after it; ``subject`` is the acted-on row
+        ("it", or "my account" for the requester's own: "make sure my account is ...", "my display name is ...")."""
+        question = text.endswith("?")
         switched = self._switched(spec, call, rows, used)  # an update's new plan: "switch it to the plan ..."
         text = text.removesuffix("?") + self._extra_rows(spec, call, calls, descs, rows, used | set(switched))
         values = [
@@ -186,22 +201,27 @@ class Phraser(Questions):
         if question:
             return joined(self._filters(spec, Call(tool=call.tool, args={k: call.args[k] for k in values})))
         entity = spec.query.entity if spec.query else spec.entity
-        new = "new " if spec.kind == "update" else ""
         told, counts = list(moves or []), []
         for k in values:
-            words, v = self._words(spec, entity, k), call.args[k]
-            f = param_field(spec, self.bp, k)[1] or self._own_field(entity, k)
-            if isinstance(v, bool) and f is not None:  # "make sure it renews automatically", not "the automatic renewal is yes"
-                told.append(f"make sure {subject} {flag(f, v)}")
-            elif spec.kind != "update" and (count := counted(f, words, v)) is not None:  # ", with 9 seats left"
-                counts.append(count)
-            else:
-                told.append(f"the {new}{words} {_is(words)} {_param_value(spec, self.bp, k, v)}")
+            part, is_count = self._given(spec, entity, k, call.args[k], subject)
+            (counts if is_count else told).append(part)
         counts = [
             c.removeprefix("with ") if i and c.startswith("with ") and counts[i - 1].startswith("with ") else c
             for i, c in enumerate(counts)
         ]
-        return (", " + _and(counts) if counts else "") + ("; " + _and(told) if told else "")
+        return (", " + and_list(counts) if counts else "") + ("; " + and_list(told) if told else "")
+
+    def _given(self, spec: ToolSpec, entity: str, k: str, v: Any, subject: str) -> tuple[str, bool]:
+        """A value the request gives for parameter ``k``, and whether it is a count (said after the phrase with "with")."""
+        words = self._words(spec, entity, k)
+        f = param_field(spec, self.bp, k)[1] or self._own_field(entity, k)
+        if isinstance(v, bool) and f is not None:  # "make sure it renews automatically", not "the automatic renewal is yes"
+            return f"make sure {subject} {flag(f, v)}", False
+        if spec.kind != "update" and (count := counted(f, words, v)) is not None:  # ", with 9 seats left"
+            return count, True
+        whose = "my" if subject == "my account" else "the"  # signing up: "my display name is ..."
+        new = "new " if spec.kind == "update" else ""
+        return f"{whose} {new}{words} {_is(words)} {_param_value(spec, self.bp, k, v)}", False
 
     def _own_field(self, entity: str, name: str) -> FieldDef | None:
         """The field ``name`` of ``entity``, if it has one (a parameter named after the field it sets)."""
@@ -336,22 +356,6 @@ class Phraser(Questions):
             return f"delete {target}"
         verb = _verb(spec)
         return f"{verb} {target}" if " " not in verb else f"{human(spec.name)} for {target}"
-
-
-def counted(f: FieldDef | None, words: str, v: Any) -> str | None:
-    """A number given for a count-like field, as a person gives it: the field's ``say`` when it counts ("with 8 checked
-    bags", "burning 6 calories"), else "with 9 seats left" for a field of plural words; None for any other value."""
-    if f is None or f.type not in ("int", "quantity", "float") or isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    if f.say and _COUNTS.search(f.say):
-        text = f.say.replace("{value}", fmt_value(f, v))
-        return one_of(text)
-    return f"with {how_many(v, words)}" if is_plural(words) else None
-
-
-def _and(items: list[str]) -> str:
-    """ "a", "a and b", "a, b and c"."""
-    return ", ".join(items[:-1]) + (" and " if len(items) > 1 else "") + items[-1]
 
 
 def _mine_said(phrase: str, fill: dict[str, str]) -> str:

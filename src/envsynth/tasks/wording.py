@@ -7,11 +7,12 @@ from typing import Any
 
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
-from envsynth.tasks.describe import field_words, fmt_value, human, quoted, singular
+from envsynth.tasks.describe import field_words, fmt_value, human, one_of, quoted, singular
 
 _FIRST_PERSON = re.compile(r"\b(my|me|mine|myself|I|I'm|I'd|I've|I'll)\b")
 _SLOT = re.compile(r"\{[a-z_0-9]+\}")
 _TAIL = re.compile(r" (?:on|of|in|per|for|at|with|to|from) ")  # a noun's words after its head: "song on a playlist"
+_COUNTS = re.compile(r"\{value\} [a-z]")  # a field's say that counts something: "with {value} checked bags"
 _AFTER_HEAD = frozenset(("left", "remaining", "listened", "used", "booked", "sold", "taken", "available", "allowed", "burned"))
 
 
@@ -112,3 +113,19 @@ def refers_to(bp: Blueprint, p: ParamSpec) -> str | None:
 def in_first_person(phrase: str) -> bool:
     """Whether a ``say`` phrase speaks as the requester ("cancel my order"), slots aside."""
     return _FIRST_PERSON.search(_SLOT.sub("", phrase)) is not None
+
+
+def counted(f: FieldDef | None, words: str, v: Any) -> str | None:
+    """A number given for a count-like field, as a person gives it: the field's ``say`` when it counts ("with 8 checked
+    bags", "burning 6 calories"), else "with 9 seats left" for a field of plural words; None for any other value."""
+    if f is None or f.type not in ("int", "quantity", "float") or isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if f.say and _COUNTS.search(f.say):
+        text = f.say.replace("{value}", fmt_value(f, v))
+        return one_of(text)
+    return f"with {how_many(v, words)}" if is_plural(words) else None
+
+
+def and_list(items: list[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return ", ".join(items[:-1]) + (" and " if len(items) > 1 else "") + items[-1]
