@@ -95,6 +95,8 @@ def test_one_of_a_counted_thing_is_singular() -> None:
     """ "estimated at 1 hour", "for 1 second", not "1 hours" (quoted text is left alone)."""
     bp = _bp("taskboard")
     assert render(bp, Description("task", {"title": "Update calendar sync", "estimate_hours": 1}), "my").endswith("estimated at 1 hour")
+    shop = _bp("harbor_market")
+    assert render(shop, Description("return_request", {"status": "approved", "quantity": 1})) == "the approved return for 1 unit"
     me = Description("listener", {"display_name": "Ryan Harrison"})
     song = Description("track", {"title": "1 Summers"})
     play = Call(tool="play_track", args={"listener_id": "lis_1", "track_id": "trk_1", "device": "phone", "seconds_played": 1})

@@ -17,7 +17,7 @@ from typing import Any
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.tasks.answerpath import group_of
-from envsynth.tasks.describe import Description, field_words, flag, fmt_value, human, noun, quoted
+from envsynth.tasks.describe import Description, field_words, flag, fmt_value, human, noun, one_of, quoted
 from envsynth.tasks.model import Call
 from envsynth.tasks.wording import article, field_of, is_plural, param_value, plural, refers_to, verb_is
 
@@ -229,7 +229,7 @@ def _changes(spec: ToolSpec, entity: str) -> bool:
 def matching_phrase(f: FieldDef | None, words: str, raw: Any, val: str) -> str:
     """A filter ``field == value`` said of the rows a question is about: "that are pending", "from Lumen & Co", "with a pool"."""
     if f is not None and f.say and f.say.strip() != "{value}":
-        return _plural_say(f.say).replace("{value}", val)
+        return one_of(_plural_say(f.say).replace("{value}", val))  # "for 1 unit"
     if f is not None and f.say:  # the value alone names a row ("NS926"); of many rows, say which field it is
         return f"with the {words} {val}"
     if f is not None and f.type in ("date", "datetime") and not isinstance(raw, list):
