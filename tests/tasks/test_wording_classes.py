@@ -112,6 +112,8 @@ def test_a_status_comes_first_and_a_phrase_value_is_hyphenated() -> None:
     assert render(bills, Description("service_request", {"status": "in_progress"})).startswith("the in-progress ")
     chat = _bp("relay_chat")
     assert render(chat, Description("scheduled_message", {"status": "draft"}), "my") == "my draft"  # not "my draft draft"
+    gym = _bp("peak_fitness")
+    assert render(gym, Description("class_booking", {"status": "booked"}), "my") == "my booking that is booked"  # not "my booked booking"
 
 
 def test_the_frame_is_polite_once() -> None:
@@ -184,6 +186,12 @@ def test_a_kind_of_row_comes_before_its_noun_in_a_count() -> None:
     trials = Call(tool="search_subscriptions", args={"status": "trial"})
     text = _phraser("tempo_music").question(trials, "total", {}, [trials])
     assert "trial subscriptions" in text and "that are trial" not in text, text
+    east = Call(tool="list_warehouses", args={"region": "northeast"})
+    text = _phraser("harbor_market").question(east, "total", {}, [east])
+    assert "northeast warehouses" in text and "where the region" not in text, text
+    urgent = Call(tool="search_service_requests", args={"priority": "urgent"})
+    text = _phraser("brightline_utilities").question(urgent, "total", {}, [urgent])
+    assert "urgent-priority service requests" in text, text
 
 
 def test_a_kind_said_by_its_value_alone_comes_before_the_noun() -> None:

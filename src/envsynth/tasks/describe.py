@@ -352,9 +352,8 @@ def render(bp: Blueprint, d: Description, possessive: str = "the") -> str:
         f = ent.field(k)
         if f.say and not (f.say == "{value}" and f.type in ("enum", "state")):  # an enum's bare value is an adjective
             phrases.append(one_of(f.say.replace("{value}", quoted(f, v))))
-        elif f.type in ("enum", "state"):  # a status before any other adjective: "my open savings account"
-            if fmt_value(f, v) not in called.split():  # the noun says it: "my draft", not "my draft draft"
-                adjectives.append((not _is_status(f), "-".join(fmt_value(f, v).split())))  # "the in-progress request"
+        elif f.type in ("enum", "state"):
+            _enum_words(f, fmt_value(f, v), called, adjectives, phrases)
         elif f.type in ("date", "datetime"):
             phrases.append(_when(f, v))
         elif f.type == "bool":
@@ -371,6 +370,18 @@ def render(bp: Blueprint, d: Description, possessive: str = "the") -> str:
     if parts:
         text += " with " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
     return text + _of_parents(bp, ent, d, bool(parts or phrases))
+
+
+def _enum_words(f: FieldDef, word: str, called: str, adjectives: list[tuple[bool, str]], phrases: list[str]) -> None:
+    """An enum or state value of a row, as an adjective before its noun (a status first: "my open savings account",
+    a phrase hyphenated: "the in-progress request"), none where the noun says it ("my draft", not "my draft draft"),
+    or after it where it shares the noun's stem ("my booking that is booked", not "my booked booking")."""
+    if word in called.split():
+        return
+    if word[:4] == called[:4]:
+        phrases.append(f"that is {word}")
+    else:
+        adjectives.append((not _is_status(f), "-".join(word.split())))
 
 
 def _is_status(f: FieldDef) -> bool:

@@ -26,7 +26,8 @@ _RELATIVE = ("that ", "who ", "where ")
 _DATED_SUFFIX = re.compile(r"_(?:at|on|date)$")
 _NOT_ASKED = ("limit", "offset")
 _STATE = re.compile(r"^that are ([a-z][a-z-]*)$")  # one word of what the rows are: "trial subscriptions", "verified artists"
-_KIND = re.compile(r"^where the (?:[a-z]+ )?(?:type|kind|category) is ([a-z][a-z -]*)$")  # a kind of row said before its noun
+_KIND = re.compile(r"^where the ([a-z][a-z ]*) (?:is|are) ([a-z][a-z-]*(?: [a-z][a-z-]*)?)$")  # "water accounts", "low-priority tasks"
+_SCALES = ("priority", "intensity", "severity", "tier", "level")  # said with their value: "low-priority", "gold-tier"
 
 
 class Questions:
@@ -81,8 +82,10 @@ class Questions:
         """ "How many orders are there placed on or after March 3, 2026 that are paid?", "What is the total amount of ...?" """
         q = spec.query
         # "open business accounts", not "accounts where the account type is business that are open"
+        head = noun(self.bp.entity(entity))[:4]
         before = [c for c in conds if _STATE.match(c)] + [c for c in conds if _KIND.match(c)]
-        kinds = [m.group(1) for c in before if (m := _STATE.match(c) or _KIND.match(c))]
+        before = [c for c in before if not _kind_words(c).startswith(head)]  # not "booked bookings"
+        kinds = [_kind_words(c) for c in before]
         many = " ".join([*kinds, plural(noun(self.bp.entity(entity)))])
         where = joined([c for c in conds if c not in before])
         if q is not None and q.op == "aggregate" and q.agg != "count":
@@ -158,6 +161,19 @@ class Questions:
             else:
                 out.append(matching_phrase(f, words, v, val))
         return out
+
+
+def _kind_words(cond: str) -> str:
+    """The words a condition puts before the plural noun: "trial" ("that are trial"), "business" ("where the account type
+    is business"), "low-priority" ("where the priority is low")."""
+    m = _STATE.match(cond)
+    if m is not None:
+        return m.group(1)
+    m = _KIND.match(cond)
+    words, value = m.group(1), m.group(2)  # type: ignore[union-attr]
+    if words.rsplit(" ", 1)[-1] in _SCALES:
+        return f"{'-'.join(value.split())}-{words.rsplit(' ', 1)[-1]}"
+    return value
 
 
 def _of_me(f: FieldDef | None, words: str) -> str | None:
