@@ -213,3 +213,12 @@ def test_a_person_signing_up_says_it_in_the_first_person() -> None:
         'sign me up as a member at the club "Peak Fitness North": my name is Maria Gibson, my email is maria@example.net '
         "and my phone number is +1-216-385-2554"
     ), text
+
+
+def test_my_own_new_parent_row_is_said_as_mine() -> None:
+    """The requester's own row moved to another: "my new home club is the club ...", not "switch my account to the club ..."."""
+    me = Description("member", {"full_name": "Nicole Allen"})
+    club = Description("club", {"name": "Peak Fitness Port Melissaberg"})
+    call = Call(tool="update_member_contact", args={"member_id": "mem_1", "home_club_id": "clb_1"})
+    text = _phraser("peak_fitness", me, "mem_1").clause(0, [call], {"member_id": me, "home_club_id": club})
+    assert text == 'update my contact details; my new home club is the club "Peak Fitness Port Melissaberg"', text

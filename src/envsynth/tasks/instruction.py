@@ -141,8 +141,17 @@ class Phraser(Questions):
         values = [
             k for k in call.args if k not in used and k not in rows and k not in ("limit", "offset") and not self._mine(spec, k, call)
         ]
-        moves = [f"switch {subject} to {self.row_text(spec, call, p, descs, calls, role='other')}" for p in switched]
+        moves = [self._move(spec, call, calls, descs, p, subject) for p in switched]
         return text + self._left_out_values(spec, call, values, question, subject, moves) + ("?" if question else "")
+
+    def _move(self, spec: ToolSpec, call: Call, calls: list[Call], descs: dict[str, Description], param: str, subject: str) -> str:
+        """An update's new parent row: "switch it to the plan ...", or of the requester's own row "my new home club is ..."."""
+        row = self.row_text(spec, call, param, descs, calls, role="other")
+        if subject != "my account":
+            return f"switch {subject} to {row}"
+        f = param_field(spec, self.bp, param)[1]
+        words = f.label if f is not None and f.label else human(param).removesuffix(" id")
+        return f"my new {words} is {row}"
 
     def _switched(self, spec: ToolSpec, call: Call, rows: set[str], used: set[str]) -> list[str]:
         """The row parameters an update sets on its row and its say phrase leaves out (a subscription's new plan)."""
