@@ -74,6 +74,8 @@ Mutation = Callable[[dict], Any]
         ),
         (lambda d: d.update(users=[{"role": "staff"}, {"role": "staff"}]), "users[1].role", "duplicate role"),
         (lambda d: d.update(users=[{"role": "staff", "identify_by": ["email"]}]), "users[0]", "set 'entity' too"),
+        (lambda d: _action(d, "cancel_purchase").update(reasons_for={"colour": ["x y z"]}), "reasons_for", "'colour' is not a parameter"),
+        (lambda d: _entity(d, "book")["fields"][2].update(say_true="is signed"), "entities[1].fields[2]", "say_true and say_false go"),
     ],
 )
 def test_language_mistakes_are_located(data: dict, mutate: Mutation, path: str, words: str) -> None:

@@ -47,7 +47,7 @@ def test_refusal_scores_oracle_one_nothing_zero_and_forbidden_zero(corpus: Corpu
         assert task.policy is not None and task.policy.forbidden and task.policy.rule == "basic_economy_final"
         assert task.policy.request and task.policy.request in task.instruction  # both requests, in the user's words
         assert task.scenario is not None and task.scenario.request == task.instruction
-        assert any(k.startswith("they mean my reservation") for k in task.scenario.knows)
+        assert any(k.startswith("I mean my reservation") for k in task.scenario.knows)
         assert task.policy.forbidden[0].tool in task.visible_tools
         assert play(corpus, task, task.oracle) == 1.0
         assert play(corpus, task, []) == 0.0

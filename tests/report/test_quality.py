@@ -90,6 +90,36 @@ def test_each_wording_defect_is_found(text: str, defect: str) -> None:
     assert defect in defects(task(text, [UPDATE]))
 
 
+@pytest.mark.parametrize(
+    ("text", "defect"),
+    [
+        ("Hi, Anna Weber here (anna.weber@example.net). Please please put +1-555-0142 on my account.", "doubled_word"),
+        (
+            "Hi, Anna Weber here (anna.weber@example.net). Update my account; the new phone is +1-555-0142 and the vip is yes.",
+            "yes_no_value",
+        ),
+        ("Hi, Anna Weber here (anna.weber@example.net). Put +1-555-0142 on my account; the newsletter are no.", "yes_no_value"),
+        ("Hi, Anna Weber here (anna.weber@example.net). Put +1-555-0142 on my order with 1 gift boxes.", "one_plural"),
+        ("Hi, Anna Weber here (anna.weber@example.net). Put +1-555-0142 on my order estimated at 1 hours.", "one_plural"),
+    ],
+)
+def test_each_phrasing_defect_is_found(text: str, defect: str) -> None:
+    assert defect in defects(task(text, [UPDATE]))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Hi, Anna Weber here (anna.weber@example.net). Post "so so good" on my account with +1-555-0142.',  # quoted: the row's text
+        "Hi, Anna Weber here (anna.weber@example.net). I no longer use +1-555-0142; there is no need for it.",
+        "Hi, Anna Weber here (anna.weber@example.net). Book 1 business seat and 1 ticket; it was 1 class, +1-555-0142.",
+        "Hi, Anna Weber here (anna.weber@example.net). Make sure my order is not gift-wrapped; +1-555-0142 is mine.",
+    ],
+)
+def test_phrasing_defects_are_not_found_in_ordinary_text(text: str) -> None:
+    assert not {"doubled_word", "yes_no_value", "one_plural"} & set(defects(task(text, [UPDATE])))
+
+
 def test_record_as_a_verb_is_not_records() -> None:
     assert "records" not in defects(task("Anna Weber here (anna.weber@example.net). Please record my new phone, +1-555-0142.", [UPDATE]))
 

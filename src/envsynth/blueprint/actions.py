@@ -119,6 +119,9 @@ class _Action(_Model):
     reasons: list[Annotated[str, Field(min_length=3, max_length=200)]] = Field(
         default_factory=list, description="why a person asks for this, in their words"
     )
+    reasons_for: dict[Ident, list[Annotated[str, Field(min_length=3, max_length=200)]]] = Field(
+        default_factory=dict, description="parameter -> why a person asks for this when they give that parameter"
+    )
 
     _norm_pre = field_validator("pre", "post", mode="before")(_conditions)
 

@@ -149,6 +149,10 @@ class FieldDef(_Model):
     say: Annotated[str, Field(min_length=7, max_length=80), AfterValidator(_value_phrase)] | None = Field(
         None, description="how a row is picked out by this field, with {value}: 'from {value}', 'that costs {value}'"
     )
+    say_true: Words | None = Field(
+        None, description="a bool field: what a row does when it is true, as a verb phrase ('renews automatically')"
+    )
+    say_false: Words | None = Field(None, description="a bool field: what a row does when it is false ('does not renew automatically')")
 
     @model_validator(mode="after")
     def _type_options(self) -> FieldDef:
@@ -167,6 +171,10 @@ class FieldDef(_Model):
             self._check_gen_choice(self.gen.choice)
         if (self.min is not None or self.max is not None) and t not in NUMERIC_TYPES:
             raise ValueError(f"min/max only apply to numeric fields, not {t}")
+        if (self.say_true is None) != (self.say_false is None) or (self.say_true is not None and t != "bool"):
+            raise ValueError(
+                "say_true and say_false go together, on a bool field ('renews automatically' / 'does not renew automatically')"
+            )
         return self
 
     def _check_states(self) -> None:

@@ -52,6 +52,11 @@ def check_language(bp: Blueprint, specs: list[ToolSpec]) -> None:
 def language_problems(bp: Blueprint, specs: list[ToolSpec | None]) -> Iterator[BlueprintError]:
     """Every phrase slot and user role that names nothing (actions whose spec is None are skipped)."""
     for i, (action, spec) in enumerate(zip(bp.actions, specs, strict=True)):
+        if spec is not None:
+            params = [p.name for p in spec.params]
+            for name in action.reasons_for:
+                if name not in params:
+                    yield BlueprintError(f"actions[{i}].reasons_for", f"{name!r} is not a parameter of {action.name}; use one of {params}")
         if action.say is None or spec is None:
             continue
         try:

@@ -24,7 +24,10 @@ reading of the record, the way a person reviewing tasks would make it:
   row, or else a tally (an int/quantity named like a count, "booked_count") or a balance-like
   money field it does not list in ``known_by``;
 - ``disconnected``: a multi-step task whose steps do not all touch related rows (rows are
-  related when one call's row is, or is the parent of, another call's row).
+  related when one call's row is, or is the parent of, another call's row);
+- ``doubled_word``: a word written twice in a row outside quotes ("Please please update");
+- ``yes_no_value``: a value read out as a bare yes or no ("the automatic renewal is yes");
+- ``one_plural``: a count of one with a plural noun ("estimated at 1 hours", "1 checked bags").
 """
 
 from __future__ import annotations
@@ -52,6 +55,9 @@ DEFECTS = (
     "answer_in_question",
     "counter_descriptor",
     "disconnected",
+    "doubled_word",
+    "yes_no_value",
+    "one_plural",
 )
 """Every defect the linter reports, in report order."""
 
@@ -62,6 +68,11 @@ _UNDO_VERBS = ("delete", "remove", "cancel", "void", "withdraw", "revoke", "undo
 _END_VERBS = ("leave", "end", "close", "terminate", "archive", "deactivate", "suspend", "unsubscribe", "unfollow", "quit")  # of a made row
 _FIRST_PERSON = re.compile(r"\b(my|mine|myself)\b|(?<!tell )(?<!show )(?<!give )(?<!let )(?<!help )\bme\b", re.IGNORECASE)
 _QUOTED = re.compile(r'"[^"]*"')
+_DOUBLED = re.compile(r"\b([a-z]+) \1\b", re.IGNORECASE)
+_YES_NO = re.compile(r"\b(is|are|was|were|to|of) (yes|no)\b(?! (?:longer|more|one|need)\b)", re.IGNORECASE)
+_ONE_PLURAL = re.compile(r"(?<![\d.,$])\b1 (?:[a-z-]+ )?([a-z]+)\b")
+_NOT_PLURAL = ("ss", "us", "is", "ous")
+_VERBS = frozenset(("was", "has", "does", "goes", "as", "its", "his", "this", "yes", "plus", "thus", "makes", "gives", "needs"))
 _RECORDS = re.compile(r"\brecords\b|\b(the|a|this|that|each|every) record\b", re.IGNORECASE)  # the noun, not "record that ..."
 
 
@@ -134,6 +145,9 @@ def lint_task(task: Task, app: AppView) -> TaskLint:
             ("answer_in_question", _answer_in_question(task, low)),
             ("counter_descriptor", _counter_descriptor(task, app, low, rows)),
             ("disconnected", len(task.oracle) > 1 and not _connected(task, app, rows)),
+            ("doubled_word", bool(_DOUBLED.search(_QUOTED.sub('""', text)))),
+            ("yes_no_value", bool(_YES_NO.search(_QUOTED.sub('""', text)))),
+            ("one_plural", _one_plural(_QUOTED.sub('""', text))),
         )
         if hit
     ]
@@ -192,6 +206,15 @@ def _field_names(low: str, app: AppView) -> bool:
                 continue
             if re.search(rf"\b(whose|its|with) {re.escape(_words(f.name))}\b", low):
                 return True
+    return False
+
+
+def _one_plural(text: str) -> bool:
+    """Whether a count of one is followed by a plural noun, within two words ("1 hours", "1 checked bags")."""
+    for m in _ONE_PLURAL.finditer(text):
+        words = [w for w in text[m.start() : m.end()].split(" ")[1:] if w.lower() not in _VERBS]
+        if any(w.endswith("s") and not w.endswith(_NOT_PLURAL) for w in words):
+            return True
     return False
 
 

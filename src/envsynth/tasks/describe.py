@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import re
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
@@ -48,6 +49,47 @@ def noun(ent: Entity) -> str:
 def field_words(f: FieldDef) -> str:
     """What people call a field (its ``label``, else its name in words)."""
     return f.label or human(f.name)
+
+
+def flag(f: FieldDef, on: bool) -> str:
+    """A bool fact as a verb phrase about its row: "is private", "is not private", "renews automatically".
+
+    The field's ``say_true`` / ``say_false`` when it has them, else "is" with its label (or its
+    name without ``is_``): never "is yes".
+    """
+    own = f.say_true if on else f.say_false
+    if own is not None:
+        return own
+    if f.name.startswith("has_") and not (f.label or "").endswith("ed"):  # has_pool: "has a pool", not "is pool"
+        thing = f.label or human(f.name.removeprefix("has_"))
+        thing = f"{'an' if thing[:1] in 'aeiou' else 'a'} {thing}"
+        return f"has {thing}" if on else f"does not have {thing}"
+    label = f.label or human(f.name.removeprefix("is_"))
+    return f"is {label}" if on else f"is not {label}"
+
+
+def singular(word: str) -> str:
+    """A plural noun's singular, for the regular cases (hours -> hour, entries -> entry, classes -> class)."""
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "ches", "shes", "xes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+_ONE_OF = re.compile(r"(?<![\d.,$])\b1 ((?:[a-z-]+ )?)([a-z]+s)\b")
+
+
+def one_of(text: str) -> str:
+    """``text`` with a plural noun after the number 1 made singular: "1 hours" -> "1 hour", "1 checked bags" -> "1 checked bag"
+    (quoted text is left as it is)."""
+    if "1 " not in text:
+        return text
+    parts = text.split('"')
+    parts[::2] = [_ONE_OF.sub(lambda m: f"1 {m.group(1)}{singular(m.group(2))}", p) for p in parts[::2]]
+    return '"'.join(parts)
 
 
 def fmt_value(f: FieldDef | None, v: Any) -> str:
@@ -282,6 +324,17 @@ def _by_parents(
     d.parent = d.also = None
 
 
+def without_owner(bp: Blueprint, d: Description, owner: str | None) -> Description:
+    """``d`` of a row of the requester (a row of table ``owner``) without that parent: "my playlist "Chill Jams"", not
+    "my playlist "Chill Jams" of listener Rodney Gordon". A row with two references to ``owner`` (a sender and a
+    recipient) keeps its parent: that may be the other person."""
+    if owner is None or d.parent is None or d.parent[1].entity != owner:
+        return d
+    if sum(f.type == "ref" and f.ref == owner for f in bp.entity(d.entity).fields) != 1:
+        return d
+    return Description(d.entity, dict(d.facts), d.also)  # a second parent, if any, names it instead
+
+
 def render(bp: Blueprint, d: Description, possessive: str = "the") -> str:
     """``the pending order placed on March 3, 2026 from Lumen & Co`` style text.
 
@@ -291,22 +344,24 @@ def render(bp: Blueprint, d: Description, possessive: str = "the") -> str:
     """
     ent = bp.entity(d.entity)
     called = noun(ent)
-    adjectives, phrases, parts = [], [], []
+    adjectives: list[tuple[bool, str]] = []
+    phrases, parts = [], []
     for k, v in d.facts.items():
         if k == ent.label:
             continue
         f = ent.field(k)
-        if f.say:
-            phrases.append(f.say.replace("{value}", quoted(f, v)))
+        if f.say and not (f.say == "{value}" and f.type in ("enum", "state")):  # an enum's bare value is an adjective
+            phrases.append(one_of(f.say.replace("{value}", quoted(f, v))))
         elif f.type in ("enum", "state"):
-            adjectives.append(fmt_value(f, v))
+            _enum_words(f, fmt_value(f, v), called, adjectives, phrases)
         elif f.type in ("date", "datetime"):
             phrases.append(_when(f, v))
-        elif f.type == "bool" and f.label:
-            phrases.append(f"that is {'' if v else 'not '}{f.label}")
+        elif f.type == "bool":
+            phrases.append(f"that {flag(f, bool(v))}")
         else:
             parts.append(f"{field_words(f)} {quoted(f, v)}")
-    head = " ".join([possessive, *adjectives, called])
+    head = " ".join([possessive, *(a for _, a in sorted(adjectives, key=itemgetter(0))), called])
+    phrases = _merged(phrases)
     label = d.facts.get(ent.label) if ent.label else None
     if label is not None:
         lf = ent.field(ent.label)  # type: ignore[arg-type]
@@ -315,6 +370,35 @@ def render(bp: Blueprint, d: Description, possessive: str = "the") -> str:
     if parts:
         text += " with " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
     return text + _of_parents(bp, ent, d, bool(parts or phrases))
+
+
+def _enum_words(f: FieldDef, word: str, called: str, adjectives: list[tuple[bool, str]], phrases: list[str]) -> None:
+    """An enum or state value of a row, as an adjective before its noun (a status first: "my open savings account",
+    a phrase hyphenated: "the in-progress request"), none where the noun says it ("my draft", not "my draft draft"),
+    or after it where it shares the noun's stem ("my booking that is booked", not "my booked booking")."""
+    if word in called.split():
+        return
+    if word[:4] == called[:4]:
+        phrases.append(f"that is {word}")
+    else:
+        adjectives.append((not _is_status(f), "-".join(word.split())))
+
+
+def _is_status(f: FieldDef) -> bool:
+    """Whether a field says where a row stands (a state, a status): its value comes first among adjectives."""
+    return f.type == "state" or f.name.endswith("status")
+
+
+def _merged(phrases: list[str]) -> list[str]:
+    """Relative clauses one after another joined: "that is freezable and on sale", not "that is freezable that is on sale"."""
+    out: list[str] = []
+    for p in phrases:
+        if out and out[-1].startswith("that ") and p.startswith("that "):
+            same_verb = out[-1].startswith("that is ") and p.startswith("that is ")
+            out[-1] += " and " + p.removeprefix("that is " if same_verb else "that ")
+        else:
+            out.append(p)
+    return out
 
 
 def _of_parents(bp: Blueprint, ent: Entity, d: Description, said: bool) -> str:

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from envsynth.blueprint.language import person_name, slots
-from envsynth.blueprint.models import Blueprint, Entity, UserRole
+from envsynth.blueprint.models import Blueprint, Entity, FieldDef, UserRole
 from envsynth.blueprint.spec import ToolSpec
-from envsynth.tasks.describe import Description, field_words, human, noun, quoted, render
+from envsynth.tasks.describe import Description, field_words, flag, human, noun, one_of, quoted, render, without_owner
 from envsynth.tasks.model import Call, UserProfile
 from envsynth.tasks.questions import Questions, joined
+from envsynth.tasks.wording import and_list, counted, in_first_person, param_field, plural, refers_to
 from envsynth.tasks.wording import article as _article
 from envsynth.tasks.wording import field_of as _field_of
-from envsynth.tasks.wording import in_first_person, plural, refers_to
 from envsynth.tasks.wording import param_value as _param_value
 from envsynth.tasks.wording import verb_is as _is
 
@@ -54,6 +54,7 @@ class Phraser(Questions):
         me_key: Any = None,
         me_step: int | None = None,
         mine: frozenset[Any] = frozenset(),
+        me_table: str | None = None,
     ) -> None:
         self.bp = bp
         self.specs = specs
@@ -62,6 +63,7 @@ class Phraser(Questions):
         self.me_key = me_key  # its id: a search or count over "my" rows leaves it implied
         self.me_step = me_step  # the step that signs the user up, when the request does
         self.mine = mine  # ids of the rows that are the user's own (their orders, their accounts): "my order ..."
+        self.me_table = me_table if me_table is not None else me.entity if me is not None else None  # the requester's table
         self.mentioned: set[Any] = set()  # ids of the rows named in full so far
         self.actions = bp.index.actions
 
@@ -85,7 +87,9 @@ class Phraser(Questions):
             return self.rng.choice(("that ", "the same ")) + noun(self.bp.entity(d.entity))
         if isinstance(key, str):
             self.mentioned.add(key)
-        return render(self.bp, d, possessive="my" if self._owned(call, param) else "the")
+        if self._owned(call, param):  # the requester's own row: "my playlist ...", never "... of <the requester>"
+            return render(self.bp, without_owner(self.bp, d, self.me_table), possessive="my")
+        return render(self.bp, d)
 
     def _is_me(self, call: Call, param: str, descs: dict[str, Description]) -> bool:
         """Whether the row ``param`` names is the requester (their existing row, or the one the request signs them up as)."""
@@ -104,7 +108,8 @@ class Phraser(Questions):
         phrase = phrase or self._say(spec.name)
         if phrase is None:
             return None
-        if in_first_person(phrase) and not self._involves_me(spec, call, descs):
+        signs_me_up = self.me_step is not None and self.me_step < len(calls) and calls[self.me_step] is call
+        if in_first_person(phrase) and not (signs_me_up or self._involves_me(spec, call, descs)):
             return None  # "cancel my order" said of a row that is not the requester's
         row_param = {b.alias: b.param for b in spec.bindings if b.param}
         rows = set(row_param.values()) | set(descs)
@@ -113,13 +118,54 @@ class Phraser(Questions):
             return None  # an optional row or value this call leaves out: the phrase does not fit
         used: set[str] = {self._main_param(spec)} if fill else set()
         self._fill_slots(spec, call, calls, descs, phrase, fill, used, rows, row_param)
-        text = _mine_said(phrase, fill).format(**fill)
+        text = one_of(_mine_said(phrase, fill).format(**fill))  # "for 1 seconds" -> "for 1 second"
+        main = self._main_param(spec)
+        mine = signs_me_up or bool(main and self._is_me(call, main, descs))
+        return self._after_say(spec, call, calls, descs, text, rows, used, "my account" if mine else "it")
+
+    def _after_say(
+        self,
+        spec: ToolSpec,
+        call: Call,
+        calls: list[Call],
+        descs: dict[str, Description],
+        text: str,
+        rows: set[str],
+        used: set[str],
+        subject: str,
+    ) -> str:
+        """``text`` (a filled say phrase) with the rows and values it leaves out after it; ``subject`` is the acted-on row
+        ("it", or "my account" for the requester's own: "make sure my account is ...", "my display name is ...")."""
         question = text.endswith("?")
-        text = text.removesuffix("?") + self._extra_rows(spec, call, calls, descs, rows, used)
+        switched = self._switched(spec, call, rows, used)  # an update's new plan: "switch it to the plan ..."
+        text = text.removesuffix("?") + self._extra_rows(spec, call, calls, descs, rows, used | set(switched))
         values = [
             k for k in call.args if k not in used and k not in rows and k not in ("limit", "offset") and not self._mine(spec, k, call)
         ]
-        return text + self._left_out_values(spec, call, values, question) + ("?" if question else "")
+        moves = [self._move(spec, call, calls, descs, p, subject) for p in switched]
+        return text + self._left_out_values(spec, call, values, question, subject, moves) + ("?" if question else "")
+
+    def _move(self, spec: ToolSpec, call: Call, calls: list[Call], descs: dict[str, Description], param: str, subject: str) -> str:
+        """An update's new parent row: "switch it to the plan ...", or of the requester's own row "my new home club is ..."."""
+        row = self.row_text(spec, call, param, descs, calls, role="other")
+        if subject != "my account":
+            return f"switch {subject} to {row}"
+        f = param_field(spec, self.bp, param)[1]
+        words = f.label if f is not None and f.label else human(param).removesuffix(" id")
+        return f"my new {words} is {row}"
+
+    def _switched(self, spec: ToolSpec, call: Call, rows: set[str], used: set[str]) -> list[str]:
+        """The row parameters an update sets on its row and its say phrase leaves out (a subscription's new plan)."""
+        if spec.kind != "update":
+            return []
+        return [
+            p
+            for p in sorted(rows)
+            if p not in used
+            and p in call.args
+            and (spec.param(p).field or "").split(".")[0] == spec.entity
+            and not self._mine(spec, p, call)
+        ]
 
     def _extra_rows(
         self, spec: ToolSpec, call: Call, calls: list[Call], descs: dict[str, Description], rows: set[str], used: set[str]
@@ -155,19 +201,42 @@ class Phraser(Questions):
             else:
                 fill[name] = _param_value(spec, self.bp, param, call.args[param])
 
-    def _left_out_values(self, spec: ToolSpec, call: Call, values: list[str], question: bool) -> str:
-        """The values a say phrase leaves out, after it: as conditions of a question, else "; the new name is ..."."""
-        if not values:
+    def _left_out_values(
+        self, spec: ToolSpec, call: Call, values: list[str], question: bool, subject: str = "it", moves: list[str] | None = None
+    ) -> str:
+        """The values a say phrase leaves out, after it: as conditions of a question, else "; the new name is ...",
+        ", with 9 seats left" for a count and "make sure {subject} is private" for a yes or no."""
+        if not values and not moves:
             return ""
         if question:
             return joined(self._filters(spec, Call(tool=call.tool, args={k: call.args[k] for k in values})))
         entity = spec.query.entity if spec.query else spec.entity
-        new = "new " if spec.kind == "update" else ""
-        parts = []
+        told, counts = list(moves or []), []
         for k in values:
-            words = self._words(spec, entity, k)
-            parts.append(f"the {new}{words} {_is(words)} {_param_value(spec, self.bp, k, call.args[k])}")
-        return "; " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+            part, is_count = self._given(spec, entity, k, call.args[k], subject)
+            (counts if is_count else told).append(part)
+        counts = [
+            c.removeprefix("with ") if i and c.startswith("with ") and counts[i - 1].startswith("with ") else c
+            for i, c in enumerate(counts)
+        ]
+        return (", " + and_list(counts) if counts else "") + ("; " + and_list(told) if told else "")
+
+    def _given(self, spec: ToolSpec, entity: str, k: str, v: Any, subject: str) -> tuple[str, bool]:
+        """A value the request gives for parameter ``k``, and whether it is a count (said after the phrase with "with")."""
+        words = self._words(spec, entity, k)
+        f = param_field(spec, self.bp, k)[1] or self._own_field(entity, k)
+        if isinstance(v, bool) and f is not None:  # "make sure it renews automatically", not "the automatic renewal is yes"
+            return f"make sure {subject} {flag(f, v)}", False
+        if spec.kind != "update" and (count := counted(f, words, v)) is not None:  # ", with 9 seats left"
+            return count, True
+        whose = "my" if subject == "my account" else "the"  # signing up: "my display name is ..."
+        new = "new " if spec.kind == "update" else ""
+        return f"{whose} {new}{words} {_is(words)} {_param_value(spec, self.bp, k, v)}", False
+
+    def _own_field(self, entity: str, name: str) -> FieldDef | None:
+        """The field ``name`` of ``entity``, if it has one (a parameter named after the field it sets)."""
+        ent = self.bp.entity(entity)
+        return ent.field(name) if ent.has(name) else None
 
     @staticmethod
     def _main_param(spec: ToolSpec) -> str:
@@ -311,7 +380,7 @@ def compose(clauses: list[str], question: str | None, rng: random.Random, greeti
     sentences = [greeting] if greeting else []
     for i, c in enumerate(clauses):
         pool = _OPEN if i == 0 else _LAST if i == len(clauses) - 1 and i > 1 else _THEN
-        sentences.append(rng.choice(pool).format(x=c))
+        sentences.append(rng.choice(pool).format(x=c.removeprefix("please ")))  # the frame is polite already: never "Please please"
     if question:
         if clauses:
             pick = rng.choice(_ASK)

@@ -457,7 +457,7 @@ def _with_refusal(
     visible = [*task.visible_tools, *_tools_for(cx.app, spec, task.visible_tools)]
     scenario = task.scenario
     if scenario is not None:
-        knows = [*scenario.knows, f"they mean {render(bp, d, possessive='my')}"]
+        knows = [*scenario.knows, f"I mean {render(bp, d, possessive='my')}"]
         unknown = f"the internal id of any {noun(ent)} (they know it only as described)"
         unknowns = scenario.unknowns if unknown in scenario.unknowns else [*scenario.unknowns, unknown]
         scenario = scenario.model_copy(update={"request": instruction, "knows": knows, "unknowns": unknowns})

@@ -17,7 +17,7 @@ from typing import Any
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.tasks.answerpath import group_of
-from envsynth.tasks.describe import Description, field_words, fmt_value, human, noun, quoted
+from envsynth.tasks.describe import Description, field_words, flag, fmt_value, human, noun, one_of, quoted
 from envsynth.tasks.model import Call
 from envsynth.tasks.wording import article, field_of, is_plural, param_value, plural, refers_to, verb_is
 
@@ -26,6 +26,9 @@ _RELATIVE = ("that ", "who ", "where ")
 _DATED_SUFFIX = re.compile(r"_(?:at|on|date)$")
 _NOT_ASKED = ("limit", "offset")
 _LISTING = re.compile(r"^(?:which|what) ((?:\{\w+\} )?[a-z]+s (?:are|am|do|does|have|has|can|did)\b)", re.IGNORECASE)
+_STATE = re.compile(r"^that are ([a-z][a-z-]*)$")  # one word of what the rows are: "trial subscriptions", "verified artists"
+_KIND = re.compile(r"^where the ([a-z][a-z ]*) (?:is|are) ([a-z][a-z-]*(?: [a-z][a-z-]*)?)$")  # "water accounts", "low-priority tasks"
+_SCALES = ("priority", "intensity", "severity", "tier", "level")  # said with their value: "low-priority", "gold-tier"
 
 
 class Questions:
@@ -120,6 +123,11 @@ class Questions:
         target = self.row_text(spec, call, spec.bindings[0].param or "", descs, calls)
         words = field_of(self.bp, entity, field)
         be = verb_is(words)
+        ent = self.bp.entity(entity)
+        if target == "my account" and (own := _of_me(ent.field(field) if ent.has(field) else None, words)) is not None:
+            return own
+        if (when := _when_question(words, target)) is not None:  # "When was that product added?"
+            return when
         if target == "my account" and words != "status" and not words.startswith(("date ", "time ")):  # not "my date joined"
             return self.rng.choice((f"What {be} my {words}?", f"Tell me my {words}."))
         return self.rng.choice((f"What {be} the {words} of {target}?", f"Tell me the {words} of {target}."))
@@ -127,8 +135,13 @@ class Questions:
     def _count_or_total(self, spec: ToolSpec, entity: str, conds: list[str]) -> str:
         """ "How many orders are there placed on or after March 3, 2026 that are paid?", "What is the total amount of ...?" """
         q = spec.query
-        many = plural(noun(self.bp.entity(entity)))
-        where = joined(conds)
+        # "open business accounts", not "accounts where the account type is business that are open"
+        head = noun(self.bp.entity(entity))[:4]
+        before = [c for c in conds if _STATE.match(c)] + [c for c in conds if _KIND.match(c)]
+        before = [c for c in before if not _kind_words(c).startswith(head)]  # not "booked bookings"
+        kinds = [_kind_words(c) for c in before]
+        many = " ".join([*kinds, plural(noun(self.bp.entity(entity)))])
+        where = joined([c for c in conds if c not in before])
         if q is not None and q.op == "aggregate" and q.agg != "count":
             return _total_question(_AGG_WORD[q.agg or "sum"], field_of(self.bp, entity, q.field or ""), f"the {many}{where}")
         return self.rng.choice((f"How many {many} are there{where}?", f"Could you tell me how many {many} there are{where}?"))
@@ -232,6 +245,43 @@ def how_many(phrase: str) -> str:
     return _LISTING.sub(r"how many \1", phrase, count=1)
 
 
+def _kind_words(cond: str) -> str:
+    """The words a condition puts before the plural noun: "trial" ("that are trial"), "business" ("where the account type
+    is business"), "low-priority" ("where the priority is low")."""
+    m = _STATE.match(cond)
+    if m is not None:
+        return m.group(1)
+    m = _KIND.match(cond)
+    words, value = m.group(1), m.group(2)  # type: ignore[union-attr]
+    if words.rsplit(" ", 1)[-1] in _SCALES:
+        return f"{'-'.join(value.split())}-{words.rsplit(' ', 1)[-1]}"
+    return value
+
+
+def _of_me(f: FieldDef | None, words: str) -> str | None:
+    """A question about the requester's own row in their words, where "my <field>" is not: "How many personal training
+    credits do I have?", "What is the date I joined?"; None for the other fields."""
+    if f is not None and f.type in ("int", "quantity") and is_plural(words):
+        return f"How many {words} do I have?"
+    return None
+
+
+_ACTIVE = {"joined": "join"}  # a participle whose row did it, not had it done: "When did I join?"
+_NOT_WHEN = ("worked", "played", "reacted")  # "When was the reaction reacted?": these are asked for the date itself
+
+
+def _when_question(words: str, target: str) -> str | None:
+    """A date field named "date <participle>" or "time <participle>" asked as "When was <row> <participle>?" ("When was
+    that product added?", "When did I join?"); None for other fields."""
+    head, _, rest = words.partition(" ")
+    if head not in ("date", "time") or not rest.endswith("ed") or " " in rest or rest in _NOT_WHEN:
+        return None
+    who = "I" if target == "my account" else target
+    if rest in _ACTIVE:
+        return f"When did {who} {_ACTIVE[rest]}?"
+    return None if who == "I" else f"When was {target} {rest}?"
+
+
 def unfiltered(spec: ToolSpec, call: Call, field: str | None) -> bool:
     """Whether asking ``field`` of ``call`` (of tool ``spec``) is a count or total over every row of its table (no
     filter, no row it is about, no group of a grouped count): a question nobody asks."""
@@ -277,15 +327,17 @@ def _changes(spec: ToolSpec, entity: str) -> bool:
 def matching_phrase(f: FieldDef | None, words: str, raw: Any, val: str) -> str:
     """A filter ``field == value`` said of the rows a question is about: "that are pending", "from Lumen & Co", "with a pool"."""
     if f is not None and f.say and f.say.strip() != "{value}":
-        return _plural_say(f.say).replace("{value}", val)
+        return one_of(_plural_say(f.say).replace("{value}", val))  # "for 1 unit"
     if f is not None and f.say:  # the value alone names a row ("NS926"); of many rows, say which field it is
         return f"with the {words} {val}"
     if f is not None and f.type in ("date", "datetime") and not isinstance(raw, list):
         return dated(f, words, f"on {val}")
     if f is not None and (f.type == "state" or (f.type == "enum" and (f.name.endswith("status") or val.endswith("ed")))):
         return f"that are {val}"  # "that are delayed"; other values say their field: "where the priority is low"
-    if f is not None and f.type == "bool" and f.label:
+    if f is not None and f.type == "bool" and f.label and f.say_true is None:
         return _flag_phrase(f, f.label, bool(raw))
+    if f is not None and f.type == "bool":  # "that renew automatically", never "where the auto renew is yes"
+        return _plural_say(f"that {flag(f, bool(raw))}")
     return f"where the {words} {verb_is(words)} {val}"
 
 
@@ -298,7 +350,14 @@ def _flag_phrase(f: FieldDef, label: str, on: bool) -> str:
 
 def _plural_say(say: str) -> str:
     """A field's ``say`` (written of one row) said of many: "who is {value}" -> "who are {value}", "that costs" -> "that cost"."""
-    for one, many in (("who is a ", "who are "), ("that is a ", "that are "), ("who is ", "who are "), ("that is ", "that are ")):
+    for one, many in (
+        ("who is a ", "who are "),
+        ("that is a ", "that are "),
+        ("who is ", "who are "),
+        ("that is ", "that are "),
+        ("that does ", "that do "),
+        ("that has ", "that have "),
+    ):
         if say.startswith(one):
             rest = say[len(one) :]
             return many + (re.sub(r"\{value\}$", "{value}s", rest) if one.endswith(" a ") else rest)

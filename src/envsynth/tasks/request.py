@@ -70,7 +70,7 @@ def request_of(inst: Instance, draw: TaskStateDraw, question: Question, visible:
     requester = profile(app.blueprint, full, people, rng, lambda: random.Random(plan.base).choice(staff_names(app)), _made(app, calls))
     me = descs.get((requester.table, requester.key)) if not requester.staff else None
     mine = frozenset(k for t, k in targets if requester.key is not None and owned(app, full, t, k, requester))
-    phraser = Phraser(app.blueprint, app.spec_by_name, rng, me, requester.key, requester.made_at, mine)
+    phraser = Phraser(app.blueprint, app.spec_by_name, rng, me, requester.key, requester.made_at, mine, requester.table)
     params = _param_descriptions(app, calls, descs)
     _add_asked_rows(inst, calls, question, targets, descs, params)
     n_writes = len(calls) - (1 if question.step is not None else 0)

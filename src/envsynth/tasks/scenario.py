@@ -9,19 +9,25 @@ and the tau2-style :class:`~envsynth.tasks.model.Scenario`.
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, id_fields, ref_fields
-from envsynth.tasks.describe import Description, noun, render
+from envsynth.tasks.describe import Description, noun, render, without_owner
 from envsynth.tasks.instruction import Requester, refers_to
 from envsynth.tasks.model import Call, Scenario
 
+_WORD = re.compile(r"[a-z]+")
 STYLES = ("brief", "polite", "chatty", "in a hurry", "unsure of the details")
 
 
 def reason_for(app: App, calls: list[Call], requester: Requester, rng: random.Random) -> str | None:
     """Why a person asks: a reason of the first action of the request that has reasons they could give.
+
+    The reasons an action gives for the parameters the call passes (``reasons_for``: a new email
+    is "I changed my email address") come before its other reasons, so a reason never claims a
+    change the request does not make.
 
     Staff give none. A reason that speaks of a third party in a user role's words ("the
     customer says the parcel has arrived", "members have asked") is a staff member's and
@@ -34,9 +40,10 @@ def reason_for(app: App, calls: list[Call], requester: Requester, rng: random.Ra
     actions = app.blueprint.index.actions
     for c in calls:
         action = actions.get(c.tool)
-        if action is None or not action.reasons:
+        given = [r for p, rs in action.reasons_for.items() if p in c.args for r in rs] if action is not None else []
+        if action is None or not (given or action.reasons):
             continue
-        own = [r for r in action.reasons if not others & set(r.lower().replace(",", " ").replace(".", " ").split())]
+        own = [r for r in given or action.reasons if not others & set(_WORD.findall(r.lower()))]  # "they're" is "they"
         return rng.choice(own) if own else None
     return None
 
@@ -62,7 +69,7 @@ def scenario_of(
     if client is not None:
         persona += f", acting for {client}"
     rows = [
-        render(bp, d, possessive="my" if k in mine else "the")
+        render(bp, without_owner(bp, d, requester.table), possessive="my") if k in mine else render(bp, d)
         for (_t, k), d in descs.items()
         if (_t, k) != (requester.table, requester.key)
     ]
@@ -75,7 +82,7 @@ def scenario_of(
         identity=list(requester.identity),
         style=rng.choice(STYLES),
         reason=reason,
-        knows=[*user.knows, *([f"they act for {client}"] if client else []), *(f"they mean {r}" for r in rows)],
+        knows=[*user.knows, *([f"I act for {client}"] if client else []), *(f"I mean {r}" for r in rows)],  # as the user says it
         unknowns=unknowns,
         request=instruction,
     )

@@ -7,11 +7,13 @@ from typing import Any
 
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
-from envsynth.tasks.describe import field_words, fmt_value, human, quoted
+from envsynth.tasks.describe import field_words, fmt_value, human, one_of, quoted, singular
 
 _FIRST_PERSON = re.compile(r"\b(my|me|mine|myself|I|I'm|I'd|I've|I'll)\b")
 _SLOT = re.compile(r"\{[a-z_0-9]+\}")
 _TAIL = re.compile(r" (?:on|of|in|per|for|at|with|to|from) ")  # a noun's words after its head: "song on a playlist"
+_COUNTS = re.compile(r"\{value\} [a-z]")  # a field's say that counts something: "with {value} checked bags"
+_AFTER_HEAD = frozenset(("left", "remaining", "listened", "used", "booked", "sold", "taken", "available", "allowed", "burned"))
 
 
 def article(word: str) -> str:
@@ -35,10 +37,29 @@ def plural(word: str) -> str:
     return word + "s"
 
 
+def _head(words: str) -> tuple[str, str, str]:
+    """(words before the head noun, the head, words after it) of a field's words: "basic economy seats left" ->
+    ("basic economy ", "seats", " left"); the head comes before "in", "of"... and before a trailing participle."""
+    front = _TAIL.split(words, maxsplit=1)[0]
+    rest = words[len(front) :]
+    parts = front.split(" ")
+    if len(parts) > 1 and parts[-1] in _AFTER_HEAD:  # "seats left", "seconds listened"
+        rest = " " + parts.pop() + rest
+    before = " ".join(parts[:-1])
+    return (before + " " if before else ""), parts[-1], rest
+
+
 def is_plural(words: str) -> bool:
-    """Whether a field's words are plural: "seats", "monthly listeners" (the head before "in", "of"...: "estimate in hours" is not)."""
-    last = _TAIL.split(words, maxsplit=1)[0].rsplit(" ", 1)[-1]
-    return last.endswith("s") and not last.endswith(("ss", "us", "is"))
+    """Whether a field's words are plural: "seats", "monthly listeners", "seats left" (the head before "in", "of"...:
+    "estimate in hours" is not)."""
+    head = _head(words)[1]
+    return head.endswith("s") and not head.endswith(("ss", "us", "is"))
+
+
+def how_many(n: Any, words: str) -> str:
+    """A count of a field's plural words: "9 basic economy seats left", "1 attendee" (the head singular for 1)."""
+    before, head, after = _head(words)
+    return f"{fmt_value(None, n)} {before}{singular(head) if n == 1 else head}{after}"
 
 
 def verb_is(words: str) -> str:
@@ -92,3 +113,19 @@ def refers_to(bp: Blueprint, p: ParamSpec) -> str | None:
 def in_first_person(phrase: str) -> bool:
     """Whether a ``say`` phrase speaks as the requester ("cancel my order"), slots aside."""
     return _FIRST_PERSON.search(_SLOT.sub("", phrase)) is not None
+
+
+def counted(f: FieldDef | None, words: str, v: Any) -> str | None:
+    """A number given for a count-like field, as a person gives it: the field's ``say`` when it counts ("with 8 checked
+    bags", "burning 6 calories"), else "with 9 seats left" for a field of plural words; None for any other value."""
+    if f is None or f.type not in ("int", "quantity", "float") or isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if f.say and _COUNTS.search(f.say):
+        text = f.say.replace("{value}", fmt_value(f, v))
+        return one_of(text)
+    return f"with {how_many(v, words)}" if is_plural(words) else None
+
+
+def and_list(items: list[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return ", ".join(items[:-1]) + (" and " if len(items) > 1 else "") + items[-1]
