@@ -15,7 +15,7 @@ from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import Rows
 from envsynth.tasks.answer import Question, extract
 from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, execute
-from envsynth.tasks.model import Call, Rejection, RejectionReason, Task, TaskState
+from envsynth.tasks.model import Call, Ref, Rejection, RejectionReason, Task, TaskState
 from envsynth.tasks.oracle import oracle_program
 from envsynth.tasks.refs import MISSING, resolve
 from envsynth.tasks.request import Request
@@ -131,7 +131,8 @@ def _reads_of_s0(app: App, oracle: list[Call], at: dict[int, int], rest: list[in
             return None
         if any(written_tables(app, oracle[i].tool) & {spec.entity, *spec.reads} for i in rest if i < step):
             return None  # an earlier write could change what it finds: not a read of s0
-        lookups.append(c.model_copy(update={"refs": {p: r.model_copy(update={"step": at[r.step]}) for p, r in c.refs.items()}}))
+        moved = {p: Ref(step=at[r.step], field=r.field, item=r.item) for p, r in c.refs.items()}
+        lookups.append(c.model_copy(update={"refs": moved}) if moved else c)
     return lookups
 
 
@@ -165,12 +166,12 @@ def _resolves_to(new: Call, old: Call, lookups: list[Any], at: dict[int, int], o
     later = {}
     for p, ref in new.refs.items():
         if ref.step in at:
-            value = resolve(ref.model_copy(update={"step": at[ref.step]}), lookups)
+            value = resolve(Ref(step=at[ref.step], field=ref.field, item=ref.item), lookups)
             if value is MISSING:
                 return False
             args[p] = value
         elif ref.step in old_step:
-            later[p] = ref.model_copy(update={"step": old_step[ref.step]})
+            later[p] = Ref(step=old_step[ref.step], field=ref.field, item=ref.item)
         else:
             return False
     return new.tool == old.tool and args == old.args and later == dict(old.refs)

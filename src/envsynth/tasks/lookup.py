@@ -85,12 +85,8 @@ def _requester(app: App, admitted: Admitted) -> tuple[ToolSpec, str, dict[str, A
 def requester_row(app: App, admitted: Admitted) -> tuple[str, dict[str, Any]] | None:
     """(the table, the row) of the person asking: the one row of a person's table with their name and a value they
     identify themselves by that the request states; None for staff or when none or several match."""
-    task, bp = admitted.task, app.blueprint
-    tables = [u.entity for u in bp.users if u.entity is not None] if bp.users else [e.name for e in bp.entities]
-    for table in dict.fromkeys(tables):
-        fields = identify_by(bp, bp.entity(table))
-        if not fields:
-            continue
+    task = admitted.task
+    for table, fields in app.index.of(_people, app):
         rows = [
             r
             for r in admitted.state.get(table, ())
@@ -99,6 +95,14 @@ def requester_row(app: App, admitted: Admitted) -> tuple[str, dict[str, Any]] | 
         if len(rows) == 1:
             return table, rows[0]
     return None
+
+
+def _people(app: App) -> list[tuple[str, list[str]]]:
+    """(table, the fields a person of it identifies themselves by) of each table of people: the declared roles' (every
+    table's when none is declared), those with such fields (kept on the app's index)."""
+    bp = app.blueprint
+    tables = [u.entity for u in bp.users if u.entity is not None] if bp.users else [e.name for e in bp.entities]
+    return [(t, fields) for t in dict.fromkeys(tables) if (fields := identify_by(bp, bp.entity(t)))]
 
 
 def _identity_gets(app: App) -> list[tuple[ToolSpec, str, str]]:

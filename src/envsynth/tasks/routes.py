@@ -55,10 +55,13 @@ class Lookup:
     at: int = 0
     item: int | None = None
     result: Any = None
+    _call: Call | None = None
 
     def call(self) -> Call:
         """The call with the parents' ids as literals (how it runs on s0 to place its row)."""
-        return Call(tool=self.tool, args={**self.args, **{p: key for p, (_, key) in self.parents.items()}})
+        if self._call is None:
+            self._call = Call(tool=self.tool, args={**self.args, **{p: key for p, (_, key) in self.parents.items()}})
+        return self._call
 
 
 def look_up_rows(app: App, admitted: Admitted) -> Admitted | Rejection:
@@ -98,13 +101,17 @@ def literal_rows(app: App, rows: dict[str, list[dict[str, Any]]], oracle: list[C
     step that does, in the order of the calls."""
     bp = app.blueprint
     out: dict[Row, int] = {}
+    ids: dict[str, set[Any]] = {}
     for i, call in enumerate(oracle):
         for p in app.spec_by_name[call.tool].params:
-            table, key = refers_to(bp, p), call.args.get(p.name)
-            if table is None or not isinstance(key, str) or (table, key) in out or key in text:
+            key = call.args.get(p.name)
+            table = refers_to(bp, p) if isinstance(key, str) else None
+            if table is None or (table, key) in out or key in text:
                 continue
-            idf = bp.entity(table).id_field
-            if any(r.get(idf) == key for r in rows.get(table, ())):
+            if table not in ids:
+                idf = bp.entity(table).id_field
+                ids[table] = {r.get(idf) for r in rows.get(table, ())}
+            if key in ids[table]:
                 out[(table, key)] = i
     return out
 
@@ -243,6 +250,7 @@ def _widened(app: App, lk: Lookup, result: Any) -> bool:
     if limit is None or not isinstance(total, int) or "limit" in lk.args or (limit.maximum is not None and total > limit.maximum):
         return False
     lk.args["limit"] = total
+    lk._call = None
     return True
 
 
@@ -279,7 +287,7 @@ def interleave(
 
 def _taking(app: App, call: Call, found: dict[Row, Ref], new_step: dict[int, int]) -> Call:
     """``call`` with its refs moved to the new steps and the ids of the found rows taken from their lookups."""
-    refs = {p: r.model_copy(update={"step": new_step[r.step]}) for p, r in call.refs.items()}
+    refs = {p: r if new_step[r.step] == r.step else Ref(step=new_step[r.step], field=r.field, item=r.item) for p, r in call.refs.items()}
     args = dict(call.args)
     for p in app.spec_by_name[call.tool].params:
         table, key = refers_to(app.blueprint, p), args.get(p.name)

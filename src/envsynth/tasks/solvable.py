@@ -128,11 +128,10 @@ class Finder:
 
     def _tools_of(self, table: str) -> tuple[list[ToolSpec], list[ToolSpec]]:
         """The gets and the searches over ``table``, in the app's order."""
-        if table not in self._tools:
-            gets = [s for s in self.app.specs if s.kind == "get" and s.bindings and s.bindings[0].entity == table]
-            searches = [s for s in self.app.specs if s.query is not None and s.query.op == "search" and s.query.entity == table]
-            self._tools[table] = (gets, searches)
-        return self._tools[table]
+        if not self._tools:
+            index = getattr(self.app, "index", None)  # an App keeps them on its index
+            self._tools = index.of(_tools_by_table, self.app) if index is not None else _tools_by_table(self.app)
+        return self._tools.get(table, ([], []))
 
     def _stated(self, table: str, key: Any) -> set[str]:
         d = self.descs.get((table, key)) or self.parents.get((table, key))
@@ -206,6 +205,17 @@ class _Search:
     args: dict[str, Any] = field(default_factory=dict)
     parents: list[tuple[str, Route]] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
+
+
+def _tools_by_table(app: App) -> dict[str, tuple[list[ToolSpec], list[ToolSpec]]]:
+    """Per table, the gets that find a row of it by a binding and the searches over it, in the app's order."""
+    out: dict[str, tuple[list[ToolSpec], list[ToolSpec]]] = {}
+    for s in app.specs:
+        if s.kind == "get" and s.bindings:
+            out.setdefault(s.bindings[0].entity, ([], []))[0].append(s)
+        if s.query is not None and s.query.op == "search":
+            out.setdefault(s.query.entity, ([], []))[1].append(s)
+    return out
 
 
 def _filter_value(op: str, value: Any) -> Any:
