@@ -8,7 +8,9 @@ this finds a route of tools that gets its id from what is stated:
 - a search over the row's table whose required parameters are all known: a value the
   description states, or a reference to a row that can itself be found (the orders of a
   customer found by email). The search then lists rows that the description, unique in
-  the task's state, tells apart.
+  the task's state, tells apart;
+- a named row, or the requester's, that can be found and refers to it (the requester's
+  workspace: their user row, found by email, holds its id).
 
 The tools of the routes are added to the task's visible tools; a row no route reaches
 makes the candidate unsolvable (rejection ``not_solvable``).
@@ -21,7 +23,7 @@ from typing import Any
 
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.runtime.app import App
-from envsynth.runtime.state import Rows
+from envsynth.runtime.state import Rows, ref_fields
 from envsynth.tasks.describe import Description, noun, render
 from envsynth.tasks.instruction import Requester, identify_by, refers_to
 
@@ -83,6 +85,21 @@ class _Finder:
             found = self._get(spec, table, stated) or self._search(spec, table, row, stated, depth)
             if found is not None:
                 return found
+        return self._referred(table, key, depth)
+
+    def _referred(self, table: str, key: Any, depth: int) -> list[str] | None:
+        """Tools that find a named row (or the requester's) that refers to row ``key``: its result holds the key
+        ("my workspace": the requester's user row, found by email, has the workspace's id)."""
+        if depth >= MAX_DEPTH:
+            return None
+        for other in [*([self.me] if self.me is not None else []), *self.descs]:
+            row = self._row(*other)
+            if other == (table, key) or row is None:
+                continue
+            if any(ref == table and row.get(name) == key for name, ref in ref_fields(self.bp.entity(other[0]))):
+                found = self.route(other[0], other[1], depth + 1)
+                if found is not None:
+                    return found
         return None
 
     def _stated(self, table: str, key: Any) -> set[str]:
