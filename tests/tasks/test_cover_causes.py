@@ -120,7 +120,7 @@ def test_a_question_whose_answer_is_a_word_of_the_noun_or_date_phrase_is_asked(b
     """ "the release type of the album ..." answers "album", "the status of my message sent on ..." answers "sent":
     both were rejected as answer_in_question, so get_album and get_message were never covered. The blueprints
     now call an album a release and say a message was posted on a date."""
-    for name, index, t, tool in (("tempo_music", 4, 14, "get_album"), ("relay_chat", 3, 39, "get_message")):
+    for name, index, t, tool in (("tempo_music", 4, 14, "get_album"), ("relay_chat", 3, 40, "get_message")):
         app = built_catalog[name].app
         out = synthesize(app, build_graph(app.specs), app_index=index, task_index=t, states=2, depth=4, seed=0)
         assert not isinstance(out, Rejection), (name, t, out)

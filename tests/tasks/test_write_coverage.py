@@ -1,26 +1,51 @@
 """Write tool coverage (issue 11): causes that kept catalogue write tools out of every admitted task.
 
-Each test synthesizes the catalogue task index (seed 0, S=2, D=4) whose chain starts with the
-write tool in question, as ``envsynth build -T 40 -S 2 -D 4 --seed 0`` does, and checks that
-it is admitted with that tool in its oracle.
+Each test synthesizes the first catalogue task indexes (seed 0, S=2, D=4) whose chain starts with
+the write tool in question, as ``envsynth build -T 40 -S 2 -D 4 --seed 0`` does, and checks that
+one is admitted with that tool in its oracle.
 """
 
 from __future__ import annotations
+
+import re
 
 from envsynth.compiler.build import BuiltApp
 from envsynth.graph import build_graph
 from envsynth.runtime.app import App
 from envsynth.tasks import Rejection, Task, instantiate, synthesize
+from envsynth.tasks.plan import plan_task
 
-APP_INDEX = {"northstar_air": 0, "peak_fitness": 2, "relay_chat": 3, "circle_social": 8, "brightline_utilities": 9}
+APP_INDEX = {
+    "northstar_air": 0,
+    "peak_fitness": 2,
+    "relay_chat": 3,
+    "taskboard": 5,
+    "juniper_goods": 6,
+    "harbor_market": 7,
+    "circle_social": 8,
+    "brightline_utilities": 9,
+}
 """The catalogue apps' indexes in a corpus (the order ``envsynth build`` gives them)."""
 
 
-def _admitted(built: dict[str, BuiltApp], name: str, task_index: int) -> tuple[App, list[Task]]:
+def _admitted(built: dict[str, BuiltApp], name: str, tool: str, then: str | None = None, tries: int = 3) -> tuple[App, list[Task]]:
+    """The first admitted task among the first ``tries`` task indexes whose planned chain starts with ``tool``
+    (and has ``then`` among its steps): the tasks a corpus would try for that tool."""
     app = built[name].app
-    out = synthesize(app, build_graph(app.specs), app_index=APP_INDEX[name], task_index=task_index, states=2, depth=4, seed=0)
-    assert not isinstance(out, Rejection), out
-    return app, out
+    graph = build_graph(app.specs)
+    out: list[Task] | Rejection | None = None
+    for t in range(400):
+        plan = plan_task(app, graph, app_index=APP_INDEX[name], task_index=t, depth=4, seed=0)
+        steps = [] if isinstance(plan, Rejection) else [st.spec.name for st in plan.steps]
+        if not steps or steps[0] != tool or (then is not None and then not in steps):
+            continue
+        out = synthesize(app, graph, app_index=APP_INDEX[name], task_index=t, states=2, depth=4, seed=0)
+        if not isinstance(out, Rejection):
+            return app, out
+        tries -= 1
+        if not tries:
+            break
+    raise AssertionError(f"no {tool} task admitted: {out}")
 
 
 def _tools(task: Task) -> list[str]:
@@ -31,11 +56,11 @@ def test_a_goal_stops_before_a_write_its_earlier_steps_rule_out(built_catalog: d
     """set_goal then mark_goal_achieved: a goal just set has no progress to mark achieved. The chain was rejected
     (not_instantiable); the task now asks for the goal alone. Likewise suspend (needs an overdue bill) then close
     (needs none)."""
-    for name, t, kept, dropped in (
-        ("peak_fitness", 31, "set_goal", "mark_goal_achieved"),
-        ("brightline_utilities", 10, "suspend_service_account", "close_service_account"),
+    for name, kept, dropped in (
+        ("peak_fitness", "set_goal", "mark_goal_achieved"),
+        ("brightline_utilities", "suspend_service_account", "close_service_account"),
     ):
-        _, tasks = _admitted(built_catalog, name, t)
+        _, tasks = _admitted(built_catalog, name, kept, then=dropped, tries=1)
         for task in tasks:
             assert kept in _tools(task) and dropped not in _tools(task)
             assert task.oracle[-1].tool == kept
@@ -44,17 +69,17 @@ def test_a_goal_stops_before_a_write_its_earlier_steps_rule_out(built_catalog: d
 def test_a_step_a_policy_rule_governs_is_solved_so_the_policy_allows_it(built_catalog: dict[str, BuiltApp]) -> None:
     """cancel_reservation: the refundable_cancellation rule forbade the oracle's cancellation in every state the
     solver drew (policy_forbids_oracle); the rule's condition is now solved with the tool's pre-conditions."""
-    app, tasks = _admitted(built_catalog, "northstar_air", 41)
+    app, tasks = _admitted(built_catalog, "northstar_air", "cancel_reservation")
     assert [c.id for c in instantiate.allowed_pre(app, "cancel_reservation")][-1] == "policy:refundable_cancellation"
     for task in tasks:
         assert "cancel_reservation" in _tools(task)
-        assert task.policy is None or task.policy.rule == "refundable_cancellation"
+        assert task.policy is not None and (task.policy.refusal or task.policy.rule == "refundable_cancellation")
 
 
 def test_a_row_the_requesters_own_row_refers_to_is_found_through_it(built_catalog: dict[str, BuiltApp]) -> None:
     """join_channel: the channel is named with its workspace, and no tool finds a workspace; the requester's user
     row (found by email) holds the workspace's id, so the request is solvable."""
-    _, tasks = _admitted(built_catalog, "relay_chat", 7)
+    _, tasks = _admitted(built_catalog, "relay_chat", "join_channel", tries=1)
     for task in tasks:
         assert "join_channel" in _tools(task)
         assert "find_user_by_email" in task.visible_tools
@@ -63,14 +88,52 @@ def test_a_row_the_requesters_own_row_refers_to_is_found_through_it(built_catalo
 def test_a_new_channel_has_its_creator_as_a_member(built_catalog: dict[str, BuiltApp]) -> None:
     """The workflow create_channel -> post_message -> pin_message: posting needs a membership of the new channel,
     which nothing made (a needed channel_membership row refers to a row the chain creates)."""
-    _, tasks = _admitted(built_catalog, "relay_chat", 3)
+    _, tasks = _admitted(built_catalog, "relay_chat", "create_channel", then="post_message", tries=1)
     for task in tasks:
         assert _tools(task)[1:4] == ["create_channel", "post_message", "pin_message"]
 
 
 def test_a_reaction_to_take_back_can_be_found(built_catalog: dict[str, BuiltApp]) -> None:
     """remove_reaction (relay and circle) takes a reaction id no read tool returned (not_solvable)."""
-    for name, t in (("relay_chat", 21), ("circle_social", 15)):
-        _, tasks = _admitted(built_catalog, name, t)
+    for name in ("relay_chat", "circle_social"):
+        _, tasks = _admitted(built_catalog, name, "remove_reaction")
         for task in tasks:
             assert "remove_reaction" in _tools(task) and "list_reactions" in task.visible_tools
+
+
+def test_a_write_whose_list_names_rows_starts_a_task(built_catalog: dict[str, BuiltApp]) -> None:
+    """book_reservation (a list of flights, a list of passengers) and return_order_items (a list of order lines)
+    were never planned; the request names every row of the list and says every list item in words."""
+    _, tasks = _admitted(built_catalog, "juniper_goods", "return_order_items")
+    for task in tasks:
+        call = next(c for c in task.oracle if c.tool == "return_order_items")
+        assert len(call.args["line_ids"]) == 2 and task.instruction.count("the item bought for") >= 2
+    _, tasks = _admitted(built_catalog, "northstar_air", "book_reservation")
+    for task in tasks:
+        call = next(c for c in task.oracle if c.tool == "book_reservation")
+        first, *_, last = call.args["passengers"]
+        assert f"{first['full_name']} (birth date " in task.instruction and f" and {last['full_name']} (birth date " in task.instruction
+        assert "{" not in task.instruction
+
+
+def test_handing_over_open_tasks_is_asked_of_a_member_who_has_some(built_catalog: dict[str, BuiltApp]) -> None:
+    """reassign_open_tasks changed nothing when the member had no unfinished task (no_effect); the tool now
+    refuses that, so the solver gives the member one."""
+    _, tasks = _admitted(built_catalog, "taskboard", "reassign_open_tasks", tries=1)
+    for task in tasks:
+        assert task.expected_effects and task.oracle[-1].tool == "reassign_open_tasks"
+
+
+def test_a_person_signing_up_gives_their_own_email_in_their_words(built_catalog: dict[str, BuiltApp]) -> None:
+    """A registration drew the email apart from the name ("I'm Rebecca Williams ... email jon.case18@...") and was
+    said in derived words ("register a customer with full name ..."), not the action's first-person phrase."""
+    for name, tool, words in (
+        ("brightline_utilities", "register_customer", "register me as a new"),
+        ("harbor_market", "register_customer", "open an account for me"),
+    ):
+        _, tasks = _admitted(built_catalog, name, tool)
+        for task in tasks:
+            args = next(c.args for c in task.oracle if c.tool == tool)
+            local = args["email"].split("@")[0]
+            assert all(word in local for word in re.findall("[a-z]+", args["full_name"].lower())), args
+            assert words in task.instruction

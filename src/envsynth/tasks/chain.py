@@ -46,8 +46,8 @@ def _alias_of(spec: ToolSpec, entity: str) -> str | None:
 
 
 def names_many_rows(spec: ToolSpec) -> bool:
-    """Whether the tool takes a list naming existing rows (a list of ids, or items with ids), which a request
-    cannot name yet (a description singles out one row): such a tool is not planned into tasks."""
+    """Whether the tool takes a list naming existing rows (a list of ids, or items with ids): such a tool starts
+    a chain (the request names each row of the list) but never follows a step (an earlier step pins one row)."""
     return any(b.many and b.param is not None for b in spec.bindings)
 
 
@@ -192,7 +192,7 @@ def _find_tools(app: App) -> _Tools:
     def by_id(s: ToolSpec) -> bool:  # a get by another unique field would name its own answer
         return s.bindings[0].key == bp.entity(s.bindings[0].entity).id_field
 
-    writes = [s for s in app.specs if s.mode == "write" and not names_many_rows(s)]
+    writes = [s for s in app.specs if s.mode == "write"]
     gets = [(s, s.bindings[0].entity, s.bindings[0].param or "", s.bindings[0].key) for s in app.specs if s.kind == "get" and by_id(s)]
     reads = [
         s

@@ -451,7 +451,10 @@ def allowed_pre(app: App, tool: str) -> list[Check]:
 def _allowed_pre(app: App, tool: str) -> list[Check]:
     spec = app.spec_by_name[tool]
     rules = [r for r in agent_rules(app.blueprint) if tool in r.actions]
-    return [*spec.pre, *(Check(id=f"policy:{r.rule}", check=f"not ({r.forbid})", message=f"the policy forbids it ({r.rule})") for r in rules)]
+    return [
+        *spec.pre,
+        *(Check(id=f"policy:{r.rule}", check=f"not ({r.forbid})", message=f"the policy forbids it ({r.rule})") for r in rules),
+    ]
 
 
 def _fixed_args(

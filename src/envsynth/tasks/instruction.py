@@ -103,7 +103,8 @@ class Phraser(Questions):
         phrase = self._say(spec.name)
         if phrase is None:
             return None
-        if in_first_person(phrase) and not self._involves_me(spec, call, descs):
+        signs_me_up = self.me_step is not None and self.me_step < len(calls) and calls[self.me_step] is call  # "sign me up"
+        if in_first_person(phrase) and not signs_me_up and not self._involves_me(spec, call, descs):
             return None  # "cancel my order" said of a row that is not the requester's
         row_param = {b.alias: b.param for b in spec.bindings if b.param}
         rows = set(row_param.values()) | set(descs)
