@@ -14,6 +14,7 @@ from envsynth.graph import build_graph
 from envsynth.runtime.app import App
 from envsynth.tasks import Rejection, Task, instantiate, synthesize
 from envsynth.tasks.plan import plan_task
+from envsynth.tasks.roles import chain_roles
 
 APP_INDEX = {
     "northstar_air": 0,
@@ -137,3 +138,30 @@ def test_a_person_signing_up_gives_their_own_email_in_their_words(built_catalog:
             local = args["email"].split("@")[0]
             assert all(word in local for word in re.findall("[a-z]+", args["full_name"].lower())), args
             assert words in task.instruction
+
+
+def test_a_chain_keeps_to_the_actions_one_role_asks_for(built_catalog: dict[str, BuiltApp]) -> None:
+    """harbor's add_product was followed by write_review, so a customer added a product to the catalogue, or a store
+    associate wrote a customer's review; circle's ban_member was asked for by the member banned."""
+    for name in ("harbor_market", "circle_social"):
+        app = built_catalog[name].app
+        graph = build_graph(app.specs)
+        for t in range(60):
+            plan = plan_task(app, graph, app_index=APP_INDEX[name], task_index=t, depth=4, seed=0)
+            if not isinstance(plan, Rejection):
+                assert chain_roles(app.blueprint, [st.spec.name for st in plan.steps]) != frozenset(), (t, plan.steps)
+    _, tasks = _admitted(built_catalog, "harbor_market", "add_product")
+    for task in tasks:
+        assert task.user.role == "store associate" and "helping" not in task.instruction
+
+
+def test_moderators_ban_members_and_labels_come_off_tasks_in_words(built_catalog: dict[str, BuiltApp]) -> None:
+    """ "Could you ban my community membership as member?" (the member asking) and "remove the task label of the
+    label "bug"" now read as a moderator's and a member's requests."""
+    _, tasks = _admitted(built_catalog, "circle_social", "ban_member")
+    for task in tasks:
+        assert task.user.role == "Circle moderator"
+        assert re.search(r'ban the member "[^"]+" from the community', task.instruction), task.instruction
+    _, tasks = _admitted(built_catalog, "taskboard", "remove_label_from_task")
+    for task in tasks:
+        assert re.search(r'take the label "[^"]+" off the task "[^"]+"', task.instruction), task.instruction

@@ -119,6 +119,7 @@ class _Action(_Model):
     reasons: list[Annotated[str, Field(min_length=3, max_length=200)]] = Field(
         default_factory=list, description="why a person asks for this, in their words"
     )
+    asked_by: list[Ident] = Field(default_factory=list, description="the roles of `users` whose users ask for this (default: any)")
 
     _norm_pre = field_validator("pre", "post", mode="before")(_conditions)
 

@@ -19,6 +19,7 @@ from envsynth.runtime.app import App
 from envsynth.tasks.askable import askable
 from envsynth.tasks.instruction import refers_to
 from envsynth.tasks.model import Ref, TaskKind
+from envsynth.tasks.roles import Roles, asked_by, fits, joint
 from envsynth.tasks.rowfacts import RowFacts
 
 LENGTHS = (1, 1, 2, 2, 2, 3, 3, 4, 5, 6, 8)
@@ -297,19 +298,22 @@ def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind, s
     facts = RowFacts(app)  # continuations whose pre-conditions the earlier steps rule out are not offered
     nexts: list[list[tuple[ToolSpec, str, str, str]]] = []  # per step: the steps that can follow it
     used: set[str] = set()  # the tools of the steps
+    roles: Roles = None  # the roles that ask for every step so far: one user's goal
 
     def append(step: Step) -> None:
+        nonlocal roles
         steps.append(step)
         facts.add(step.spec, step.refs, step.pins)
         nexts.append(_next_of(app, graph, step.spec))
         used.add(step.spec.name)
+        roles = joint(roles, asked_by(app.blueprint, step.spec.name))
 
     if kind in ("action", "mixed"):
         tools = _tools(app)
         append(Step(tools.writes[slot % len(tools.writes)] if slot is not None else rng.choice(tools.writes)))
         length = rng.choice(LENGTHS)
         while len(steps) < length:  # one goal: every next step follows up on a row an earlier step made or touched
-            options = _continuations(nexts, used, facts)
+            options = [c for c in _continuations(nexts, used, facts) if fits(app.blueprint, roles, c[0].name)]
             if not options:
                 break
             append(_step(rng.choice(options)))
