@@ -13,7 +13,9 @@ from envsynth.compiler.build import BuiltApp
 from envsynth.graph import build_graph
 from envsynth.runtime.app import App
 from envsynth.tasks import Rejection, Task, instantiate, synthesize
+from envsynth.tasks.model import Call
 from envsynth.tasks.plan import plan_task
+from envsynth.tasks.request import _set_by_request
 from envsynth.tasks.roles import chain_roles
 
 APP_INDEX = {
@@ -165,3 +167,17 @@ def test_moderators_ban_members_and_labels_come_off_tasks_in_words(built_catalog
     _, tasks = _admitted(built_catalog, "taskboard", "remove_label_from_task")
     for task in tasks:
         assert re.search(r'take the label "[^"]+" off the task "[^"]+"', task.instruction), task.instruction
+
+
+def test_no_question_follows_up_on_a_row_the_request_deleted(built_catalog: dict[str, BuiltApp]) -> None:
+    """delete_draft, then "how many reports does that post have?": nothing is left of the post to ask about (and the
+    answer 0 was taken for a value the request set: the search's offset). The draft's deletion is the task."""
+    _, tasks = _admitted(built_catalog, "circle_social", "delete_draft", tries=1)
+    for task in tasks:
+        assert [c.tool for c in task.oracle] == ["delete_draft"] and task.expected_answer is None
+
+
+def test_a_page_offset_or_limit_is_no_value_the_request_sets() -> None:
+    search = Call(tool="search_reports", args={"post_id": "pst_1", "limit": 50, "offset": 0})
+    assert not _set_by_request([search], 0) and not _set_by_request([search], 50)
+    assert _set_by_request([Call(tool="give_credits", args={"credits": 3})], 3)

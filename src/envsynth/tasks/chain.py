@@ -281,7 +281,8 @@ def _reader(app: App, rng: random.Random, steps: list[Step], slot: int | None = 
         (g, how, param, j, name)
         for j, st in enumerate(steps)
         for g, how, param, name in _reads_of(app, st.spec)
-        if g.kind != "get" or askable(app, specs, g.bindings[0].entity, made=how == "ref")  # a get with something left to ask
+        if (g.kind != "get" or askable(app, specs, g.bindings[0].entity, made=how == "ref"))  # a get with something left to ask
+        and not (how == "pin" and st.spec.kind == "delete" and name == st.spec.bindings[0].alias)  # nothing is left of a deleted row
     ]
     return _step(rng.choice(options)) if options else None
 
