@@ -13,15 +13,15 @@ from envsynth.compiler.build import BuiltApp
 from envsynth.graph import build_graph
 from envsynth.runtime.app import App
 from envsynth.tasks import Rejection, Task, instantiate, synthesize
-from envsynth.tasks.model import Call
 from envsynth.tasks.plan import plan_task
-from envsynth.tasks.request import _set_by_request
 from envsynth.tasks.roles import chain_roles
 
 APP_INDEX = {
     "northstar_air": 0,
+    "northwind_bank": 1,
     "peak_fitness": 2,
     "relay_chat": 3,
+    "tempo_music": 4,
     "taskboard": 5,
     "juniper_goods": 6,
     "harbor_market": 7,
@@ -170,14 +170,20 @@ def test_moderators_ban_members_and_labels_come_off_tasks_in_words(built_catalog
 
 
 def test_no_question_follows_up_on_a_row_the_request_deleted(built_catalog: dict[str, BuiltApp]) -> None:
-    """delete_draft, then "how many reports does that post have?": nothing is left of the post to ask about (and the
-    answer 0 was taken for a value the request set: the search's offset). The draft's deletion is the task."""
+    """delete_draft, then "how many reports does that post have?": nothing is left of the post to ask about (the task
+    was rejected as answer_in_question). The draft's deletion is the task."""
     _, tasks = _admitted(built_catalog, "circle_social", "delete_draft", tries=1)
     for task in tasks:
         assert [c.tool for c in task.oracle] == ["delete_draft"] and task.expected_answer is None
 
 
-def test_a_page_offset_or_limit_is_no_value_the_request_sets() -> None:
-    search = Call(tool="search_reports", args={"post_id": "pst_1", "limit": 50, "offset": 0})
-    assert not _set_by_request([search], 0) and not _set_by_request([search], 50)
-    assert _set_by_request([Call(tool="give_credits", args={"credits": 3})], 3)
+def test_staff_actions_are_asked_for_by_staff(built_catalog: dict[str, BuiltApp]) -> None:
+    """A customer approved their own loan, a listener suspended their own account, a member deactivated a colleague:
+    the catalogue now says who asks for these (asked_by)."""
+    for name, tool, role in (
+        ("northwind_bank", "approve_loan", "bank officer"),
+        ("tempo_music", "suspend_listener", "Tempo support agent"),
+        ("relay_chat", "deactivate_user", "workspace admin"),
+    ):
+        _, tasks = _admitted(built_catalog, name, tool)
+        assert all(task.user.role == role for task in tasks), (tool, [t.user.role for t in tasks])

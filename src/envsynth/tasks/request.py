@@ -107,11 +107,10 @@ def says_answer(text: str, answer: Any) -> bool:
 
 
 def _set_by_request(calls: list[Call], answer: Any) -> bool:
-    """Whether the answer is a value the request itself passes to a call (the 3 credits it gives; not a page's
-    ``limit`` or ``offset``, which no request states)."""
+    """Whether the answer is a value the request itself passes to a call (the 3 credits it gives)."""
     if answer is None or isinstance(answer, (bool, list, dict)):
         return False
-    return any(v == answer and not isinstance(v, bool) for c in calls for k, v in c.args.items() if k not in ("limit", "offset"))
+    return any(v == answer and not isinstance(v, bool) for c in calls for v in c.args.values())
 
 
 def _opening(
