@@ -94,6 +94,7 @@ def test_a_new_channel_has_its_creator_as_a_member(built_catalog: dict[str, Buil
     _, tasks = _admitted(built_catalog, "relay_chat", "create_channel", then="post_message", tries=1)
     for task in tasks:
         assert _tools(task)[1:4] == ["create_channel", "post_message", "pin_message"]
+        assert "it should be private" in task.instruction or "it should not be private" in task.instruction  # not "the private is yes"
 
 
 def test_a_reaction_to_take_back_can_be_found(built_catalog: dict[str, BuiltApp]) -> None:
@@ -178,12 +179,12 @@ def test_no_question_follows_up_on_a_row_the_request_deleted(built_catalog: dict
 
 
 def test_staff_actions_are_asked_for_by_staff(built_catalog: dict[str, BuiltApp]) -> None:
-    """A customer approved their own loan, a listener suspended their own account, a member deactivated a colleague:
+    """A customer approved their own loan, a listener suspended their own account, a member deactivated a teammate:
     the catalogue now says who asks for these (asked_by)."""
     for name, tool, role in (
         ("northwind_bank", "approve_loan", "bank officer"),
         ("tempo_music", "suspend_listener", "Tempo support agent"),
-        ("relay_chat", "deactivate_user", "workspace admin"),
+        ("taskboard", "deactivate_member", "Taskboard admin"),
     ):
         _, tasks = _admitted(built_catalog, name, tool)
         assert all(task.user.role == role for task in tasks), (tool, [t.user.role for t in tasks])

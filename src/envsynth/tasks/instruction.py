@@ -21,7 +21,7 @@ from envsynth.tasks.model import Call, UserProfile
 from envsynth.tasks.questions import Questions, joined
 from envsynth.tasks.wording import article as _article
 from envsynth.tasks.wording import field_of as _field_of
-from envsynth.tasks.wording import in_first_person, plural, refers_to
+from envsynth.tasks.wording import in_first_person, param_field, plural, refers_to
 from envsynth.tasks.wording import param_value as _param_value
 from envsynth.tasks.wording import verb_is as _is
 
@@ -166,6 +166,10 @@ class Phraser(Questions):
         parts = []
         for k in values:
             words = self._words(spec, entity, k)
+            flag = param_field(spec, self.bp, k)[1]
+            if isinstance(call.args[k], bool) and flag is not None and flag.type == "bool" and flag.label:
+                parts.append(f"it should {'' if call.args[k] else 'not '}be {flag.label}")  # not "the private is yes"
+                continue
             parts.append(f"the {new}{words} {_is(words)} {_param_value(spec, self.bp, k, call.args[k])}")
         return "; " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
 
