@@ -43,12 +43,12 @@ def test_language_keys_load_and_are_kept(data: dict) -> None:
     ]
     _entity(d, "book").update(called="book", known_by=["title"], never_describe=["stock"])
     _entity(d, "customer")["fields"][1]["label"] = "name"
-    _action(d, "cancel_purchase").update(say="cancel {purchase}", reasons=["I ordered the wrong edition"])
+    _action(d, "cancel_purchase").update(say="cancel {purchase}", reasons=["I ordered the wrong edition"], asked_by=["customer"])
     bp = from_dict(d, "shop.yaml")
     assert [u.role for u in bp.users] == ["customer", "staff"] and bp.users[0].identify_by == ["email"]
     assert bp.entity("book").known_by == ["title"] and bp.entity("book").never_describe == ["stock"]
     cancel = next(a for a in bp.actions if a.name == "cancel_purchase")
-    assert cancel.say == "cancel {purchase}" and cancel.reasons == ["I ordered the wrong edition"]
+    assert cancel.say == "cancel {purchase}" and cancel.reasons == ["I ordered the wrong edition"] and cancel.asked_by == ["customer"]
 
 
 Mutation = Callable[[dict], Any]
@@ -73,6 +73,11 @@ Mutation = Callable[[dict], Any]
             "not a field",
         ),
         (lambda d: d.update(users=[{"role": "staff"}, {"role": "staff"}]), "users[1].role", "duplicate role"),
+        (
+            lambda d: (d.update(users=[{"role": "staff"}]), _action(d, "cancel_purchase").update(asked_by=["clerk"])),
+            "asked_by[0]",
+            "'clerk' is not a role of users; use one of ['staff']",
+        ),
         (lambda d: d.update(users=[{"role": "staff", "identify_by": ["email"]}]), "users[0]", "set 'entity' too"),
         (lambda d: _action(d, "cancel_purchase").update(reasons_for={"colour": ["x y z"]}), "reasons_for", "'colour' is not a parameter"),
         (lambda d: _entity(d, "book")["fields"][2].update(say_true="is signed"), "entities[1].fields[2]", "say_true and say_false go"),

@@ -122,6 +122,7 @@ class _Action(_Model):
     reasons_for: dict[Ident, list[Annotated[str, Field(min_length=3, max_length=200)]]] = Field(
         default_factory=dict, description="parameter -> why a person asks for this when they give that parameter"
     )
+    asked_by: list[Ident] = Field(default_factory=list, description="the roles of `users` whose users ask for this (default: any)")
 
     _norm_pre = field_validator("pre", "post", mode="before")(_conditions)
 

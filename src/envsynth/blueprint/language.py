@@ -69,7 +69,17 @@ def language_problems(bp: Blueprint, specs: list[ToolSpec | None]) -> Iterator[B
             if name not in allowed:
                 yield BlueprintError(f"actions[{i}].say", f"slot {{{name}}} names nothing; use one of {sorted(set(allowed))}")
     yield from _user_problems(bp)
+    yield from _asked_by_problems(bp)
     yield from _workflow_problems(bp, specs)
+
+
+def _asked_by_problems(bp: Blueprint) -> Iterator[BlueprintError]:
+    """Every ``asked_by`` role that is no role of ``users``."""
+    roles = [u.role for u in bp.users]
+    for i, action in enumerate(bp.actions):
+        for j, role in enumerate(action.asked_by):
+            if role not in roles:
+                yield BlueprintError(f"actions[{i}].asked_by[{j}]", f"{role!r} is not a role of users; use one of {roles}")
 
 
 def _user_problems(bp: Blueprint) -> Iterator[BlueprintError]:

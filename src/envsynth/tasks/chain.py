@@ -19,6 +19,7 @@ from envsynth.runtime.app import App
 from envsynth.tasks.askable import askable
 from envsynth.tasks.instruction import refers_to
 from envsynth.tasks.model import Ref, TaskKind
+from envsynth.tasks.roles import Roles, asked_by, fits, joint
 from envsynth.tasks.rowfacts import RowFacts
 
 LENGTHS = (1, 1, 2, 2, 2, 3, 3, 4, 5, 6, 8)
@@ -52,8 +53,8 @@ def _alias_of(spec: ToolSpec, entity: str) -> str | None:
 
 
 def names_many_rows(spec: ToolSpec) -> bool:
-    """Whether the tool takes a list naming existing rows (a list of ids, or items with ids), which a request
-    cannot name yet (a description singles out one row): such a tool is not planned into tasks."""
+    """Whether the tool takes a list naming existing rows (a list of ids, or items with ids): such a tool starts
+    a chain (the request names each row of the list) but never follows a step (an earlier step pins one row)."""
     return any(b.many and b.param is not None for b in spec.bindings)
 
 
@@ -198,7 +199,7 @@ def _find_tools(app: App) -> _Tools:
     def by_id(s: ToolSpec) -> bool:  # a get by another unique field would name its own answer
         return s.bindings[0].key == bp.entity(s.bindings[0].entity).id_field
 
-    writes = [s for s in app.specs if s.mode == "write" and not names_many_rows(s)]
+    writes = [s for s in app.specs if s.mode == "write"]
     gets = [(s, s.bindings[0].entity, s.bindings[0].param or "", s.bindings[0].key) for s in app.specs if s.kind == "get" and by_id(s)]
     reads = [
         s
@@ -312,7 +313,8 @@ def _reader(app: App, rng: random.Random, steps: list[Step], slot: int | None = 
         (g, how, param, j, name)
         for j, st in enumerate(steps)
         for g, how, param, name in _reads_of(app, st.spec)
-        if g.kind != "get" or askable(app, specs, g.bindings[0].entity, made=how == "ref")  # a get with something left to ask
+        if (g.kind != "get" or askable(app, specs, g.bindings[0].entity, made=how == "ref"))  # a get with something left to ask
+        and not (how == "pin" and st.spec.kind == "delete" and name == st.spec.bindings[0].alias)  # nothing is left of a deleted row
     ]
     return _step(rng.choice(options)) if options else None
 
@@ -342,19 +344,22 @@ def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind, s
     facts = RowFacts(app)  # continuations whose pre-conditions the earlier steps rule out are not offered
     nexts: list[list[tuple[ToolSpec, str, str, str]]] = []  # per step: the steps that can follow it
     used: set[str] = set()  # the tools of the steps
+    roles: Roles = None  # the roles that ask for every step so far: one user's goal
 
     def append(step: Step) -> None:
+        nonlocal roles
         steps.append(step)
         facts.add(step.spec, step.refs, step.pins)
         nexts.append(_next_of(app, graph, step.spec))
         used.add(step.spec.name)
+        roles = joint(roles, asked_by(app.blueprint, step.spec.name))
 
     if kind in ("action", "mixed"):
         tools = _tools(app)
         append(Step(tools.writes[slot % len(tools.writes)] if slot is not None else rng.choice(tools.writes)))
         length = rng.choice(LENGTHS)
         while len(steps) < length:  # one goal: every next step follows up on a row an earlier step made or touched
-            options = _continuations(nexts, used, facts)
+            options = [c for c in _continuations(nexts, used, facts) if fits(app.blueprint, roles, c[0].name)]
             if not options:
                 break
             append(_step(rng.choice(options)))

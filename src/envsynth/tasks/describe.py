@@ -306,13 +306,14 @@ def _by_parents(
     One parent first ("the item of my order ..."), then two ("the stock entry of the product X at the warehouse Y").
     """
     found: list[tuple[str, Description]] = []
+    pair = _links(bp.entity(d.entity))  # a row that only links two rows is named by both ("the label X on the task Y")
     for ref, target in refs:
         prow = lookup.row(target, row.get(ref)) if row.get(ref) is not None else None
         pd = _describe(bp, rows, lookup, target, prow, rng, 1) if prow is not None else None
         if pd is None:
             continue
         d.parent = (ref, pd)
-        if len(_matching(d, matching, lookup)) == 1:
+        if not pair and len(_matching(d, matching, lookup)) == 1:
             return
         found.append((ref, pd))
     d.parent = None
@@ -333,6 +334,12 @@ def without_owner(bp: Blueprint, d: Description, owner: str | None) -> Descripti
     if sum(f.type == "ref" and f.ref == owner for f in bp.entity(d.entity).fields) != 1:
         return d
     return Description(d.entity, dict(d.facts), d.also)  # a second parent, if any, names it instead
+
+
+def _links(ent: Entity) -> bool:
+    """Whether rows of ``ent`` only link rows of others: every field but the id is a reference, and there are two or more."""
+    rest = [f for f in ent.fields if f.name != ent.id_field]
+    return len(rest) >= 2 and all(f.type == "ref" for f in rest)
 
 
 def render(bp: Blueprint, d: Description, possessive: str = "the") -> str:

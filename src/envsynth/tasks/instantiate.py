@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envsynth.blueprint.models import Entity
+from envsynth.blueprint.policy import agent_rules
+from envsynth.blueprint.spec import Check
 from envsynth.errors import EnvsynthError
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import SUCCESS, Episode
@@ -31,7 +33,14 @@ from envsynth.testing.fixtures import Solver
 
 
 class ChainFailed(EnvsynthError):
-    """The chain could not be instantiated; the message is the rejection reason."""
+    """The chain could not be instantiated; the message is the rejection reason.
+
+    ``step``: the index of the chain step no instantiation was found for, when one step is to blame.
+    """
+
+    def __init__(self, message: str, step: int | None = None) -> None:
+        super().__init__(message)
+        self.step = step
 
 
 @dataclass
@@ -408,7 +417,7 @@ def _instantiate(
             solver = Solver(app.blueprint, step.spec, app.order, app.now, seed * 131 + i * 17 + attempt)
             mode = "some" if step.spec.mode == "write" else "all"
             fx = solver.on_rows(run.final, fixed, mode, attempt, pool)
-            if not solver.satisfy(fx, step.spec.pre) or any(fx.args.get(k) != v for k, v in fixed.items()):
+            if not solver.satisfy(fx, allowed_pre(app, step.spec.name)) or any(fx.args.get(k) != v for k, v in fixed.items()):
                 last_error = f"step {i} ({step.spec.name}): pre-conditions not satisfiable here"
                 continue
             trial = dict(s0)  # _carry_back copies the tables it changes
@@ -423,7 +432,7 @@ def _instantiate(
             except (ChainFailed, Exception) as exc:
                 error = f"step {i} ({step.spec.name}): {exc}"
                 if error == last_error:  # the same conflict twice: the plan itself is at fault
-                    raise ChainFailed(error) from None
+                    raise ChainFailed(error, step=i) from None
                 last_error = error
                 continue
             s0 = trial
@@ -432,8 +441,23 @@ def _instantiate(
             bound.append(bound_rows(app, step, fx))
             break
         else:
-            raise ChainFailed(last_error)
+            raise ChainFailed(last_error, step=i)
     return s0, calls, bound
+
+
+def allowed_pre(app: App, tool: str) -> list[Check]:
+    """The tool's pre-conditions, then for each policy rule the agent obeys on it (``forbid``) that the rule allows
+    the call: a chain step is solved so that the agent may make it (kept on the app's index, per tool)."""
+    return app.index.of(_allowed_pre, app, tool)
+
+
+def _allowed_pre(app: App, tool: str) -> list[Check]:
+    spec = app.spec_by_name[tool]
+    rules = [r for r in agent_rules(app.blueprint) if tool in r.actions]
+    return [
+        *spec.pre,
+        *(Check(id=f"policy:{r.rule}", check=f"not ({r.forbid})", message=f"the policy forbids it ({r.rule})") for r in rules),
+    ]
 
 
 def _fixed_args(

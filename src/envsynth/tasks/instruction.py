@@ -252,16 +252,25 @@ class Phraser(Questions):
         main = self._main_param(spec)
         if not names or not main:
             return {}
+        d = descs.get(main)
+        if isinstance(d, Description) and main not in call.refs and self._leaves_out(d, {bound[n] for n in names}):
+            return {}
         out = {}
         for name in names:
-            d = descs.get(main)
+            parent = next((pd for _, pd in d.parents() if pd.entity == bound[name]), None) if isinstance(d, Description) else None
             if main in call.refs:
                 out[name] = self.rng.choice(("that ", "the same ")) + noun(self.bp.entity(bound[name]))
-            elif isinstance(d, Description) and d.parent is not None and d.parent[1].entity == bound[name]:
-                out[name] = render(self.bp, d.parent[1])
+            elif parent is not None:
+                out[name] = render(self.bp, parent)  # "ban {member} from the community": the member the membership is named by
             else:
                 return {}
         return out
+
+    def _leaves_out(self, d: Description, said: set[str]) -> bool:
+        """Whether a phrase that names only rows of the tables ``said`` would leave out what tells ``d``'s row apart:
+        a fact of its own, or a parent other than those and the requester ("ban {member}" of a membership named with
+        its community too)."""
+        return bool(d.facts) or any(pd.entity not in said and pd is not self.me for _, pd in d.parents())
 
     def _say(self, tool: str) -> str | None:
         action = self.actions.get(tool)

@@ -23,6 +23,7 @@ from envsynth.tasks.core import row_asked_of
 from envsynth.tasks.describe import Description, describe
 from envsynth.tasks.instruction import Phraser, Requester, compose, greeting, leaks_id, profile
 from envsynth.tasks.model import Call, Rejection, Scenario, UserProfile
+from envsynth.tasks.roles import chain_roles, on_own_authority, people_for
 from envsynth.tasks.scenario import acted_for, owned, owners, people_in_filters, reason_for, scenario_of
 from envsynth.tasks.solvable import Route, lookups
 from envsynth.tasks.states import Describer, Descriptions, TaskStateDraw
@@ -66,8 +67,10 @@ def request_of(inst: Instance, draw: TaskStateDraw, question: Question, visible:
     plan, calls, full, rng = inst.plan, inst.calls, draw.full, draw.rng
     app, descs, targets = plan.app, draw.descs, draw.targets
     # "my orders": a search or count over a person's rows, then the owners of the rows the request names
-    people = targets + people_in_filters(app, calls) + owners(app, full, targets)
-    requester = profile(app.blueprint, full, people, rng, lambda: random.Random(plan.base).choice(staff_names(app)), _made(app, calls))
+    roles = chain_roles(app.blueprint, [c.tool for c in calls])  # an action only staff ask for: staff asks
+    people = people_for(app.blueprint, roles, targets + people_in_filters(app, calls) + owners(app, full, targets))
+    made = [m for m in _made(app, calls) if people_for(app.blueprint, roles, [(m[1], None)])]
+    requester = profile(app.blueprint, full, people, rng, lambda: random.Random(plan.base).choice(staff_names(app)), made)
     me = descs.get((requester.table, requester.key)) if not requester.staff else None
     mine = frozenset(k for t, k in targets if requester.key is not None and owned(app, full, t, k, requester))
     phraser = Phraser(app.blueprint, app.spec_by_name, rng, me, requester.key, requester.made_at, mine, requester.table)
@@ -124,7 +127,8 @@ def _opening(
         reason: str | None = rng.choice(flow.reasons)
     else:
         reason = reason_for(app, inst.calls, requester, rng)
-    client = _client(app, full, targets, requester, rng)
+    writes = [c.tool for c in inst.calls if app.spec_by_name[c.tool].mode == "write"]
+    client = None if on_own_authority(app.blueprint, writes) else _client(app, full, targets, requester, rng)
     opening = greeting(requester, rng) + (f" {reason[0].upper()}{reason[1:]}." if reason else "")
     opening += f" I'm helping {client[0]}." if client is not None else ""
     opening += f" I'd like to {flow.name}." if flow is not None else ""

@@ -88,15 +88,35 @@ def _find_param_field(spec: ToolSpec, bp: Blueprint, name: str) -> tuple[ParamSp
 
 
 def param_value(spec: ToolSpec, bp: Blueprint, name: str, value: Any) -> str:
-    """An argument's value as a person writes it (a list of values joined with "or")."""
+    """An argument's value as a person writes it (a list of values joined with "or" in a read's filter, with
+    "and" in a write's argument; a list item of several fields as "Kim Lee (date of birth May 2, 1990)")."""
     p, f = param_field(spec, bp, name)
     if isinstance(value, list):
-        return " or ".join(fmt_value(f, v) for v in value)
+        texts = [_item_text(bp, p, v) if isinstance(v, dict) else fmt_value(f, v) for v in value]
+        if spec.mode != "write" or len(texts) < 2:
+            return " or ".join(texts)
+        return ", ".join(texts[:-1]) + " and " + texts[-1]
     if f is not None:
         return quoted(f, value)
     if isinstance(value, str) and not p.enum and p.semantic in ("string", "text"):
         return f'"{value}"'
     return fmt_value(None, value)
+
+
+def _item_text(bp: Blueprint, p: ParamSpec, item: dict[str, Any]) -> str:
+    """One object of a list argument: its first field's value, then the others with their words in brackets."""
+    parts = []
+    for ip in p.item_fields or []:
+        f = None
+        if ip.field and "." in ip.field:
+            ent, fname = ip.field.split(".", 1)
+            f = bp.entity(ent).field(fname) if bp.has_entity(ent) and bp.entity(ent).has(fname) else None
+        words = field_words(f) if f is not None else human(ip.name)
+        parts.append((words, fmt_value(f, item.get(ip.name))))
+    if not parts:
+        return ", ".join(fmt_value(None, v) for v in item.values())
+    rest = ", ".join(f"{words} {text}" for words, text in parts[1:])
+    return f"{parts[0][1]} ({rest})" if rest else parts[0][1]
 
 
 def refers_to(bp: Blueprint, p: ParamSpec) -> str | None:

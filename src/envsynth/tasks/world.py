@@ -8,16 +8,16 @@ value pool and staff names are drawn once per app object.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from envsynth.blueprint.models import Blueprint
+from envsynth.blueprint.models import Blueprint, Workflow
 from envsynth.blueprint.values import ValueMaker
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, StateBuilder, ValuePool, ref_fields
-from envsynth.tasks.chain import Step
+from envsynth.tasks.chain import Step, _reader
 from envsynth.tasks.instantiate import ChainFailed, Workspace, _instantiate
-from envsynth.tasks.model import Call, Rejection
+from envsynth.tasks.model import Call, Rejection, TaskKind
 from envsynth.tasks.plan import Plan
 
 WORLD_ROWS = 2
@@ -43,19 +43,48 @@ class Instance:
 
 
 def instantiate_plan(plan: Plan) -> Instance | Rejection:
-    """Draw the chain's world and solve the chain's arguments and s0 in it (reason ``not_instantiable``)."""
+    """Draw the chain's world and solve the chain's arguments and s0 in it (reason ``not_instantiable``).
+
+    When a write that follows up on earlier writes cannot be instantiated (its pre-conditions
+    conflict with what the steps before it need), the goal stops before it: the chain's writes
+    up to that step, then for a mixed task a read drawn anew on their rows (see :func:`shortened`).
+    """
+    made = _instantiate_plan(plan)
+    while isinstance(made, ChainFailed):
+        short = shortened(plan, made.step)
+        if short is None:
+            return plan.reject("not_instantiable", str(made))
+        plan = replace(plan, steps=short[0], kind=short[1], workflow=short[2])
+        made = _instantiate_plan(plan)
+    return made
+
+
+def shortened(plan: Plan, failed: int | None) -> tuple[list[Step], TaskKind, Workflow | None] | None:
+    """The plan's steps, kind and workflow with its writes cut before step ``failed``; None when no write
+    before it is left to keep (or the failed step is no later write of the chain)."""
+    steps = plan.steps
+    if failed is None or failed < 1 or failed >= len(steps) or steps[failed].spec.mode != "write":
+        return None
+    kept = steps[:failed]
+    if plan.kind == "action":
+        return kept, "action", None
+    reader = _reader(plan.app, plan.rng, kept)  # the read of a mixed task follows up on a row the kept writes touched
+    return ([*kept, reader], "mixed", None) if reader is not None else (kept, "action", None)
+
+
+def _instantiate_plan(plan: Plan) -> Instance | ChainFailed:
     app = plan.app
     world = StateBuilder(app.blueprint, plan.base, app.order).use_pool(value_pool(app))
     rows = world.fill(dict.fromkeys(world_tables(app, plan.steps), WORLD_ROWS))
     try:
         ws0 = Workspace(app, rows)  # the builder's fresh rows: nothing else holds them
     except ChainFailed as exc:
-        return plan.reject("not_instantiable", str(exc))
+        return exc
     try:
         s0, calls, bound = _instantiate(app, ws0, plan.steps, plan.base, STEP_ATTEMPTS, value_pool(app))
     except ChainFailed as exc:
         ws0.close()
-        return plan.reject("not_instantiable", str(exc))
+        return exc
     return Instance(plan, ws0, s0, calls, bound)
 
 

@@ -148,7 +148,7 @@ class Solver:
                 taken.add(row[key])
                 args[name] = row[key]
             else:
-                args[name] = self.draw_param(p, rng, builder, target)
+                args[name] = self.draw_param(p, rng, builder, target, args)
         self.rebind(fx)
         return fx
 
@@ -158,8 +158,11 @@ class Solver:
             return None
         return rng.choice(fx.rows[q.entity])
 
-    def draw_param(self, p: ParamSpec, rng: random.Random, builder: StateBuilder, target: dict[str, Any] | None) -> Any:
-        """A valid value for a non-binding parameter (matching the query target for filters)."""
+    def draw_param(
+        self, p: ParamSpec, rng: random.Random, builder: StateBuilder, target: dict[str, Any] | None, drawn: dict[str, Any] | None = None
+    ) -> Any:
+        """A valid value for a non-binding parameter (matching the query target for filters; ``drawn``: the
+        arguments drawn so far, so that an email is the person's whose name was drawn)."""
         if target is not None:
             flt = self.tool.filters.get(p.name)
             if flt is not None:
@@ -180,18 +183,30 @@ class Solver:
         if p.type == "boolean":
             return rng.random() < 0.5
         if f is not None:
-            return self._draw_field(p, f, rng, builder)
+            return self._draw_field(p, f, rng, builder, drawn)
         return builder.values.value(FieldDef(name="x", type=p.semantic if p.semantic not in ("int", "float", "bool") else "string"))  # type: ignore[arg-type]
 
-    def _draw_field(self, p: ParamSpec, f: FieldDef, rng: random.Random, builder: StateBuilder) -> Any:
-        """A value of the field a parameter stands for: from the builder's pool when it has one, else drawn."""
+    def _draw_field(self, p: ParamSpec, f: FieldDef, rng: random.Random, builder: StateBuilder, drawn: dict[str, Any] | None = None) -> Any:
+        """A value of the field a parameter stands for: from the builder's pool when it has one, else drawn
+        (an email from the name drawn for the same row: a person registers their own address)."""
         table = (p.field or "").split(".")[0]
         source = builder.pool.get(table) if builder.pool and not f.unique else None
         if source and derived_order(self.bp.entity(table)):  # correlated fields: all from one pool row
             v = builder.donor(table).get(f.name)
         else:
             v = rng.choice(source).get(f.name) if source else None
-        return v if v is not None else builder.values.value(f)
+        if v is not None:
+            return v
+        return builder.values.value(f, self._same_row(table, drawn) if f.type == "email" and drawn else None)
+
+    def _same_row(self, table: str, drawn: dict[str, Any]) -> dict[str, Any]:
+        """The arguments drawn so far that stand for fields of ``table``, by field name."""
+        prefix = table + "."
+        return {
+            q.field[len(prefix) :]: drawn[name]
+            for q, name, _ in self.tool.params
+            if q.field and q.field.startswith(prefix) and drawn.get(name) is not None
+        }
 
     def _field_of(self, p: ParamSpec) -> FieldDef | None:
         """The entity field a parameter stands for, unless an id or reference (memoised per parameter object)."""
