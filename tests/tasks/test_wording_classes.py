@@ -222,3 +222,15 @@ def test_my_own_new_parent_row_is_said_as_mine() -> None:
     call = Call(tool="update_member_contact", args={"member_id": "mem_1", "home_club_id": "clb_1"})
     text = _phraser("peak_fitness", me, "mem_1").clause(0, [call], {"member_id": me, "home_club_id": club})
     assert text == 'update my contact details; my new home club is the club "Peak Fitness Port Melissaberg"', text
+
+
+def test_a_clause_saying_that_of_a_row_named_that_is_not_doubled() -> None:
+    """ "record that that customer has passed the identity check" (a say phrase "record that {customer} ...", the row made
+    earlier in the request): the doubled_word lint found it in northwind_bank."""
+    import random as _random
+
+    from envsynth.tasks.instruction import compose
+
+    text = compose(["record that that customer has passed the identity check"], None, _random.Random(0), "")
+    assert "that that" not in text.lower() and "that the same customer has passed" in text
+    assert "that that" not in compose(["That that works"], None, _random.Random(1), "").lower()

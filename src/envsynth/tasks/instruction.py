@@ -397,7 +397,11 @@ def compose(clauses: list[str], question: str | None, rng: random.Random, greeti
         else:
             sentences.append(question)
     text = " ".join(s[0].upper() + s[1:] if s else s for s in sentences)
+    text = _THAT_THAT.sub(lambda m: f"{m.group(1)} the same", text)  # "record that that customer ...": "that the same customer"
     return " ".join(text.split())  # runs of white space made one space, none at the ends
+
+
+_THAT_THAT = re.compile(r"\b([Tt]hat) that\b")
 
 
 @dataclass(frozen=True)
