@@ -293,12 +293,22 @@ def _info_reads(app: App) -> list[ToolSpec]:
 
 def _find_info_reads(app: App) -> list[ToolSpec]:
     reach = _follow_ups(app)
-    acted_on = {refers_to(app.blueprint, p) for w in _tools(app).writes for p in w.params}
+    bp = app.blueprint
+    acted_on = {refers_to(bp, p) for w in _tools(app).writes for p in w.params}
+    acted_on -= {s.bindings[0].entity for s in app.specs if s.kind == "get" and s.bindings and _by_unique(app, s)}
     reads = _tools(app).reads
-    # a search over rows that writes act on is how the oracle finds those rows (tasks/routes.py): asked last
+    # a search over rows that writes act on is how the oracle finds those rows (tasks/routes.py): asked last,
+    # unless a get by a unique value (a user's email) finds them instead
     finds = {s.name for s in reads if s.kind == "search" and s.query is not None and s.query.entity in acted_on}
     followed = sorted((s for s in reads if s.name in reach), key=lambda s: reach[s.name])  # those fewest writes lead to first
     return sorted([s for s in reads if s.name not in reach] + followed, key=lambda s: s.name in finds)  # a stable sort
+
+
+def _by_unique(app: App, get: ToolSpec) -> bool:
+    """Whether a get finds its row by a unique field other than the id (a user by email)."""
+    ent = app.blueprint.entity(get.bindings[0].entity)
+    key = get.bindings[0].key
+    return key != ent.id_field and ent.has(key) and ent.field(key).unique
 
 
 def _reader(app: App, rng: random.Random, steps: list[Step], slot: int | None = None) -> Step | None:
