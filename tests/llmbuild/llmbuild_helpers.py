@@ -16,7 +16,11 @@ from envsynth.llmbuild.writer import Value, required_values
 from envsynth.runtime.app import App
 from envsynth.tasks import Task, synthesize
 from envsynth.tasks.describe import human, noun
+from envsynth.tasks.instantiate import execute
 from envsynth.tasks.instruction import ID_PATTERN
+from envsynth.tasks.model import Call
+from envsynth.tasks.refs import resolve
+from envsynth.tasks.state import merged
 
 SCAN = 400  # task indices looked at, at most
 
@@ -30,9 +34,15 @@ def find_tasks(app: App, graph: ToolGraph, want: Callable[[Task], bool], *, limi
     raise AssertionError(f"no such task in the first {limit} task indices")
 
 
+def acts(app: App, task: Task) -> list[Call]:
+    """The oracle's calls from its first write on (the lookups that find the rows come before it)."""
+    first = next((i for i, c in enumerate(task.oracle) if app.spec_by_name[c.tool].mode == "write"), len(task.oracle))
+    return task.oracle[first:]
+
+
 def chosen_value(app: App, task: Task) -> Value | None:
-    """The required value the first step's enum argument gives (the carrier, the payment method), if the text names it."""
-    call = task.oracle[0]
+    """The required value the first write's enum argument gives (the carrier, the payment method), if the text names it."""
+    call = acts(app, task)[0]
     texts = {v.norm: v for v in required_values(app, task) if v.kind == "text"}
     for p in app.spec_by_name[call.tool].params:
         given = call.args.get(p.name)
@@ -42,25 +52,26 @@ def chosen_value(app: App, task: Task) -> Value | None:
 
 
 def row_id(app: App, task: Task) -> str:
-    """The internal id of the row the first step changes (what a rewrite must never show)."""
-    call = task.oracle[0]
+    """The internal id of the row the first write changes (what a rewrite must never show), as the oracle finds it."""
+    results = execute(app, merged(task.state.core, task.state.distractors), list(task.oracle), seed=1).results
+    call = acts(app, task)[0]
+    args = {**call.args, **{p: resolve(r, results) for p, r in call.refs.items()}}
     spec = app.spec_by_name[call.tool]
     return next(
-        str(call.args[p.name])
-        for p in spec.params
-        if (p.ref or p.semantic in ("id", "ref")) and ID_PATTERN.fullmatch(str(call.args.get(p.name, "")))
+        str(args[p.name]) for p in spec.params if (p.ref or p.semantic in ("id", "ref")) and ID_PATTERN.fullmatch(str(args.get(p.name, "")))
     )
 
 
 def is_write_then_get(app: App, task: Task) -> bool:
     """Writes on a row named by its date and time, the first with a chosen value, no number, then a question about that row."""
-    if task.kind != "mixed" or len(task.oracle) < 2 or task.answer_step != len(task.oracle) - 1:
+    calls = acts(app, task)
+    if task.kind != "mixed" or len(calls) < 2 or task.answer_step != len(task.oracle) - 1:
         return False
-    specs = [app.spec_by_name[c.tool] for c in task.oracle]
+    specs = [app.spec_by_name[c.tool] for c in calls]
     first, last = specs[0], specs[-1]
     if first.mode != "write" or last.query is None or last.query.op != "get" or any(s.entity != first.entity for s in specs):
         return False
-    if any(isinstance(v, int | float) and not isinstance(v, bool) for c in task.oracle for v in c.args.values()):
+    if any(isinstance(v, int | float) and not isinstance(v, bool) for c in calls for v in c.args.values()):
         return False
     kinds = {v.kind for v in required_values(app, task)}
     return {"date", "time"} <= kinds and chosen_value(app, task) is not None
@@ -92,7 +103,7 @@ def rewrites(app: App, task: Task) -> dict[str, str]:
     """A good rewrite of ``task``'s instruction, the same leaking the row's id, and the same without the chosen value."""
     value = chosen_value(app, task)
     assert value is not None, task.instruction
-    row = noun(app.blueprint.entity(app.spec_by_name[task.oracle[0].tool].entity))  # "order"
+    row = noun(app.blueprint.entity(app.spec_by_name[acts(app, task)[0].tool].entity))  # "order"
     good = (
         f"Hi, {task.user.name} here. It's about my {row} from {shown(app, task, 'date')} at {shown(app, task, 'time')}"
         f"{other_values(app, task)}. Could you see to it with {value.shown}? Once that's done, which {asked(task)} does it show?"

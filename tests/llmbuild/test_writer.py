@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 
 import pytest
-from llmbuild_helpers import asked, chosen_value, find_tasks, is_write_then_get, norm, other_values, rewrites, row_id
+from llmbuild_helpers import acts, asked, chosen_value, find_tasks, is_write_then_get, norm, other_values, rewrites, row_id
 
 from envsynth import catalog
 from envsynth.compiler.compile import compile_app
@@ -56,7 +56,7 @@ def test_required_values_of_a_procedural_instruction(harbor: tuple[App, ToolGrap
     values = required_values(app, write_task)
     kinds = {v.kind: v for v in values}
     assert set(kinds) == {"date", "time", "text"}  # the digits of the date and the time are no numbers
-    call = write_task.oracle[0]
+    call = acts(app, write_task)[0]
     chosen = [call.args[p.name] for p in app.spec_by_name[call.tool].params if p.enum and p.name in call.args]  # the carrier...
     assert chosen and all(str(a).replace("_", " ").lower() in {v.norm for v in values if v.kind == "text"} for a in chosen)
     assert kinds["date"].shown in write_task.instruction and kinds["time"].shown in write_task.instruction
