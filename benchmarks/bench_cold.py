@@ -11,7 +11,9 @@ so wall time is also kept but mostly measures the neighbours), best of the passe
 - ``speed`` (default): episodes per second over repeated passes of the whole corpus, the
   bare-SQLite floor of the same episodes (connect, deserialize the state bytes, run the SQL
   statements the tools ran, read the tables the expected effects name and compare them with
-  the rows a correct run leaves, close) and the split of a cold episode into its phases.
+  the rows a correct run leaves, close) and the split of a cold episode into its phases; and
+  a paired pass, each task's episode right before its floor, both timed: the ratio of their
+  sums (``paired_ratios``) holds on a busy machine, where two passes minutes apart do not.
 - ``memory``: RSS of 2,000 live episodes (started, oracle replayed, not finished) beyond
   their states' bytes, RSS once they are finished (before and after glibc's ``malloc_trim``,
   which shows whether the freed memory is free or still held), then RSS after each of 10
@@ -57,10 +59,27 @@ def ensure_corpus(path: Path) -> None:
     subprocess.run([sys.executable, "-m", "envsynth.cli", "build", str(path), *BUILD], check=True, stdout=subprocess.DEVNULL)
 
 
+EXTRA_READS: dict[str, list[str]] = {}
+"""Task id -> read tools called with no arguments before its oracle (``--extra-reads``)."""
+
+
+def plan_extra_reads(corpus: Any, tasks: list[Any], n: int) -> None:
+    """Give each task ``n`` extra read calls: its visible read tools that need no argument (lists and
+    searches), in turn; a task without one gets none."""
+    EXTRA_READS.clear()
+    for t in tasks if n else ():
+        specs = corpus.apps[t.app].spec_by_name
+        free = [name for name in t.visible_tools if specs[name].mode == "read" and not any(p.required for p in specs[name].params)]
+        if free:
+            EXTRA_READS[t.id] = [free[i % len(free)] for i in range(n)]
+
+
 def replay(ep: Any, task: Any) -> Any:
-    """The oracle's calls on ``ep`` (refs filled from earlier results); the answer it gives."""
+    """The task's extra reads, then the oracle's calls on ``ep`` (refs filled from earlier results); the answer it gives."""
     from envsynth.tasks.answerpath import answer_in
 
+    for tool in EXTRA_READS.get(task.id, ()):
+        ep.call(tool, {})
     results: list[Any] = []
     for c in task.oracle:
         args = dict(c.args)
@@ -153,6 +172,26 @@ def floor_pass(inputs: list[Any]) -> tuple[float, float]:
         floor_episode(data, tools_sql, reads, expected)
     c1, t1 = time.process_time(), time.perf_counter()
     return len(inputs) / (c1 - c0), len(inputs) / (t1 - t0)
+
+
+def paired_pass(corpus: Any, tasks: list[Any], inputs: list[Any]) -> tuple[float, float]:
+    """Each task's cold episode and then its floor, one after the other, each timed (this thread's CPU time):
+    total microseconds per episode of each. Pairs see the same moment of a shared machine, so their ratio
+    holds better than that of two passes minutes apart."""
+    real = floor = 0
+    clock = time.thread_time_ns
+    for t, (data, tools_sql, reads, expected) in zip(tasks, inputs, strict=True):
+        c0 = clock()
+        ep = corpus.start(t, seed=1)
+        reward = ep.finish(replay(ep, t))
+        c1 = clock()
+        floor_episode(data, tools_sql, reads, expected)
+        c2 = clock()
+        if not reward.passed:
+            raise SystemExit(f"oracle failed on {t.id}: {reward.feedback}")
+        real, floor = real + c1 - c0, floor + c2 - c1
+    check_cold(corpus)
+    return real / len(tasks) / 1000, floor / len(tasks) / 1000
 
 
 # -- the split of a cold episode -----------------------------------------------------
@@ -252,14 +291,15 @@ def _split_after(corpus: Any, tasks: list[Any]) -> dict[str, float]:
 # -- modes ---------------------------------------------------------------------------
 
 
-def speed(corpus_path: Path, passes: int) -> dict[str, Any]:
+def speed(corpus_path: Path, passes: int, extra_reads: int = 0) -> dict[str, Any]:
     from envsynth.corpus import load_corpus
 
     corpus = load_corpus(corpus_path, state_cache=0)
     tasks = list(corpus.tasks)
+    plan_extra_reads(corpus, tasks, extra_reads)
     inputs = floor_inputs(corpus, tasks)
     cold_pass(corpus, tasks)  # warm: apps loaded, validators built, code paths taken once
-    rates, floors, splits = [], [], []
+    rates, floors, splits, pairs = [], [], [], []
     for _ in range(passes):  # the real path and its floor alternate, so a busy period hits both
         gc.collect()
         rates.append(cold_pass(corpus, tasks))
@@ -267,10 +307,13 @@ def speed(corpus_path: Path, passes: int) -> dict[str, Any]:
         floors.append(floor_pass(inputs))
         gc.collect()
         splits.append(split_pass(corpus, tasks))
+        gc.collect()
+        pairs.append(paired_pass(corpus, tasks, inputs))
     split = {k: round(statistics.median(s[k] for s in splits), 1) for k in splits[0]}
     best, floor = max(r for r, _ in rates), max(f for f, _ in floors)
     return {
         "episodes": len(tasks),
+        "extra_reads": sum(map(len, EXTRA_READS.values())),
         "cpu_rates": [round(r, 1) for r, _ in rates],
         "wall_rates": [round(w, 1) for _, w in rates],
         "best_rate": round(best, 1),
@@ -280,6 +323,8 @@ def speed(corpus_path: Path, passes: int) -> dict[str, Any]:
         "floor_us": round(1e6 / floor, 1),
         "episode_us": round(1e6 / best, 1),
         "ratio_to_floor": round(floor / best, 2),
+        "paired_us": [[round(r, 1), round(f, 1)] for r, f in pairs],
+        "paired_ratios": [round(r / f, 2) for r, f in pairs],
         "split_us": split,
         "split_total_us": round(sum(split.values()), 1),
     }
@@ -327,14 +372,15 @@ def memory(corpus_path: Path, live: int, passes: int) -> dict[str, Any]:
     }
 
 
-def against(src: Path, corpus_path: Path, rounds: int, passes: int) -> dict[str, Any]:
+def against(src: Path, corpus_path: Path, rounds: int, passes: int, extra_reads: int = 0) -> dict[str, Any]:
     """``speed`` alternately on ``src`` (before) and this checkout (after), in fresh processes."""
     here = Path(__file__).resolve().parents[1] / "src"
     runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
     for _ in range(rounds):
         for label, path in (("before", src), ("after", here)):
             env = {**os.environ, "PYTHONPATH": str(path)}
-            cmd = [sys.executable, __file__, "--corpus", str(corpus_path), "--passes", str(passes), "--json", "-"]
+            cmd = [sys.executable, __file__, "--corpus", str(corpus_path), "--passes", str(passes), "--extra-reads", str(extra_reads)]
+            cmd += ["--json", "-"]
             out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
             runs[label].append(json.loads(out)["speed"])
             print(label, runs[label][-1]["best_rate"], "episodes/s", file=sys.stderr)
@@ -349,16 +395,19 @@ def main() -> None:
     ap.add_argument("--live", type=int, default=2000, help="memory: concurrent live episodes")
     ap.add_argument("--against", type=Path, help="speed: another checkout's src to compare with, side by side")
     ap.add_argument("--rounds", type=int, default=3, help="--against: rounds of (before, after)")
+    ap.add_argument(
+        "--extra-reads", type=int, default=0, help="speed: read calls added before each task's oracle (its list and search tools)"
+    )
     ap.add_argument("--json", help="write the results here ('-': stdout only)")
     args = ap.parse_args()
     ensure_corpus(args.corpus)
     out: dict[str, Any] = {"corpus": str(args.corpus), "python": platform.python_version(), "sqlite": sqlite3.sqlite_version}
     if args.against:
-        out["runs"] = against(args.against, args.corpus, args.rounds, args.passes)
+        out["runs"] = against(args.against, args.corpus, args.rounds, args.passes, args.extra_reads)
     elif args.mode == "memory":
         out["memory"] = memory(args.corpus, args.live, max(args.passes, 10))
     else:
-        out["speed"] = speed(args.corpus, args.passes)
+        out["speed"] = speed(args.corpus, args.passes, args.extra_reads)
     text = json.dumps(out, indent=2)
     if args.json == "-":
         print(text)

@@ -20,6 +20,7 @@ from envsynth.corpus.states import MAGIC, PAGE_SIZE
 from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import open_state, read_rows
 from envsynth.tasks.answerpath import answer_in
+from envsynth.tasks.model import Task
 from envsynth.tasks.refs import resolve
 from envsynth.tasks.state import state_bytes
 
@@ -133,3 +134,29 @@ def test_finished_episodes_release_their_connections(reference: CorpusSummary) -
         del ep, db
     gc.collect()
     assert all(r() is None for r in refs)
+
+
+def test_a_task_read_from_the_corpus_finds_its_state_without_the_index(reference: CorpusSummary, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Records remember where they were read while they live; other Task objects are looked up by id."""
+    corpus = load_corpus(reference.path, state_cache=0)
+    corpus.tasks._records.recent = 0  # keep no record in the LRU: a record lives as long as its users hold it
+    first = list(corpus.tasks)
+    expected = {t.id: corpus.stored_state(t) for t in first}
+    assert all(expected.values())
+    texts = [t.model_dump_json() for t in reversed(first)]
+    del first
+    gc.collect()  # the records die, their notes with them
+    copies = [Task.model_validate_json(text) for text in texts for _ in range(20)]  # never read by the corpus
+    again = list(corpus.tasks)
+    assert again[0].id != copies[0].id
+    lookups: list[str] = []
+    position = corpus.tasks.task_index.position
+    monkeypatch.setattr(corpus.tasks.task_index, "position", lambda task_id: lookups.append(task_id) or position(task_id))
+    notes = corpus.tasks._records._where
+    notes[id(copies[0])] = (weakref.ref(again[0]), corpus.tasks.position_of(again[0]))  # as if a dead record had its address
+    for c in copies:
+        assert corpus.stored_state(c) == expected[c.id]
+    assert sorted(set(lookups)) == sorted(expected) and len(lookups) == len(copies)  # the copies are looked up, each time
+    for t in again:
+        assert corpus.stored_state(t) == expected[t.id]
+    assert len(lookups) == len(copies)  # the records read again are not

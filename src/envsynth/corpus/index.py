@@ -183,7 +183,9 @@ class TaskIndex:
                 conn = sqlite3.connect(":memory:", check_same_thread=False)
                 conn.deserialize(self._image)
             else:
-                conn = sqlite3.connect(f"{Path(self.path or '').absolute().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+                # immutable: no file locks per query (the index is only ever replaced whole, by a rename)
+                uri = f"{Path(self.path or '').absolute().as_uri()}?mode=ro&immutable=1"
+                conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
             self._conn, self._pid = conn, os.getpid()
         return self._conn
 

@@ -10,6 +10,7 @@ by app or kind (:meth:`TaskSeq.where`) and listing ids or entries (:meth:`TaskSe
 from __future__ import annotations
 
 import threading
+import weakref
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
@@ -37,6 +38,7 @@ class _Records:
         self.reads = 0  # records parsed from the shards so far
         self._lru: OrderedDict[int, Task] = OrderedDict()
         self._lock = threading.Lock()
+        self._where: dict[int, tuple[weakref.ref[Task], int]] = {}  # id(record) -> (the record, its position) while it lives
 
     def cached(self, pos: int) -> Task | None:
         with self._lock:
@@ -51,7 +53,24 @@ class _Records:
             self._lru.move_to_end(pos)
             while len(self._lru) > self.recent:
                 self._lru.popitem(last=False)
+            self._remember(task, pos)
             return task
+
+    def _remember(self, task: Task, pos: int) -> None:
+        """Note where ``task`` was read, for as long as the object lives (its entry goes with it)."""
+        key = id(task)
+        entry = self._where.get(key)
+        if entry is not None and entry[0]() is task:
+            return
+        where = self._where
+        self._where[key] = (weakref.ref(task, lambda _, key=key: where.pop(key, None)), pos)
+
+    def position_of(self, task: Task) -> int | None:
+        """The position of ``task``: noted when this object was read from the shards, else looked up by its id."""
+        entry = self._where.get(id(task))
+        if entry is not None and entry[0]() is task:  # this very object (an address is reused only after it dies)
+            return entry[1]
+        return self.task_index.position(task.id)
 
     def get(self, pos: int) -> Task:
         task = self.cached(pos)
@@ -152,6 +171,13 @@ class TaskSeq(Sequence[Task]):
     def _has(self, pos: int) -> bool:
         i = bisect_left(self._positions, pos)  # positions ascend
         return i < len(self._positions) and self._positions[i] == pos
+
+    def position_of(self, task: Task) -> int | None:
+        """The position of ``task`` in the corpus (not in this view), None when the corpus has no task of its id.
+
+        A record read from this corpus knows its position without a look-up in the index.
+        """
+        return self._records.position_of(task)
 
     def index_of(self, task_id: str) -> int | None:
         """The index in this sequence of the task with id ``task_id``, or None."""

@@ -117,7 +117,7 @@ class Corpus:
     def stored_state(self, task: Task) -> bytes | None:
         """The s0 bytes the build stored for ``task``, None when there are none (see :mod:`envsynth.corpus.states`)."""
         index = self.tasks.task_index
-        pos = index.position(task.id)
+        pos = self.tasks.position_of(task)
         if pos is None:
             return None
         if self._app_starts is None:  # an app's records come together, in shard order: its first position

@@ -52,6 +52,7 @@ _COUNTS = struct.Struct("<II")
 _PAGE = struct.Struct("<IHH")  # page number, bytes kept before its zero run, bytes kept after it
 _ZEROS_RE = re.compile(rb"\x00+")
 _ZERO_PAGE = bytes(PAGE_SIZE)
+_ZERO_VIEW = memoryview(_ZERO_PAGE)
 
 
 def states_name(number: int) -> str:
@@ -117,23 +118,28 @@ def _zero_run(page: bytes) -> tuple[int, int]:
 
 
 def decode(template: bytes, payload: bytes) -> bytes:
-    """The image :func:`encode` made ``payload`` from."""
+    """The image :func:`encode` made ``payload`` from.
+
+    One copy: the image is joined from slices of the template and of the payload. Its pages come
+    in ascending order, and every page past the template's end is among them (encode wrote them so).
+    """
     size = PAGE_SIZE
     raw = memoryview(payload)
     pages, count = _COUNTS.unpack_from(raw)
-    heads = struct.unpack_from("<" + "IHH" * count, raw, _COUNTS.size)
-    buf = bytearray(template[: pages * size])
-    if len(buf) < pages * size:
-        buf.extend(bytes(pages * size - len(buf)))
+    base = memoryview(template)
+    parts: list[memoryview] = []
     at = _COUNTS.size + _PAGE.size * count
-    for i in range(0, 3 * count, 3):
-        n, head, tail = heads[i : i + 3]
-        base, gap = n * size, size - head - tail
-        buf[base : base + head] = raw[at : at + head]
-        buf[base + head : base + head + gap] = _ZERO_PAGE[:gap]
-        buf[base + head + gap : base + size] = raw[at + head : at + head + tail]
-        at += head + tail
-    return bytes(buf)
+    done = 0  # pages joined so far
+    for n, head, tail in _PAGE.iter_unpack(raw[_COUNTS.size : at]):
+        if n > done:
+            parts.append(base[done * size : n * size])
+        mid = at + head
+        parts += (raw[at:mid], _ZERO_VIEW[: size - head - tail], raw[mid : mid + tail])
+        at = mid + tail
+        done = n + 1
+    if pages > done:
+        parts.append(base[done * size : pages * size])
+    return b"".join(parts)
 
 
 def _frames(data: bytes) -> list[tuple[bytes, int, int]]:

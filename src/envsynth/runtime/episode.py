@@ -19,6 +19,8 @@ from envsynth.runtime.toolkit import Context, ToolError
 if TYPE_CHECKING:
     from envsynth.runtime.app import App
 
+_JSON = json.JSONEncoder(ensure_ascii=False)  # what json.dumps(value, ensure_ascii=False) builds on every call
+
 MAX_ARGUMENTS = 1000
 """Keys of a call's arguments object at most (checked first: validating a million unknown keys takes seconds)."""
 
@@ -132,19 +134,20 @@ class Episode:
         except ValidationError as exc:
             return CallResult(REJECTION, _validation_message(name, exc), code="invalid_arguments"), None
         db = self.db
-        if not replay:
+        undo = not replay and name in writing_tools(app)  # a tool that writes nothing has nothing to undo
+        if undo:
             db.execute("SAVEPOINT tool_call")
         try:
             value = fn(self.ctx, **args) if name not in app.state_writers else self._guarded(fn, args, app.state_writers[name])
-            content = "" if replay else json.dumps(value, ensure_ascii=False)
+            content = "" if replay else _JSON.encode(value)
         except ToolError as exc:
-            self._undo(replay)
+            self._undo(undo)
             return CallResult(REJECTION, exc.message, code=exc.code or "rejected"), None
         except Exception:  # any other exception is an environment bug
-            self._undo(replay)
+            self._undo(undo)
             trace = traceback.format_exc()
             return CallResult(FAILURE, f"Internal error in {name}; the call had no effect.", code="unexpected_failure"), trace
-        if not replay:
+        if undo:
             db.execute("RELEASE tool_call")
         tables = written_tables(app).get(name)
         if tables:
@@ -174,8 +177,8 @@ class Episode:
             raise ToolError(guard.message(), code=guard.code)
         return value
 
-    def _undo(self, replay: bool) -> None:
-        if not replay:
+    def _undo(self, undo: bool) -> None:
+        if undo:
             self.db.execute("ROLLBACK TO tool_call")
             self.db.execute("RELEASE tool_call")
 
@@ -193,6 +196,17 @@ def written_tables(app: App) -> dict[str, frozenset[str]]:
     """Tool name -> the tables its calls may write (declared ``writes``, ``creates`` and ``deletes``;
     the procedural tests fail a tool that changes anything else), for tools that write; kept on the app's index."""
     return app.index.of(_find_written_tables, app)
+
+
+def writing_tools(app: App) -> frozenset[str]:
+    """The tools whose calls may change the state: write mode, declared writes, or armed state machines
+    (the others only read: the procedural tests fail a tool that changes anything it does not declare,
+    and the sandbox refuses any write of untrusted code it does not declare); kept on the app's index."""
+    return app.index.of(_find_writing_tools, app)
+
+
+def _find_writing_tools(app: App) -> frozenset[str]:
+    return frozenset(s.name for s in app.specs if s.mode == "write" or s.name in written_tables(app) or s.name in app.state_writers)
 
 
 def _find_written_tables(app: App) -> dict[str, frozenset[str]]:

@@ -9,7 +9,6 @@ the verifier.
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -20,6 +19,7 @@ from envsynth.blueprint.policy import policy_text
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import REJECTION, CallResult, Episode, short_repr
 from envsynth.runtime.reward import Effects, Reward, compare, effects_of
+from envsynth.runtime.snapshot import S0Tables
 from envsynth.runtime.state import Rows, id_fields, open_state, read_rows
 from envsynth.runtime.toolkit import Context
 from envsynth.tasks.model import Task
@@ -66,6 +66,7 @@ class TaskEpisode:
         "_restart",
         "_reward",
         "_s0",
+        "_s0_tables",
         "_state",
         "_task",
         "_tools",
@@ -95,15 +96,17 @@ class TaskEpisode:
         transaction, as handed out by :class:`EpisodePool`; ``release`` takes it back.
         Without one, the episode opens its own copy of ``state``, also inside a transaction.
 
-        Only the tables the episode's successful calls may write can differ from s0; at the
-        end those are read, the transaction is rolled back and the same tables are read
-        again as s0 (no change log, no per-connection setup). ``tracked`` is accepted for
+        Only the tables the episode's successful calls may write can differ from s0: each is
+        read once before the first call that may write it (its rows in s0, see
+        :mod:`envsynth.runtime.snapshot`) and again at the end, and only the rows that differ
+        are compared (no change log, no per-connection setup). ``tracked`` is accepted for
         compatibility and changes nothing. ``restart``: ``seed -> a fresh episode of the same
         task`` for :meth:`reset` (default: a new episode on ``state``).
         """
         self._app = app
         self._task = task
         self._s0 = initial_rows
+        self._s0_tables = S0Tables(app)
         self._state = state
         if connection is not None:
             self._episode = Episode(app=app, db=connection, ctx=Context(connection, app.now, seed, app.bool_columns))
@@ -147,6 +150,8 @@ class TaskEpisode:
         self._calls += 1
         if not isinstance(name, str) or name not in self._visible:
             return CallResult(REJECTION, f"Unknown tool {short_repr(name)}.", code="unknown_tool")
+        if self._s0 is None:
+            self._s0_tables.before_call(self._episode.db, name)
         return self._episode.call(name, arguments)
 
     def effects(self) -> Effects:
@@ -155,37 +160,20 @@ class TaskEpisode:
             return self._effects
         if self.finished:  # its state is given back: never read it again
             raise RuntimeError(f"episode of task {self._task.id} failed while finishing; its effects are unknown")
-        return self._current_effects(final=False)
+        return self._current_effects()
 
-    def _current_effects(self, final: bool) -> Effects:
-        """The effects so far: the tables successful calls may have written, now and in s0.
-
-        ``final``: the episode ends, so s0 may be read back by rolling its transaction back
-        (then opened again, for the pool to roll back and reuse).
-        """
+    def _current_effects(self) -> Effects:
+        """The effects so far: the tables successful calls may have written, now against s0."""
         written = self._episode.written
         if not written:
             return Effects({})
         bp = self._app.blueprint
         tables = [t for t in id_fields(bp) if t in written]  # blueprint order, as read_rows gives them
         db = self._episode.db
-        after = read_rows(db, bp, tables)
-        return effects_of(bp, self._initial(tables, final), after, now=self._app.now)
-
-    def _initial(self, tables: list[str], final: bool) -> Rows:
-        """The rows of ``tables`` in s0."""
-        bp = self._app.blueprint
-        if self._s0 is not None:
-            return {t: self._s0.get(t, []) for t in tables}
-        db = self._episode.db
-        if final and db.in_transaction:  # every call ran inside the episode's transaction: roll it back to s0
-            db.execute("ROLLBACK")
-            rows = read_rows(db, bp, tables)
-            if self._release is not None:
-                db.execute("BEGIN")  # as the pool hands connections back: in a transaction holding s0
-            return rows
-        with contextlib.closing(open_state(self._state)) as s0:  # a tool ended the transaction (or mid-episode)
-            return read_rows(s0, bp, tables)
+        if self._s0 is not None:  # s0 as rows, given by the caller
+            return effects_of(bp, {t: self._s0.get(t, []) for t in tables}, read_rows(db, bp, tables), now=self._app.now)
+        before, after = self._s0_tables.changed_rows(db, bp, tables)
+        return effects_of(bp, before, after, now=self._app.now)
 
     def finish(self, answer: Any = None) -> Reward:
         """End the episode and score it against the task's ground truth.
@@ -201,7 +189,7 @@ class TaskEpisode:
                 raise RuntimeError(f"episode of task {self._task.id} failed while finishing; it has no reward")
             return self._reward
         try:
-            effects = self._current_effects(final=True)
+            effects = self._current_effects()
             reward = compare(self._expected, effects, expected_answer=self._expected_answer, answer=answer)
         finally:
             self.finished, self.answer = True, answer
