@@ -14,8 +14,8 @@ After a task is synthesized (:func:`shape`, called once per task index from
   forbidden part as well scores 0 (the verifier compares the final state). ``Task.policy``
   records the rule, the forbidden call and the request in the user's words.
 
-The forbidden call is checked on the real runtime: the tools allow it (a success that
-changes the state) and the rule forbids it both before and after the allowed part.
+The forbidden call is checked on the real runtime: the tools allow it (a success that changes the state)
+and the rule forbids it both before and after the allowed part.
 """
 
 from __future__ import annotations
