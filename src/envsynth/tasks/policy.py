@@ -3,16 +3,16 @@
 After a task is synthesized (:func:`shape`, called once per task index from
 :func:`envsynth.tasks.synth.synthesize`):
 
-- an oracle call the policy forbids (a ``forbid`` rule of its action holds when it is made)
-  would teach the agent to break the policy: the task is rejected (``policy_forbids_oracle``);
-- an oracle call on an action a rule names, which the rule allows, marks the task as
-  involving the rule (``Task.policy``, ``refusal: false``);
-- about half of the tasks with a write (:data:`REFUSAL_SHARE`) are made *refusal* tasks: the
-  user also asks, in the same message, for a call the policy forbids (on a row of their own
-  that the oracle does not touch: one of the state, or a new one drawn for it). The oracle and
-  the expected effects stay those of the allowed part, so doing nothing scores 0 and doing the
-  forbidden part as well scores 0 (the verifier compares the final state). ``Task.policy``
-  records the rule, the forbidden call and the request in the user's words.
+- an oracle call the policy forbids (a ``forbid`` rule of its action holds when it is made) would teach the agent
+  to break the policy: the task is rejected (``policy_forbids_oracle``);
+- an oracle call on an action a rule names, which the rule allows, marks the task as involving the rule
+  (``Task.policy``, ``refusal: false``);
+- about half of the tasks with a write (:data:`REFUSAL_SHARE`) are made *refusal* tasks: the user also asks, in the
+  same message, for a call the policy forbids (on a row of their own that the oracle does not touch: one of the
+  state, or a new one drawn for it). The oracle and
+  the expected effects stay those of the allowed part, so doing nothing scores 0 and doing the forbidden part as
+  well scores 0 (the verifier compares the final state). ``Task.policy`` records the rule, the forbidden call and
+  the request in the user's words.
 
 The forbidden call is checked on the real runtime: the tools allow it (a success that changes the state)
 and the rule forbids it both before and after the allowed part.
