@@ -5,8 +5,7 @@ After a task is synthesized (:func:`shape`, called once per task index from
 
 - an oracle call the policy forbids (a ``forbid`` rule of its action holds when it is made) would teach the agent
   to break the policy: the task is rejected (``policy_forbids_oracle``);
-- an oracle call on an action a rule names, which the rule allows, marks the task as involving the rule
-  (``Task.policy``, ``refusal: false``);
+- an oracle call on an action a rule names, which the rule allows, marks the task (``Task.policy``, not a refusal);
 - about half of the tasks with a write (:data:`REFUSAL_SHARE`) are made *refusal* tasks: the user also asks, in the
   same message, for a call the policy forbids (on a row of their own that the oracle does not touch: one of the
   state, or a new one drawn for it). The oracle and
@@ -14,8 +13,7 @@ After a task is synthesized (:func:`shape`, called once per task index from
   well scores 0 (the verifier compares the final state). ``Task.policy`` records the rule, the forbidden call and
   the request in the user's words.
 
-The forbidden call is checked on the real runtime: the tools allow it (a success that changes the state)
-and the rule forbids it both before and after the allowed part.
+The forbidden call is checked on the real runtime: the tools allow it and the rule forbids it, before and after.
 """
 
 from __future__ import annotations
