@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from test_solvable import DANA as SOLVABLE_DANA
 
 from envsynth import catalog
 from envsynth.compiler.compile import compile_app
@@ -20,16 +21,7 @@ from envsynth.tasks.refs import MISSING, resolve, source
 from envsynth.tasks.routes import look_up_rows
 
 CATEGORY = {"category_id": "cat_1", "name": "Kitchen", "description": "Pots and mugs."}
-DANA = {
-    "customer_id": "cus_1",
-    "full_name": "Dana Whitfield",
-    "email": "dana@example.net",
-    "phone": "+1-555-0100",
-    "loyalty_tier": "gold",
-    "store_credit": 0.0,
-    "status": "active",
-    "joined_on": "2024-05-02",
-}
+DANA = {**SOLVABLE_DANA, "customer_id": "cus_1"}  # the customer of test_solvable, with a shorter id
 LEE = {**DANA, "customer_id": "cus_2", "full_name": "Lee Park", "email": "lee@example.net", "phone": "+1-555-0101"}
 
 
