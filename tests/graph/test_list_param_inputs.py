@@ -37,8 +37,9 @@ def test_no_chain_step_fills_a_list_of_ids_from_one_row(tmp_path: Path) -> None:
     assert into_lists == []
 
 
-def test_tools_whose_lists_name_rows_are_not_planned_into_tasks(tmp_path: Path) -> None:
-    """A request cannot name several rows yet ("book economy seats on it"): such tools stay out of task chains."""
+def test_tools_whose_lists_name_rows_only_start_chains(tmp_path: Path) -> None:
+    """A request names each row of a list ("book flights NS101 and NS204 for Kim Lee"): such a tool starts a chain,
+    where the request names every row it lists, and never follows an earlier step (whose rows a list could not name)."""
     import random
 
     from envsynth import catalog
@@ -47,10 +48,12 @@ def test_tools_whose_lists_name_rows_are_not_planned_into_tasks(tmp_path: Path) 
 
     app = build_app(catalog.load("northstar_air"), tmp_path / "air").app
     g = build_graph(app)
-    planned = set()
+    planned, later = set(), set()
     for slot in range(120):
         rng = random.Random(slot)
         for kind, _ in synth.KINDS:
-            planned |= {step.spec.name for step in plan_chain(app, g, rng, kind, slot=slot) or []}
-    assert "book_reservation" not in planned
+            steps = plan_chain(app, g, rng, kind, slot=slot) or []
+            planned |= {step.spec.name for step in steps}
+            later |= {step.spec.name for step in steps[1:]}
+    assert "book_reservation" in planned and "book_reservation" not in later
     assert {"cancel_reservation", "add_checked_bags", "change_to_business"} <= planned

@@ -7,14 +7,18 @@ one is admitted with that tool in its oracle.
 
 from __future__ import annotations
 
+import random
 import re
 
 from envsynth.compiler.build import BuiltApp
 from envsynth.graph import build_graph
 from envsynth.runtime.app import App
+from envsynth.runtime.state import StateBuilder
 from envsynth.tasks import Rejection, Task, instantiate, synthesize
+from envsynth.tasks.chain import plan_workflow
 from envsynth.tasks.plan import plan_task
 from envsynth.tasks.roles import chain_roles
+from envsynth.tasks.world import STEP_ATTEMPTS, WORLD_ROWS, value_pool, world_tables
 
 APP_INDEX = {
     "northstar_air": 0,
@@ -79,22 +83,25 @@ def test_a_step_a_policy_rule_governs_is_solved_so_the_policy_allows_it(built_ca
         assert task.policy is not None and (task.policy.refusal or task.policy.rule == "refundable_cancellation")
 
 
-def test_a_row_the_requesters_own_row_refers_to_is_found_through_it(built_catalog: dict[str, BuiltApp]) -> None:
-    """join_channel: the channel is named with its workspace, and no tool finds a workspace; the requester's user
-    row (found by email) holds the workspace's id, so the request is solvable."""
-    _, tasks = _admitted(built_catalog, "relay_chat", "join_channel", tries=1)
-    for task in tasks:
-        assert "join_channel" in _tools(task)
-        assert "find_user_by_email" in task.visible_tools
-
-
 def test_a_new_channel_has_its_creator_as_a_member(built_catalog: dict[str, BuiltApp]) -> None:
-    """The workflow create_channel -> post_message -> pin_message: posting needs a membership of the new channel,
-    which nothing made (a needed channel_membership row refers to a row the chain creates)."""
-    _, tasks = _admitted(built_catalog, "relay_chat", "create_channel", then="post_message", tries=1)
-    for task in tasks:
-        assert _tools(task)[1:4] == ["create_channel", "post_message", "pin_message"]
-        assert "it should be private" in task.instruction or "it should not be private" in task.instruction  # not "the private is yes"
+    """The workflow create_channel -> post_message: posting needs a membership of the new channel, which nothing made
+    (a needed channel_membership row refers to a row the chain creates). The creator is its first member now."""
+    app = built_catalog["relay_chat"].app
+    graph = build_graph(app.specs)
+    made = 0
+    for seed in range(12):  # the solver may pick another author, who is no member: some seeds fail, never all
+        steps = plan_workflow(app, graph, random.Random(seed), "action", ["create_channel", "post_message"])
+        assert steps is not None
+        world = StateBuilder(app.blueprint, seed, app.order).use_pool(value_pool(app))
+        world = world.fill(dict.fromkeys(world_tables(app, steps), WORLD_ROWS))
+        try:
+            _, calls, _ = instantiate.instantiate(app, steps, world, seed, attempts=STEP_ATTEMPTS, pool=value_pool(app))
+        except instantiate.ChainFailed:
+            continue
+        assert [c.tool for c in calls] == ["create_channel", "post_message"]
+        assert calls[1].refs["channel_id"].step == 0  # posted in the channel the request made
+        made += 1
+    assert made
 
 
 def test_a_reaction_to_take_back_can_be_found(built_catalog: dict[str, BuiltApp]) -> None:
@@ -173,9 +180,10 @@ def test_moderators_ban_members_and_labels_come_off_tasks_in_words(built_catalog
 def test_no_question_follows_up_on_a_row_the_request_deleted(built_catalog: dict[str, BuiltApp]) -> None:
     """delete_draft, then "how many reports does that post have?": nothing is left of the post to ask about (the task
     was rejected as answer_in_question). The draft's deletion is the task."""
-    _, tasks = _admitted(built_catalog, "circle_social", "delete_draft", tries=1)
+    app, tasks = _admitted(built_catalog, "circle_social", "delete_draft", tries=1)
     for task in tasks:
-        assert [c.tool for c in task.oracle] == ["delete_draft"] and task.expected_answer is None
+        writes = [c.tool for c in task.oracle if app.spec_by_name[c.tool].mode == "write"]  # the lookups come first
+        assert writes == ["delete_draft"] and task.oracle[-1].tool == "delete_draft" and task.expected_answer is None
 
 
 def test_staff_actions_are_asked_for_by_staff(built_catalog: dict[str, BuiltApp]) -> None:
