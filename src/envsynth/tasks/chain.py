@@ -21,6 +21,7 @@ from envsynth.tasks.instruction import refers_to
 from envsynth.tasks.model import Ref, TaskKind
 from envsynth.tasks.roles import Roles, asked_by, fits, joint
 from envsynth.tasks.rowfacts import RowFacts
+from envsynth.tasks.solvable import by_unique_value
 
 LENGTHS = (1, 1, 2, 2, 2, 3, 3, 4, 5, 6, 8)
 UNDO_VERBS = frozenset(("cancel", "delete", "remove", "void", "withdraw", "revoke", "discard", "undo", "abandon", "reopen", "restore"))
@@ -295,20 +296,13 @@ def _find_info_reads(app: App) -> list[ToolSpec]:
     reach = _follow_ups(app)
     bp = app.blueprint
     acted_on = {refers_to(bp, p) for w in _tools(app).writes for p in w.params}
-    acted_on -= {s.bindings[0].entity for s in app.specs if s.kind == "get" and s.bindings and _by_unique(app, s)}
+    acted_on -= {s.bindings[0].entity for s in app.specs if s.kind == "get" and s.bindings and by_unique_value(bp, s)}
     reads = _tools(app).reads
     # a search over rows that writes act on is how the oracle finds those rows (tasks/routes.py): asked last,
     # unless a get by a unique value (a user's email) finds them instead
     finds = {s.name for s in reads if s.kind == "search" and s.query is not None and s.query.entity in acted_on}
     followed = sorted((s for s in reads if s.name in reach), key=lambda s: reach[s.name])  # those fewest writes lead to first
     return sorted([s for s in reads if s.name not in reach] + followed, key=lambda s: s.name in finds)  # a stable sort
-
-
-def _by_unique(app: App, get: ToolSpec) -> bool:
-    """Whether a get finds its row by a unique field other than the id (a user by email)."""
-    ent = app.blueprint.entity(get.bindings[0].entity)
-    key = get.bindings[0].key
-    return key != ent.id_field and ent.has(key) and ent.field(key).unique
 
 
 def _reader(app: App, rng: random.Random, steps: list[Step], slot: int | None = None) -> Step | None:

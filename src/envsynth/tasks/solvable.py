@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from envsynth.blueprint.models import Blueprint
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, ref_fields
@@ -159,8 +160,7 @@ class Finder:
             return None
         b = spec.bindings[0]
         ent = self.bp.entity(table)
-        unique = b.key != ent.id_field and ent.field(b.key).unique
-        if not (unique and b.key in stated and b.param):
+        if not (by_unique_value(self.bp, spec) and b.key in stated and b.param):
             return None
         return Route(spec.name, table, row[ent.id_field], {b.param: row.get(b.key)})
 
@@ -195,6 +195,13 @@ class Finder:
         else:
             out.args[p.name] = _filter_value(out.ops.get(p.name, "eq"), row.get(fname))
         return True
+
+
+def by_unique_value(bp: Blueprint, get: ToolSpec) -> bool:
+    """Whether a get finds its row by a unique field other than the id (a user by email, a product by SKU)."""
+    ent = bp.entity(get.bindings[0].entity)
+    key = get.bindings[0].key
+    return key != ent.id_field and ent.has(key) and ent.field(key).unique
 
 
 @dataclass
