@@ -298,7 +298,7 @@ def _overwritten(task: Task, app: AppView) -> bool:
             row: Any = ("made", j)
         elif idf in call.refs:
             ref = call.refs[idf]
-            row = ("made", ref.step) if _made(task, app, ref) else ("ref", ref.step, ref.field, getattr(ref, "item", None))
+            row = ("made", ref.step) if _made(task, app, ref) else _ref_key(ref)
         else:
             row = call.args.get(idf)
         fields = {p.name: p.field.split(".", 1)[1] for p in spec.params if p.field and p.field.startswith(f"{ent.name}.")}
@@ -312,6 +312,11 @@ def _overwritten(task: Task, app: AppView) -> bool:
     return False
 
 
+def _ref_key(ref: Ref) -> tuple[str, int, str, int | None]:
+    """A row taken from an earlier result, named by where it was taken: (step, field, item)."""
+    return ("ref", ref.step, ref.field, ref.item)
+
+
 def _made(task: Task, app: AppView, ref: Ref) -> bool:
     """Whether ``ref`` takes the id of the row an earlier create made."""
     src = app.specs.get(task.oracle[ref.step].tool) if 0 <= ref.step < len(task.oracle) else None
@@ -321,7 +326,7 @@ def _made(task: Task, app: AppView, ref: Ref) -> bool:
 def _row_keys(call: Call) -> set[Any]:
     """What names a row in ``call``: its literal string arguments, and each ref as (step, field, item)."""
     keys: set[Any] = {v for v in call.args.values() if isinstance(v, str)}
-    keys |= {("ref", r.step, r.field, getattr(r, "item", None)) for r in call.refs.values()}
+    keys |= {_ref_key(r) for r in call.refs.values()}
     return keys
 
 
