@@ -7,7 +7,7 @@ from pathlib import Path
 from envsynth.blueprint.load import load_blueprint
 from envsynth.compiler.compile import compile_app
 from envsynth.tasks.model import Call
-from envsynth.tasks.states import _remap_call
+from envsynth.tasks.states import remap_call
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "examples" / "list_effects.yaml"
 
@@ -25,7 +25,7 @@ def test_a_list_of_ids_and_the_ids_in_a_list_of_objects_are_renamed() -> None:
         },
     )
     mapping = {("customer", "cus_1"): "cus_9", ("flight", "flt_2"): "flt_8", ("payment_method", "pmt_1"): "pmt_7"}
-    args = _remap_call(app, call, mapping).args
+    args = remap_call(app, call, mapping).args
     assert args["customer_id"] == "cus_9"
     assert args["flight_ids"] == ["flt_1", "flt_8"]
     assert args["payments"] == [{"payment_method_id": "pmt_7", "amount": 300}]

@@ -243,7 +243,7 @@ def test_a_lookup_after_a_write_to_what_it_reads_is_not_taken_as_a_read_of_s0(ha
     with Workspace(harbor, rows) as ws:
         for oracle, steps, fast in ((late, (0, 2), False), (early, (0, 1), True)):
             varied = plain.model_copy(update={"oracle": oracle, "visible_tools": sorted({c.tool for c in oracle})})
-            assert admission._looks_up(harbor, plain, varied, Admitted(varied, rows, lookups=steps), ws) is fast
+            assert (admission._looks_up(harbor, plain, varied, Admitted(varied, rows, lookups=steps), ws) is not None) is fast
 
 
 def test_synthesis_checks_a_task_with_search_lookups_without_replaying_it(harbor: App, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -82,25 +82,32 @@ def vary(app: App, admitted: Admitted, variants: tuple[Variant, ...], workspace:
             changed.append(getattr(variant, "__name__", str(variant)))
         admitted = out
     task = admitted.task.sealed()
-    if changed and admitted.task != original and not (workspace is not None and _looks_up(app, original, task, admitted, workspace)):
+    if not changed or admitted.task == original:
+        return Admitted(task, admitted.state, admitted.descs, lookups=admitted.lookups)
+    found = _looks_up(app, original, task, admitted, workspace) if workspace is not None else None
+    if found is None:
         problem = admit(app, task, admitted.state, workspace=workspace)
         if problem:
             return Rejection(app=app.name, coordinates=task.coordinates, reason=problem, detail=f"variant {', '.join(changed)}")
-    return Admitted(task, admitted.state, admitted.descs, lookups=admitted.lookups)
+        return Admitted(task, admitted.state, admitted.descs, lookups=admitted.lookups)
+    return Admitted(task, admitted.state, admitted.descs, lookups=admitted.lookups, runs=found)
 
 
-def _looks_up(app: App, original: Task, varied: Task, admitted: Admitted, workspace: Workspace) -> bool:
+def _looks_up(app: App, original: Task, varied: Task, admitted: Admitted, workspace: Workspace) -> tuple[tuple[Call, Any], ...] | None:
     """Whether ``varied`` is the admitted ``original`` with lookups at oracle steps ``admitted.lookups``: generated reads
     (they write and draw nothing) of tables no earlier call of the original writes, whose refs point at earlier lookups,
     and that, run on the state loaded in ``workspace`` (or as ``admitted.runs`` records), give the ids the original calls
     pass, with the same expected outcome and every oracle tool visible. Such a task scores as the original does, so it
     needs no replay of its own.
+
+    Returns:
+        when it is: per lookup, in order, the call as it ran (refs filled in) and its result; else None.
     """
     steps = admitted.lookups
     looks = sorted(steps)
     rest = [i for i in range(len(varied.oracle)) if i not in steps]
     if not looks or len(rest) != len(original.oracle) or looks[-1] >= len(varied.oracle):
-        return False
+        return None
     answer_step = None if original.answer_step is None else rest[original.answer_step]
     same_outcome = (varied.answer_step, varied.answer_field, varied.expected_answer, varied.expected_effects) == (
         answer_step,
@@ -109,16 +116,19 @@ def _looks_up(app: App, original: Task, varied: Task, admitted: Admitted, worksp
         original.expected_effects,
     )
     if not same_outcome or not {c.tool for c in varied.oracle} <= set(varied.visible_tools):
-        return False
+        return None
     at = {step: j for j, step in enumerate(looks)}  # a lookup's place among the lookups
     lookups = _reads_of_s0(app, varied.oracle, at, rest)
     if lookups is None:
-        return False
+        return None
     results = _lookup_results(lookups, admitted.runs, workspace)
     if results is None:
-        return False
+        return None
     old_step = {new: old for old, new in enumerate(rest)}
-    return all(_resolves_to(varied.oracle[new], original.oracle[old], results, at, old_step) for new, old in old_step.items())
+    if not all(resolves_to(varied.oracle[new], original.oracle[old], results, at, old_step) for new, old in old_step.items()):
+        return None
+    ran = [Call(tool=c.tool, args={**c.args, **{p: resolve(r, results) for p, r in c.refs.items()}}) for c in lookups]
+    return tuple(zip(ran, results, strict=True))
 
 
 def _reads_of_s0(app: App, oracle: list[Call], at: dict[int, int], rest: list[int]) -> list[Call] | None:
@@ -146,7 +156,7 @@ def _lookup_results(lookups: list[Call], runs: tuple[tuple[Call, Any], ...], wor
     ):
         return results
     try:
-        return workspace.run(lookups, seed=1).results
+        return workspace.read(lookups)  # generated reads (see _reads_of_s0)
     except ChainFailed:
         return None
 
@@ -159,7 +169,7 @@ def written_tables(app: App, tool: str) -> set[str]:
     return {*spec.writes, *spec.creates, *spec.deletes}
 
 
-def _resolves_to(new: Call, old: Call, lookups: list[Any], at: dict[int, int], old_step: dict[int, int]) -> bool:
+def resolves_to(new: Call, old: Call, lookups: list[Any], at: dict[int, int], old_step: dict[int, int]) -> bool:
     """Whether ``new`` makes the same call as ``old`` once the lookups' results (``at``: step -> place) fill it in and
     its other refs point back at the original's steps (``old_step``)."""
     args = dict(new.args)
@@ -188,7 +198,7 @@ def _task(inst: Instance, draw: TaskStateDraw, question: Question, request: Requ
         instruction=request.instruction,
         user=request.user,
         scenario=request.scenario,
-        state=TaskState(core=_nonempty(draw.core), distractors=_nonempty(extra), distractor_depth=draw.per_level),
+        state=TaskState(core=nonempty(draw.core), distractors=nonempty(extra), distractor_depth=draw.per_level),
         oracle=calls,
         oracle_program=oracle_program(calls, question.step, question.field),
         answer_step=question.step,
@@ -208,7 +218,8 @@ def _task(inst: Instance, draw: TaskStateDraw, question: Question, request: Requ
     )  # sealed by vary(), after the variant stages
 
 
-def _nonempty(rows: Rows) -> Rows:
+def nonempty(rows: Rows) -> Rows:
+    """``rows`` without its empty tables."""
     return {k: v for k, v in rows.items() if v}
 
 

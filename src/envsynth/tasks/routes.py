@@ -186,7 +186,7 @@ def place_items(app: App, admitted: Admitted, planned: list[Lookup], earlier: li
     """
     planned.sort(key=lambda lk: lk.at)  # stable: parents stay before their children
     calls = [*(c for c in earlier if not c.refs), *(lk.call() for lk in planned)]
-    results = _run(app, admitted, calls)
+    results = run_reads(app, admitted, calls)
     if isinstance(results, str):
         return results
     n = len(results) - len(planned)
@@ -196,7 +196,7 @@ def place_items(app: App, admitted: Admitted, planned: list[Lookup], earlier: li
             continue
         lk.item = _position(app, lk, result)
         if lk.item is None and _widened(app, lk, result):
-            again = _run(app, admitted, [lk.call()])
+            again = run_reads(app, admitted, [lk.call()])
             lk.result = again[0] if not isinstance(again, str) else None
             lk.item = _position(app, lk, lk.result)
         if lk.item is None:
@@ -204,17 +204,22 @@ def place_items(app: App, admitted: Admitted, planned: list[Lookup], earlier: li
     return results[:n]
 
 
-def _run(app: App, admitted: Admitted, calls: list[Call]) -> list[Any] | str:
+def run_reads(app: App, admitted: Admitted, calls: list[Call]) -> list[Any] | str:
     """The results of ``calls`` (reads without refs) on s0: a generated get's row is taken from the state, the others
     run (in the state's workspace); a sentence when one fails."""
     rows = [_row_of_get(app, c, admitted) for c in calls]
     if all(r is not None for r in rows):
         return rows
+    todo = [c for c, r in zip(calls, rows, strict=True) if r is None]
     try:
-        if admitted.workspace is not None:
-            ran = admitted.workspace.run([c for c, r in zip(calls, rows, strict=True) if r is None], seed=1).results
+        if admitted.workspace is not None and all(
+            app.spec_by_name[c.tool].code is None and app.spec_by_name[c.tool].mode == "read" for c in todo
+        ):
+            ran = admitted.workspace.read(todo)
+        elif admitted.workspace is not None:
+            ran = admitted.workspace.run(todo, seed=1).results
         else:
-            ran = execute(app, admitted.state, [c for c, r in zip(calls, rows, strict=True) if r is None], seed=1).results
+            ran = execute(app, admitted.state, todo, seed=1).results
     except ChainFailed as exc:
         return f"a lookup fails: {exc}"
     it = iter(ran)

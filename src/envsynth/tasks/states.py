@@ -42,6 +42,7 @@ class TaskStateDraw:
     stages); ``run`` is the ground-truth run on ``full`` (core plus distractors), ``check``
     the admission replay (``run`` itself for a chain whose result no episode seed changes).
     ``workspace`` has ``full`` loaded until :meth:`close` (later stages replay chains on it).
+    ``mapping`` renames state 0's core ids to this state's ((table, state-0 id) -> id; empty for state 0).
     """
 
     index: int
@@ -57,6 +58,7 @@ class TaskStateDraw:
     descs: Descriptions
     workspace: Workspace | None = None
     _open: ExitStack = field(default_factory=ExitStack, repr=False)
+    mapping: dict[tuple[str, Any], Any] = field(default_factory=dict)
 
     def close(self) -> None:
         """Let the state's workspace go (again: no effect)."""
@@ -74,6 +76,7 @@ class _Frame:
     calls: list[Call]
     targets: list[tuple[str, Any]]
     bound: frozenset[tuple[str, Any]]
+    mapping: dict[tuple[str, Any], Any] = field(default_factory=dict)
 
 
 def draw_state(
@@ -116,7 +119,7 @@ def draw_state(
             why, detail = judged, ""
             continue
         return TaskStateDraw(
-            index, frame.rng, frame.core, frame.calls, frame.targets, extra, per_level, full, run, check, judged, ws, opened
+            index, frame.rng, frame.core, frame.calls, frame.targets, extra, per_level, full, run, check, judged, ws, opened, frame.mapping
         )
     return inst.plan.reject(why, detail)
 
@@ -130,10 +133,10 @@ def _frame(inst: Instance, core: Core, index: int) -> _Frame:
     if index == 0:
         return _Frame(0, rng, core.rows, inst.calls, list(core.targets), core.acted_on)
     rows, mapping = _remap_ids(inst.plan.app, core.rows, rng)
-    calls = [_remap_call(inst.plan.app, c, mapping) for c in inst.calls]
+    calls = [remap_call(inst.plan.app, c, mapping) for c in inst.calls]
     targets = [(t, mapping.get((t, k), k)) for t, k in core.targets]
     bound = frozenset((t, mapping.get((t, k), k)) for t, k in core.acted_on)
-    return _Frame(index, rng, rows, calls, targets, bound)
+    return _Frame(index, rng, rows, calls, targets, bound, mapping)
 
 
 def _distractors(
@@ -300,24 +303,50 @@ def _remap_ids(app: App, core: Rows, rng: random.Random) -> tuple[Rows, dict[tup
     return out, mapping
 
 
-def _remap_call(app: App, call: Call, mapping: dict[tuple[str, Any], Any]) -> Call:
-    if not mapping:
+def remap_call(app: App, call: Call, mapping: dict[tuple[str, Any], Any]) -> Call:
+    """``call`` with the ids of rows ``mapping`` renames renamed (``call`` itself when it passes none)."""
+    if not mapping or not call.args:
         return call
-    spec = app.spec_by_name[call.tool]
-    args = dict(call.args)
-    for p in spec.params:
-        table = refers_to(app.blueprint, p)  # a row parameter, or a search's filter on a row (the reviews of a product)
-        if p.name in args and p.ref:
-            args[p.name] = _remapped(mapping, p.ref, args[p.name])
-        elif p.name in args and p.item_fields and isinstance(args[p.name], list):  # a list of objects: their ids
-            refs = {f.name: f.ref for f in p.item_fields if f.ref}
-            args[p.name] = [
-                {k: _remapped(mapping, refs[k], v) if k in refs else v for k, v in item.items()} if isinstance(item, dict) else item
-                for item in args[p.name]
+    args = call.args
+    changed: dict[str, Any] = {}
+    for name, kind, what in _id_params(app, call.tool):
+        if name not in args:
+            continue
+        value = args[name]
+        if kind == "ref":  # a row parameter (an id, or a list of ids)
+            new = _remapped(mapping, what, value)
+        elif kind == "items":  # a list of objects: their ids
+            if not isinstance(value, list):
+                continue
+            new = [
+                {k: _remapped(mapping, what[k], v) if k in what else v for k, v in item.items()} if isinstance(item, dict) else item
+                for item in value
             ]
-        elif p.name in args and table is not None and isinstance(args[p.name], str):
-            args[p.name] = mapping.get((table, args[p.name]), args[p.name])
-    return call.model_copy(update={"args": args})
+        elif isinstance(value, str):  # a search's filter on a row (the reviews of a product)
+            new = mapping.get((what, value), value)
+        else:
+            continue
+        if new != value:
+            changed[name] = new
+    return call.model_copy(update={"args": {**args, **changed}}) if changed else call
+
+
+def _id_params(app: App, tool: str) -> list[tuple[str, str, Any]]:
+    """(parameter, how it carries ids, the table or tables) of each parameter of ``tool`` that can carry a row's id."""
+    return app.index.of(_find_id_params, app, tool)
+
+
+def _find_id_params(app: App, tool: str) -> list[tuple[str, str, Any]]:
+    out: list[tuple[str, str, Any]] = []
+    for p in app.spec_by_name[tool].params:
+        table = refers_to(app.blueprint, p)
+        if p.ref:
+            out.append((p.name, "ref", p.ref))
+        elif p.item_fields:
+            out.append((p.name, "items", {f.name: f.ref for f in p.item_fields if f.ref}))
+        elif table is not None:
+            out.append((p.name, "filter", table))
+    return out
 
 
 def _remapped(mapping: dict[tuple[str, Any], Any], table: str, value: Any) -> Any:

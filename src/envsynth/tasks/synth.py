@@ -9,7 +9,8 @@ The stages, each a function from typed artifacts to typed artifacts (or a Reject
 4. states and distractors (:mod:`~envsynth.tasks.states`): per state, distractors the chain runs on;
 5. describe (:mod:`~envsynth.tasks.request`): a unique description of every named row (judges state 0);
 6. scenario (:mod:`~envsynth.tasks.request`): who asks, in their words, solvable from what they state;
-7. admit (:mod:`~envsynth.tasks.admission`): the sealed task, admitted, then through its variants.
+7. admit (:mod:`~envsynth.tasks.admission`): the sealed task, admitted, then through its variants; a later
+   state takes state 0's admitted oracle under its own ids when that checks (:mod:`~envsynth.tasks.restate`).
 
 ``synthesize`` is pure and deterministic in its arguments.
 """
@@ -29,6 +30,7 @@ from envsynth.tasks.plan import plan_task as plan_task
 from envsynth.tasks.policy import shape as shape_policy
 from envsynth.tasks.questions import unfiltered
 from envsynth.tasks.request import Request, describer, request_of
+from envsynth.tasks.restate import restate
 from envsynth.tasks.routes import look_up_rows
 from envsynth.tasks.states import draw_state
 from envsynth.tasks.visible import MIN_VISIBLE, visible_tools
@@ -96,6 +98,11 @@ def _tasks(inst: Instance, states: int) -> list[Task] | Rejection:
                 if isinstance(made, Rejection):
                     return made
                 request = made
+            first = varied[0] if varied else None
+            carried = restate(plan.app, first, draw, expected, answer) if isinstance(first, Admitted) else None
+            if carried is not None:  # state 0's oracle under this state's ids, its lookups re-placed
+                varied.append(carried)
+                continue
             made_task = admit_state(inst, draw, asked, request, expected, answer)
             if isinstance(made_task, Rejection):
                 return made_task
