@@ -22,17 +22,28 @@ Rows = dict[str, list[dict[str, Any]]]
 STATEMENT_CACHE = 1024  # prepared statements kept per connection (tools, deltas, reads: well over the default 128)
 
 
-def empty_db(schema: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False, cached_statements=STATEMENT_CACHE)
+def empty_db(schema: str, factory: type[sqlite3.Connection] = sqlite3.Connection) -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False, cached_statements=STATEMENT_CACHE, factory=factory)
     conn.executescript(schema)
     return conn
+
+
+class ScratchConnection(sqlite3.Connection):
+    """A connection of :func:`scratch_connection`; ``guard`` is the state guard its users keep on it
+    between uses (see :func:`envsynth.runtime.guard.stand`), None until one does."""
+
+    __slots__ = ("guard",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.guard: Any = None
 
 
 _SCRATCH = threading.local()
 SCRATCH_CONNECTIONS = 32  # (schema, purpose) connections kept per thread, the least recently used let go first
 
 
-def scratch_connection(schema: str, purpose: str = "bytes") -> sqlite3.Connection:
+def scratch_connection(schema: str, purpose: str = "bytes") -> ScratchConnection:
     """A reusable connection for ``schema``, empty at rest, one per thread and ``purpose``.
 
     Reusing one connection keeps SQLite's parsed schema and prepared statements warm.
@@ -43,13 +54,13 @@ def scratch_connection(schema: str, purpose: str = "bytes") -> sqlite3.Connectio
     builds many apps does not keep a connection per app forever); one let go closes when
     its last user drops it.
     """
-    cache: OrderedDict[tuple[str, str], sqlite3.Connection] | None = getattr(_SCRATCH, "conns", None)
+    cache: OrderedDict[tuple[str, str], ScratchConnection] | None = getattr(_SCRATCH, "conns", None)
     if cache is None:
         cache = _SCRATCH.conns = OrderedDict()
     key = (schema, purpose)
     conn = cache.get(key)
     if conn is None:
-        conn = cache[key] = empty_db(schema)
+        conn = cache[key] = empty_db(schema, ScratchConnection)  # type: ignore[assignment]
         conn.execute("PRAGMA foreign_keys = ON")
         if len(cache) > SCRATCH_CONNECTIONS:
             cache.popitem(last=False)

@@ -27,7 +27,7 @@ from envsynth.runtime.toolkit import Context
 from envsynth.tasks.chain import Step
 from envsynth.tasks.model import Call, Ref
 from envsynth.tasks.refs import MISSING, resolve, where
-from envsynth.tasks.state import copy_rows, writable_tables
+from envsynth.tasks.state import copy_rows, workspace_guard, writable_tables
 from envsynth.tasks.step_args import bound_rows, created_rows, given_before, id_filters, oracle_call, same_actor
 from envsynth.testing.fixtures import Solver
 
@@ -61,6 +61,7 @@ class Workspace:
     def __init__(self, app: App, rows: Rows) -> None:
         self.app = app
         self.conn = scratch_connection(app.schema, purpose="workspace")
+        self.guard = workspace_guard(app, self.conn)  # made before BEGIN: its triggers stay on the connection
         self.conn.execute("BEGIN")
         try:
             insert_rows(self.conn, app.order, rows)
@@ -70,6 +71,7 @@ class Workspace:
         self.rows = rows
         self._kept: list[Call] | None = None  # the calls whose resulting state is kept (savepoint "kept")
         self._kept_rng: Any = None  # the episode's random stream after them
+        self._kept_guarded: frozenset[str] = frozenset()  # the guard triggers they made (see _episode)
 
     def __enter__(self) -> Workspace:
         return self
@@ -118,7 +120,7 @@ class Workspace:
                 raise ChainFailed(f"invalid state: {exc}") from None
             raise
         # "trial" stays open under "kept": the delta is part of the rows now
-        self._kept, self._kept_rng = list(calls), ctx.rng_used
+        self._kept, self._kept_rng, self._kept_guarded = list(calls), ctx.rng_used, self._guarded()
         return run
 
     def extend(self, run: Run, call: Call, final: bool = True) -> Run:
@@ -139,8 +141,7 @@ class Workspace:
         if rng is not None:
             ctx.rng = rng  # the episode's random stream continues where the kept calls left it
         try:
-            ep = Episode(app=self.app, db=conn, ctx=ctx)
-            result = _call(ep, len(kept), call, run.results)
+            result = _call(self._episode(ctx, self._kept_guarded), len(kept), call, run.results)
         except BaseException:
             conn.execute("ROLLBACK TO step")
             conn.execute("RELEASE step")
@@ -149,7 +150,7 @@ class Workspace:
             raise
         conn.execute("RELEASE step")
         calls = [*kept, call]
-        self._kept, self._kept_rng = calls, ctx.rng_used
+        self._kept, self._kept_rng, self._kept_guarded = calls, ctx.rng_used, self._guarded()
         return Run([*run.results, result], self._final(calls, run.final) if final else {})
 
     def prune(self, s0: Rows, core: Rows) -> bool:
@@ -213,11 +214,21 @@ class Workspace:
 
     def _execute(self, calls: list[Call], seed: int, final: bool = True) -> tuple[Run, Context]:
         ctx = Context(self.conn, self.app.now, seed, self.app.bool_columns)
-        ep = Episode(app=self.app, db=self.conn, ctx=ctx)
+        ep = self._episode(ctx, frozenset())
         results: list[Any] = []
         for i, c in enumerate(calls):
             results.append(_call(ep, i, c, results))
         return Run(results, self._final(calls) if final else {}), ctx
+
+    def _episode(self, ctx: Context, guarded: frozenset[str]) -> Episode:
+        """An episode on the connection; the standing guard's triggers ``guarded`` are the ones made so far (what
+        the rolled-back calls made is gone: the episodes' calls see the triggers they would have made)."""
+        if self.guard is not None:
+            self.guard.installed = set(guarded)
+        return Episode(app=self.app, db=self.conn, ctx=ctx, guard=self.guard)
+
+    def _guarded(self) -> frozenset[str]:  # the standing guard's triggers the last episode made
+        return frozenset(self.guard.installed) if self.guard is not None else frozenset()
 
     def keeps(self, run: Run) -> bool:
         """Whether the kept state is the one ``run`` left."""
@@ -247,7 +258,7 @@ class Workspace:
         if self._kept is not None:
             self.conn.execute("ROLLBACK TO kept")
             self.conn.execute("RELEASE kept")
-            self._kept = self._kept_rng = None
+            self._kept, self._kept_rng, self._kept_guarded = None, None, frozenset()
 
 
 def _call(ep: Episode, i: int, c: Call, results: list[Any]) -> Any:

@@ -6,7 +6,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from envsynth.runtime.app import App
-from envsynth.runtime.state import Rows, id_fields, rows_to_bytes_fast
+from envsynth.runtime.guard import StateGuard, stand
+from envsynth.runtime.state import Rows, ScratchConnection, id_fields, rows_to_bytes_fast
 from envsynth.tasks.model import Task
 
 
@@ -56,3 +57,19 @@ def _find_writable_tables(app: App, names: tuple[str, ...]) -> frozenset[str]:
         spec = app.spec_by_name[name]
         out |= set(spec.writes) | set(spec.creates) | set(spec.deletes)
     return frozenset(out)
+
+
+def workspace_guard(app: App, conn: ScratchConnection) -> StateGuard | None:
+    """The standing state guard of ``app`` on a workspace's connection (see :func:`envsynth.runtime.guard.stand`),
+    made on first use; None for an app without guarded tools, or inside a transaction (its triggers would not stay)."""
+    sqls = app.index.of(_guard_triggers, app)
+    if not sqls or conn.in_transaction:
+        return None
+    guard = conn.guard
+    if guard is None or guard.bp is not app.blueprint or guard.made != frozenset(sqls):
+        conn.guard = guard = stand(conn, app.blueprint, sqls)
+    return guard
+
+
+def _guard_triggers(app: App) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(sql for sqls in app.state_writers.values() for sql in sqls))
