@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envsynth.blueprint.models import Entity
-from envsynth.blueprint.policy import agent_rules
-from envsynth.blueprint.spec import Check
 from envsynth.errors import EnvsynthError
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import SUCCESS, Episode
@@ -27,8 +25,8 @@ from envsynth.runtime.toolkit import Context
 from envsynth.tasks.chain import Step
 from envsynth.tasks.model import Call, Ref
 from envsynth.tasks.refs import MISSING, resolve, where
-from envsynth.tasks.state import copy_rows, workspace_guard, writable_tables
-from envsynth.tasks.step_args import bound_rows, created_rows, given_before, id_filters, oracle_call, same_actor
+from envsynth.tasks.state import copy_rows, pure_reads, workspace_guard, writable_tables
+from envsynth.tasks.step_args import allowed_pre, bound_rows, created_rows, given_before, id_filters, oracle_call, same_actor
 from envsynth.testing.fixtures import Solver
 
 
@@ -88,6 +86,8 @@ class Workspace:
     def run(self, calls: list[Call], seed: int = 0) -> Run:
         """Execute calls on the current state and undo them; ChainFailed on any non-Success."""
         self._rewind()
+        if all(c.tool in pure_reads(self.app) for c in calls):  # nothing to undo
+            return self._execute(calls, seed)[0]
         conn = self.conn
         conn.execute("SAVEPOINT chain_run")
         try:
@@ -454,21 +454,6 @@ def _instantiate(
         else:
             raise ChainFailed(last_error, step=i)
     return s0, calls, bound
-
-
-def allowed_pre(app: App, tool: str) -> list[Check]:
-    """The tool's pre-conditions, then for each policy rule the agent obeys on it (``forbid``) that the rule allows
-    the call: a chain step is solved so that the agent may make it (kept on the app's index, per tool)."""
-    return app.index.of(_allowed_pre, app, tool)
-
-
-def _allowed_pre(app: App, tool: str) -> list[Check]:
-    spec = app.spec_by_name[tool]
-    rules = [r for r in agent_rules(app.blueprint) if tool in r.actions]
-    return [
-        *spec.pre,
-        *(Check(id=f"policy:{r.rule}", check=f"not ({r.forbid})", message=f"the policy forbids it ({r.rule})") for r in rules),
-    ]
 
 
 def _fixed_args(

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from envsynth.runtime.app import App
+from envsynth.runtime.episode import writing_tools
 from envsynth.runtime.guard import StateGuard, stand
 from envsynth.runtime.state import Rows, ScratchConnection, id_fields, rows_to_bytes_fast
 from envsynth.tasks.model import Task
@@ -57,6 +58,17 @@ def _find_writable_tables(app: App, names: tuple[str, ...]) -> frozenset[str]:
         spec = app.spec_by_name[name]
         out |= set(spec.writes) | set(spec.creates) | set(spec.deletes)
     return frozenset(out)
+
+
+def pure_reads(app: App) -> frozenset[str]:
+    """The generated tools whose calls write nothing (no effects, not write mode, no armed state machine; see
+    :func:`envsynth.runtime.episode.writing_tools`), kept on the app's index."""
+    return app.index.of(_find_pure_reads, app)
+
+
+def _find_pure_reads(app: App) -> frozenset[str]:
+    writing = writing_tools(app)
+    return frozenset(s.name for s in app.specs if s.code is None and not s.effects and not s.each and s.name not in writing)
 
 
 def workspace_guard(app: App, conn: ScratchConnection) -> StateGuard | None:
