@@ -273,30 +273,30 @@ def _runs_in(ws: Workspace, calls: list[Call]) -> bool:
 
 def _remap_ids(app: App, core: Rows, rng: random.Random) -> tuple[Rows, dict[tuple[str, Any], Any]]:
     """A copy of the core rows under fresh ids (references follow)."""
-    bp = app.blueprint
     mapping: dict[tuple[str, Any], Any] = {}
-    for ent in bp.entities:
+    tables = [(ent, rows) for ent in app.blueprint.entities if (rows := core.get(ent.name))]
+    below = rng._randbelow  # randrange(100000, 1000000) is 100000 + _randbelow(900000)
+    for ent, rows in tables:
         taken: set[str] = set()
-        for r in core.get(ent.name, []):
-            while True:
-                new = f"{ent.prefix}_{rng.randrange(100000, 1000000)}"
-                if new not in taken:
-                    taken.add(new)
-                    break
-            mapping[(ent.name, r[ent.id_field])] = new
+        name, idf, prefix = ent.name, ent.id_field, ent.prefix
+        for r in rows:
+            new = f"{prefix}_{100000 + below(900000)}"
+            while new in taken:
+                new = f"{prefix}_{100000 + below(900000)}"
+            taken.add(new)
+            mapping[(name, r[idf])] = new
     out: Rows = {}
-    for ent in bp.entities:
-        rows = []
-        refs = ref_fields(ent)
-        for r in core.get(ent.name, []):
+    for ent, rows in tables:
+        name, idf, refs = ent.name, ent.id_field, ref_fields(ent)
+        copies = out[name] = []
+        for r in rows:
             n = dict(r)
-            n[ent.id_field] = mapping[(ent.name, r[ent.id_field])]
-            for name, ref in refs:
-                if n.get(name) is not None:
-                    n[name] = mapping.get((ref, n[name]), n[name])
-            rows.append(n)
-        if rows:
-            out[ent.name] = rows
+            n[idf] = mapping[(name, r[idf])]
+            for f, ref in refs:
+                v = n.get(f)
+                if v is not None:
+                    n[f] = mapping.get((ref, v), v)
+            copies.append(n)
     return out, mapping
 
 
@@ -306,17 +306,18 @@ def _remap_call(app: App, call: Call, mapping: dict[tuple[str, Any], Any]) -> Ca
     spec = app.spec_by_name[call.tool]
     args = dict(call.args)
     for p in spec.params:
-        table = refers_to(app.blueprint, p)  # a row parameter, or a search's filter on a row (the reviews of a product)
-        if p.name in args and p.ref:
+        if p.name not in args:
+            continue
+        if p.ref:
             args[p.name] = _remapped(mapping, p.ref, args[p.name])
-        elif p.name in args and p.item_fields and isinstance(args[p.name], list):  # a list of objects: their ids
+        elif p.item_fields and isinstance(args[p.name], list):  # a list of objects: their ids
             refs = {f.name: f.ref for f in p.item_fields if f.ref}
             args[p.name] = [
                 {k: _remapped(mapping, refs[k], v) if k in refs else v for k, v in item.items()} if isinstance(item, dict) else item
                 for item in args[p.name]
             ]
-        elif p.name in args and table is not None and isinstance(args[p.name], str):
-            args[p.name] = mapping.get((table, args[p.name]), args[p.name])
+        elif isinstance(args[p.name], str) and (table := refers_to(app.blueprint, p)) is not None:
+            args[p.name] = mapping.get((table, args[p.name]), args[p.name])  # a row parameter, or a search's filter on a row
     return call.model_copy(update={"args": args})
 
 
