@@ -90,12 +90,13 @@ def insert_rows(conn: sqlite3.Connection, order: list[Entity], rows: Rows) -> No
     every statement.
     """
     held: list[tuple[Entity, str, list[tuple[Any, Any]]]] = []
+    forward = _forward_refs(order)
     for ent in order:
         table = rows.get(ent.name)
         if not table:
             continue
         sql, cols, values = _insert_sql(ent)
-        later = _forward_refs(order).get(ent.name)
+        later = forward.get(ent.name)
         if later:
             table = _hold_forward_refs(ent, table, later, held)
         try:

@@ -86,7 +86,7 @@ class Workspace:
     def run(self, calls: list[Call], seed: int = 0) -> Run:
         """Execute calls on the current state and undo them; ChainFailed on any non-Success."""
         self._rewind()
-        if all(c.tool in pure_reads(self.app) for c in calls):  # nothing to undo
+        if (reads := pure_reads(self.app)) and all(c.tool in reads for c in calls):  # nothing to undo
             return self._execute(calls, seed)[0]
         conn = self.conn
         conn.execute("SAVEPOINT chain_run")
@@ -241,6 +241,8 @@ class Workspace:
         tables that call cannot write are taken from there instead of being read again.
         """
         written = writable_tables(self.app, [c.tool for c in calls])
+        if not written:  # nothing could change
+            return dict(self.rows)
         final = {t: rows for t, rows in self.rows.items() if t not in written}
         if before is None:
             final.update(read_rows(self.conn, self.app.blueprint, written))

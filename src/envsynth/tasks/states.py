@@ -226,14 +226,17 @@ def _without_matches(app: App, core: Rows, extra: Rows, descs: list[Description]
         for r in extra.get(d.entity, []):
             if d.matches(bp, full, r):
                 dropped.add((d.entity, r[idf]))
+    if not dropped:
+        return {t: list(rows) for t, rows in extra.items()}
+    referring = [
+        (ent.name, ids[ent.name], refs, rows) for ent in bp.entities if (refs := ref_fields(ent)) and (rows := extra.get(ent.name))
+    ]
     changed = True
     while changed:
         changed = False
-        for ent in bp.entities:
-            idf = ids[ent.name]
-            refs = ref_fields(ent)
-            for r in extra.get(ent.name, []):
-                key = (ent.name, r[idf])
+        for table, idf, refs, rows in referring:
+            for r in rows:
+                key = (table, r[idf])
                 if key not in dropped and any((ref, r.get(name)) in dropped for name, ref in refs):
                     dropped.add(key)
                     changed = True
