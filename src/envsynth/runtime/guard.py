@@ -166,7 +166,8 @@ def stand(conn: sqlite3.Connection, bp: Blueprint, sqls: tuple[str, ...]) -> Sta
     For a connection reused by many short uses that each roll back (task synthesis's workspace): a trigger
     made and rolled back with every use changes the schema each time, and SQLite then reads the schema again
     and re-prepares every cached statement, as it does for every function registered anew. Each use starts by
-    emptying the guard's ``installed`` set and passes the guard on to its episodes.
+    emptying the guard's ``installed`` set and passes the guard on to its episodes (every episode on the
+    connection must get it: :func:`install` without a guard would register another one for the triggers).
     """
     guard = StateGuard(bp, frozenset(sqls))
     conn.create_function(FUNCTION, 4, guard)
