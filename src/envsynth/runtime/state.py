@@ -22,8 +22,10 @@ Rows = dict[str, list[dict[str, Any]]]
 STATEMENT_CACHE = 1024  # prepared statements kept per connection (tools, deltas, reads: well over the default 128)
 
 
-def empty_db(schema: str, factory: type[sqlite3.Connection] = sqlite3.Connection) -> sqlite3.Connection:
+def empty_db(schema: str, factory: type[sqlite3.Connection] = sqlite3.Connection, page_size: int | None = None) -> sqlite3.Connection:
     conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False, cached_statements=STATEMENT_CACHE, factory=factory)
+    if page_size is not None:  # before the first table: fixed from then on
+        conn.execute(f"PRAGMA page_size = {int(page_size)}")
     conn.executescript(schema)
     return conn
 
@@ -43,7 +45,7 @@ _SCRATCH = threading.local()
 SCRATCH_CONNECTIONS = 32  # (schema, purpose) connections kept per thread, the least recently used let go first
 
 
-def scratch_connection(schema: str, purpose: str = "bytes") -> ScratchConnection:
+def scratch_connection(schema: str, purpose: str = "bytes", page_size: int | None = None) -> ScratchConnection:
     """A reusable connection for ``schema``, empty at rest, one per thread and ``purpose``.
 
     Reusing one connection keeps SQLite's parsed schema and prepared statements warm.
@@ -52,7 +54,8 @@ def scratch_connection(schema: str, purpose: str = "bytes") -> ScratchConnection
     purposes get different connections so that their transactions never interleave.
     A thread keeps the :data:`SCRATCH_CONNECTIONS` most recently used ones (a process that
     builds many apps does not keep a connection per app forever); one let go closes when
-    its last user drops it.
+    its last user drops it. ``page_size``: the database's page size, when the connection is made
+    (SQLite's default else; a purpose should always ask for the same one).
     """
     cache: OrderedDict[tuple[str, str], ScratchConnection] | None = getattr(_SCRATCH, "conns", None)
     if cache is None:
@@ -60,7 +63,7 @@ def scratch_connection(schema: str, purpose: str = "bytes") -> ScratchConnection
     key = (schema, purpose)
     conn = cache.get(key)
     if conn is None:
-        conn = cache[key] = empty_db(schema, ScratchConnection)  # type: ignore[assignment]
+        conn = cache[key] = empty_db(schema, ScratchConnection, page_size)  # type: ignore[assignment]
         conn.execute("PRAGMA foreign_keys = ON")
         if len(cache) > SCRATCH_CONNECTIONS:
             cache.popitem(last=False)

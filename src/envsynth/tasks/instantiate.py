@@ -29,6 +29,8 @@ from envsynth.tasks.state import copy_rows, pure_reads, workspace_guard, writabl
 from envsynth.tasks.step_args import allowed_pre, bound_rows, created_rows, given_before, id_filters, oracle_call, same_actor
 from envsynth.testing.fixtures import Solver
 
+WORKSPACE_PAGE = 1024  # bytes: small states, and rolling back a use restores every page it touched (a quarter of 4096's)
+
 
 class ChainFailed(EnvsynthError):
     """The chain could not be instantiated; the message is the rejection reason.
@@ -58,7 +60,7 @@ class Workspace:
 
     def __init__(self, app: App, rows: Rows) -> None:
         self.app = app
-        self.conn = scratch_connection(app.schema, purpose="workspace")
+        self.conn = scratch_connection(app.schema, purpose="workspace", page_size=WORKSPACE_PAGE)
         self.guard = workspace_guard(app, self.conn)  # made before BEGIN: its triggers stay on the connection
         self.conn.execute("BEGIN")
         try:
