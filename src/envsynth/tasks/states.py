@@ -210,7 +210,8 @@ def _judge(app: App, frame: _Frame, full: Rows, descs: Descriptions | None, desc
         return made if made is not None else "target_not_describable"
     ids = id_fields(app.blueprint)
     for d, (t, k) in zip(descs.values(), frame.targets, strict=True):  # descs are in the order of state 0's targets
-        if d.count(app.blueprint, full) != 1 or any(r[ids[t]] != k for r in full[t] if d.matches(app.blueprint, full, r)):
+        hits = d.matching(app.blueprint, full)  # rows of table t: a target is described in its own table
+        if len(hits) != 1 or hits[0][ids[t]] != k:
             return "description_ambiguous_in_state"
     return descs
 
@@ -223,9 +224,8 @@ def _without_matches(app: App, core: Rows, extra: Rows, descs: list[Description]
     dropped: set[tuple[str, Any]] = set()
     for d in descs:
         idf = ids[d.entity]
-        for r in extra.get(d.entity, []):
-            if d.matches(bp, full, r):
-                dropped.add((d.entity, r[idf]))
+        if candidates := extra.get(d.entity):
+            dropped.update((d.entity, r[idf]) for r in d.matching(bp, full, candidates))
     if not dropped:
         return {t: list(rows) for t, rows in extra.items()}
     referring = [
