@@ -34,8 +34,10 @@ class Index:
         """``build(owner, *key)``, built once per ``(build, key)`` (``owner`` must be the index's owner)."""
         k = (build, key) if key else build
         memo = self._memo
-        if k in memo:
+        try:
             return memo[k]  # type: ignore[no-any-return]
+        except KeyError:  # built once (a hit costs one look-up)
+            pass
         value = memo[k] = build(owner, *key)
         return value
 

@@ -57,7 +57,8 @@ def offset_days(spec: str) -> int:
     return _offset_days(spec)
 
 
-def _offset_days(spec: str) -> int:
+@lru_cache(maxsize=1024)
+def _offset_days(spec: str) -> int:  # (a bounded memo per offset text: drawing a date reads its two offsets)
     m = _OFFSET.match(spec.strip())
     if not m:
         raise ValueError(f"bad date offset {spec!r}; use forms like -30d, +2w, -1y")

@@ -94,13 +94,19 @@ def guarded_tools(specs: list[Any], bp: Blueprint) -> dict[str, tuple[str, ...]]
 
 
 class StateGuard:
-    """Arms a connection's state triggers during a call and records the move they blocked."""
+    """Arms a connection's state triggers during a call and records the move they blocked.
 
-    __slots__ = ("active", "bp", "installed", "violation")
+    A standing guard (see :func:`stand`) has the triggers ``made`` on its connection for good; then
+    ``installed`` says which of them the current use of the connection has asked for, and the others
+    let every move through, as if they did not exist.
+    """
 
-    def __init__(self, bp: Blueprint) -> None:
+    __slots__ = ("active", "bp", "installed", "made", "violation")
+
+    def __init__(self, bp: Blueprint, made: frozenset[str] = frozenset()) -> None:
         self.bp = bp
         self.installed: set[str] = set()
+        self.made = made
         self.active = False
         self.violation: tuple[str, str, Any, Any] | None = None
 
@@ -108,6 +114,8 @@ class StateGuard:
         """The trigger's test: block (1) and record the move while armed, else let it through (0)."""
         if not self.active:
             return 0
+        if self.made and triggers(self.bp).get((table, field)) not in self.installed:
+            return 0  # a standing trigger this use has not asked for
         if self.violation is None:
             self.violation = (table, field, old, new)
         return 1
@@ -145,6 +153,27 @@ def install(conn: sqlite3.Connection, bp: Blueprint, sqls: tuple[str, ...], guar
         conn.create_function(FUNCTION, 4, guard)
     for sql in sqls:
         if sql not in guard.installed:
-            conn.execute(sql)
+            if sql not in guard.made:
+                conn.execute(sql)
             guard.installed.add(sql)
+    return guard
+
+
+def stand(conn: sqlite3.Connection, bp: Blueprint, sqls: tuple[str, ...]) -> StateGuard:
+    """A standing guard of ``conn``: the triggers ``sqls`` made once, for good (call it outside any transaction;
+    the connection's earlier guard triggers are dropped).
+
+    For a connection reused by many short uses that each roll back (task synthesis's workspace): a trigger
+    made and rolled back with every use changes the schema each time, and SQLite then reads the schema again
+    and re-prepares every cached statement, as it does for every function registered anew. Each use starts by
+    emptying the guard's ``installed`` set and passes the guard on to its episodes (every episode on the
+    connection must get it: :func:`install` without a guard would register another one for the triggers).
+    """
+    guard = StateGuard(bp, frozenset(sqls))
+    conn.create_function(FUNCTION, 4, guard)
+    for (name,) in conn.execute("SELECT name FROM sqlite_temp_master WHERE type = 'trigger'").fetchall():
+        if name.startswith(TRIGGER_PREFIX):
+            conn.execute(f'DROP TRIGGER temp."{name}"')
+    for sql in sqls:
+        conn.execute(sql)
     return guard

@@ -22,17 +22,30 @@ Rows = dict[str, list[dict[str, Any]]]
 STATEMENT_CACHE = 1024  # prepared statements kept per connection (tools, deltas, reads: well over the default 128)
 
 
-def empty_db(schema: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False, cached_statements=STATEMENT_CACHE)
+def empty_db(schema: str, factory: type[sqlite3.Connection] = sqlite3.Connection, page_size: int | None = None) -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False, cached_statements=STATEMENT_CACHE, factory=factory)
+    if page_size is not None:  # before the first table: fixed from then on
+        conn.execute(f"PRAGMA page_size = {int(page_size)}")
     conn.executescript(schema)
     return conn
+
+
+class ScratchConnection(sqlite3.Connection):
+    """A connection of :func:`scratch_connection`; ``guard`` is the state guard its users keep on it
+    between uses (see :func:`envsynth.runtime.guard.stand`), None until one does."""
+
+    __slots__ = ("guard",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.guard: Any = None
 
 
 _SCRATCH = threading.local()
 SCRATCH_CONNECTIONS = 32  # (schema, purpose) connections kept per thread, the least recently used let go first
 
 
-def scratch_connection(schema: str, purpose: str = "bytes") -> sqlite3.Connection:
+def scratch_connection(schema: str, purpose: str = "bytes", page_size: int | None = None) -> ScratchConnection:
     """A reusable connection for ``schema``, empty at rest, one per thread and ``purpose``.
 
     Reusing one connection keeps SQLite's parsed schema and prepared statements warm.
@@ -41,15 +54,16 @@ def scratch_connection(schema: str, purpose: str = "bytes") -> sqlite3.Connectio
     purposes get different connections so that their transactions never interleave.
     A thread keeps the :data:`SCRATCH_CONNECTIONS` most recently used ones (a process that
     builds many apps does not keep a connection per app forever); one let go closes when
-    its last user drops it.
+    its last user drops it. ``page_size``: the database's page size, when the connection is made
+    (SQLite's default else; a purpose should always ask for the same one).
     """
-    cache: OrderedDict[tuple[str, str], sqlite3.Connection] | None = getattr(_SCRATCH, "conns", None)
+    cache: OrderedDict[tuple[str, str], ScratchConnection] | None = getattr(_SCRATCH, "conns", None)
     if cache is None:
         cache = _SCRATCH.conns = OrderedDict()
     key = (schema, purpose)
     conn = cache.get(key)
     if conn is None:
-        conn = cache[key] = empty_db(schema)
+        conn = cache[key] = empty_db(schema, ScratchConnection, page_size)  # type: ignore[assignment]
         conn.execute("PRAGMA foreign_keys = ON")
         if len(cache) > SCRATCH_CONNECTIONS:
             cache.popitem(last=False)
@@ -79,12 +93,13 @@ def insert_rows(conn: sqlite3.Connection, order: list[Entity], rows: Rows) -> No
     every statement.
     """
     held: list[tuple[Entity, str, list[tuple[Any, Any]]]] = []
+    forward = _forward_refs(order)
     for ent in order:
         table = rows.get(ent.name)
         if not table:
             continue
         sql, cols, values = _insert_sql(ent)
-        later = _forward_refs(order).get(ent.name)
+        later = forward.get(ent.name)
         if later:
             table = _hold_forward_refs(ent, table, later, held)
         try:

@@ -147,7 +147,12 @@ class Description:
 
     def count(self, bp: Blueprint, rows: Rows) -> int:
         """How many rows of ``rows`` the description matches."""
-        return len(_matching(self, rows.get(self.entity, []), _Lookup(bp, rows)))
+        return len(self.matching(bp, rows))
+
+    def matching(self, bp: Blueprint, rows: Rows, candidates: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """The rows of ``candidates`` (rows of the entity; default: all of them in ``rows``) that :meth:`matches` in
+        ``rows``, in order (the state indexed once instead of a scan per parent)."""
+        return _matching(self, rows.get(self.entity, []) if candidates is None else candidates, _Lookup(bp, rows))
 
 
 class _Lookup:

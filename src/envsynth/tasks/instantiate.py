@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envsynth.blueprint.models import Entity
-from envsynth.blueprint.policy import agent_rules
-from envsynth.blueprint.spec import Check
 from envsynth.errors import EnvsynthError
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import SUCCESS, Episode
@@ -27,9 +25,11 @@ from envsynth.runtime.toolkit import Context
 from envsynth.tasks.chain import Step
 from envsynth.tasks.model import Call, Ref
 from envsynth.tasks.refs import MISSING, resolve, where
-from envsynth.tasks.state import copy_rows, writable_tables
-from envsynth.tasks.step_args import bound_rows, created_rows, given_before, id_filters, oracle_call, same_actor
+from envsynth.tasks.state import copy_rows, pure_reads, workspace_guard, writable_tables
+from envsynth.tasks.step_args import allowed_pre, bound_rows, created_rows, given_before, id_filters, oracle_call, same_actor
 from envsynth.testing.fixtures import Solver
+
+WORKSPACE_PAGE = 1024  # bytes: small states, and rolling back a use restores every page it touched (a quarter of 4096's)
 
 
 class ChainFailed(EnvsynthError):
@@ -60,7 +60,8 @@ class Workspace:
 
     def __init__(self, app: App, rows: Rows) -> None:
         self.app = app
-        self.conn = scratch_connection(app.schema, purpose="workspace")
+        self.conn = scratch_connection(app.schema, purpose="workspace", page_size=WORKSPACE_PAGE)
+        self.guard = workspace_guard(app, self.conn)  # made before BEGIN: its triggers stay on the connection
         self.conn.execute("BEGIN")
         try:
             insert_rows(self.conn, app.order, rows)
@@ -70,6 +71,7 @@ class Workspace:
         self.rows = rows
         self._kept: list[Call] | None = None  # the calls whose resulting state is kept (savepoint "kept")
         self._kept_rng: Any = None  # the episode's random stream after them
+        self._kept_guarded: frozenset[str] = frozenset()  # the guard triggers they made (see _episode)
 
     def __enter__(self) -> Workspace:
         return self
@@ -86,6 +88,8 @@ class Workspace:
     def run(self, calls: list[Call], seed: int = 0) -> Run:
         """Execute calls on the current state and undo them; ChainFailed on any non-Success."""
         self._rewind()
+        if (reads := pure_reads(self.app)) and all(c.tool in reads for c in calls):  # nothing to undo
+            return self._execute(calls, seed)[0]
         conn = self.conn
         conn.execute("SAVEPOINT chain_run")
         try:
@@ -128,7 +132,7 @@ class Workspace:
                 raise ChainFailed(f"invalid state: {exc}") from None
             raise
         # "trial" stays open under "kept": the delta is part of the rows now
-        self._kept, self._kept_rng = list(calls), ctx.rng_used
+        self._kept, self._kept_rng, self._kept_guarded = list(calls), ctx.rng_used, self._guarded()
         return run
 
     def extend(self, run: Run, call: Call, final: bool = True) -> Run:
@@ -149,8 +153,7 @@ class Workspace:
         if rng is not None:
             ctx.rng = rng  # the episode's random stream continues where the kept calls left it
         try:
-            ep = Episode(app=self.app, db=conn, ctx=ctx)
-            result = _call(ep, len(kept), call, run.results)
+            result = _call(self._episode(ctx, self._kept_guarded), len(kept), call, run.results)
         except BaseException:
             conn.execute("ROLLBACK TO step")
             conn.execute("RELEASE step")
@@ -159,7 +162,7 @@ class Workspace:
             raise
         conn.execute("RELEASE step")
         calls = [*kept, call]
-        self._kept, self._kept_rng = calls, ctx.rng_used
+        self._kept, self._kept_rng, self._kept_guarded = calls, ctx.rng_used, self._guarded()
         return Run([*run.results, result], self._final(calls, run.final) if final else {})
 
     def prune(self, s0: Rows, core: Rows) -> bool:
@@ -223,11 +226,21 @@ class Workspace:
 
     def _execute(self, calls: list[Call], seed: int, final: bool = True) -> tuple[Run, Context]:
         ctx = Context(self.conn, self.app.now, seed, self.app.bool_columns)
-        ep = Episode(app=self.app, db=self.conn, ctx=ctx)
+        ep = self._episode(ctx, frozenset())
         results: list[Any] = []
         for i, c in enumerate(calls):
             results.append(_call(ep, i, c, results))
         return Run(results, self._final(calls) if final else {}), ctx
+
+    def _episode(self, ctx: Context, guarded: frozenset[str]) -> Episode:
+        """An episode on the connection; the standing guard's triggers ``guarded`` are the ones made so far (what
+        the rolled-back calls made is gone: the episodes' calls see the triggers they would have made)."""
+        if self.guard is not None:
+            self.guard.installed = set(guarded)
+        return Episode(app=self.app, db=self.conn, ctx=ctx, guard=self.guard)
+
+    def _guarded(self) -> frozenset[str]:  # the standing guard's triggers the last episode made
+        return frozenset(self.guard.installed) if self.guard is not None else frozenset()
 
     def keeps(self, run: Run) -> bool:
         """Whether the kept state is the one ``run`` left."""
@@ -240,6 +253,8 @@ class Workspace:
         tables that call cannot write are taken from there instead of being read again.
         """
         written = writable_tables(self.app, [c.tool for c in calls])
+        if not written:  # nothing could change
+            return dict(self.rows)
         final = {t: rows for t, rows in self.rows.items() if t not in written}
         if before is None:
             final.update(read_rows(self.conn, self.app.blueprint, written))
@@ -257,7 +272,7 @@ class Workspace:
         if self._kept is not None:
             self.conn.execute("ROLLBACK TO kept")
             self.conn.execute("RELEASE kept")
-            self._kept = self._kept_rng = None
+            self._kept, self._kept_rng, self._kept_guarded = None, None, frozenset()
 
 
 def _call(ep: Episode, i: int, c: Call, results: list[Any]) -> Any:
@@ -453,21 +468,6 @@ def _instantiate(
         else:
             raise ChainFailed(last_error, step=i)
     return s0, calls, bound
-
-
-def allowed_pre(app: App, tool: str) -> list[Check]:
-    """The tool's pre-conditions, then for each policy rule the agent obeys on it (``forbid``) that the rule allows
-    the call: a chain step is solved so that the agent may make it (kept on the app's index, per tool)."""
-    return app.index.of(_allowed_pre, app, tool)
-
-
-def _allowed_pre(app: App, tool: str) -> list[Check]:
-    spec = app.spec_by_name[tool]
-    rules = [r for r in agent_rules(app.blueprint) if tool in r.actions]
-    return [
-        *spec.pre,
-        *(Check(id=f"policy:{r.rule}", check=f"not ({r.forbid})", message=f"the policy forbids it ({r.rule})") for r in rules),
-    ]
 
 
 def _fixed_args(

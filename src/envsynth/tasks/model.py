@@ -8,7 +8,7 @@ the expected answer) and the tools visible to the agent (the expanded sub-graph 
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,6 +17,21 @@ TaskKind = Literal["action", "info", "mixed"]
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def __copy__(self) -> Self:
+        """A shallow copy (``model_copy`` makes one): ``BaseModel.__copy__`` for a model without extra or private
+        values (none of these has any), without its generic copies."""
+        if self.__pydantic_extra__ is not None or getattr(self, "__pydantic_private__", None) is not None:
+            return super().__copy__()
+        m = self.__class__.__new__(self.__class__)
+        _set(m, "__dict__", self.__dict__.copy())
+        _set(m, "__pydantic_extra__", None)
+        _set(m, "__pydantic_fields_set__", set(self.__pydantic_fields_set__))
+        _set(m, "__pydantic_private__", None)
+        return m
+
+
+_set = object.__setattr__
 
 
 class Ref(_Frozen):

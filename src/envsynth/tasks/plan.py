@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from functools import lru_cache
 
 from envsynth.blueprint.models import Workflow
 from envsynth.graph.model import ToolGraph
@@ -30,11 +31,18 @@ def kind_and_turn(seed: int, app_index: int, task_index: int) -> tuple[TaskKind,
     starts with a write starts with the n-th write tool. O(1) in the task index.
     """
     block, pos = divmod(task_index, BLOCK)
-    kinds = [k for k, w in KINDS for _ in range(round(w * BLOCK))]
-    random.Random(task_seed(seed, app_index, block) * 2 + 1).shuffle(kinds)
+    kinds = _block_kinds(seed, app_index, block)
     kind = kinds[pos]
     same = [(k == "info") == (kind == "info") for k in kinds]
     return kind, block * sum(same) + sum(same[:pos])
+
+
+@lru_cache(maxsize=64)
+def _block_kinds(seed: int, app_index: int, block: int) -> tuple[TaskKind, ...]:
+    """The kinds of a block of task indexes, in order (one shuffle per block; the consecutive indexes of a block share it)."""
+    kinds = [k for k, w in KINDS for _ in range(round(w * BLOCK))]
+    random.Random(task_seed(seed, app_index, block) * 2 + 1).shuffle(kinds)
+    return tuple(kinds)
 
 
 @dataclass
@@ -83,6 +91,10 @@ def _workflow(app: App, kind: TaskKind, turn: int) -> Workflow | None:
     """The declared workflow that starts with the write tool whose turn it is (for a task that starts with a write)."""
     if kind == "info" or not app.blueprint.workflows:
         return None
-    writes = [s.name for s in app.specs if s.mode == "write"]
+    writes = app.index.of(_write_tools, app)
     first = writes[turn % len(writes)]
     return next((w for w in app.blueprint.workflows if w.steps[0] == first), None)
+
+
+def _write_tools(app: App) -> list[str]:
+    return [s.name for s in app.specs if s.mode == "write"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-import re
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -108,7 +107,28 @@ def says_answer(text: str, answer: Any) -> bool:
     else:
         return False
     low = text.lower()
-    return any(re.search(rf"(?<![\w.,]){re.escape(f.lower())}(?![\w]|[.,]\d)", low) for f in forms)
+    return any(_stated_in(low, f.lower()) for f in forms)
+
+
+def _stated_in(text: str, form: str) -> bool:
+    r"""Whether ``form`` occurs in ``text`` on its own: what ``re.search(rf"(?<![\w.,]){re.escape(form)}(?![\w]|[.,]\d)", text)``
+    finds (no word character, ``.`` or ``,`` just before; no word character, nor ``.`` or ``,`` then a digit, just after),
+    without compiling a pattern per answer."""
+    n = len(form)
+    at = text.find(form)
+    while at >= 0:
+        before, after = text[at - 1 : at], text[at + n : at + n + 2]
+        if not (at and (_word(before) or before in ".,")) and not (
+            after and (_word(after[0]) or (after[0] in ".," and after[1:].isdecimal()))
+        ):
+            return True
+        at = text.find(form, at + 1)
+    return False
+
+
+def _word(ch: str) -> bool:
+    r"""Whether the character ``ch`` is one ``\w`` matches (in a str pattern)."""
+    return ch.isalnum() or ch == "_"
 
 
 def _set_by_request(calls: list[Call], answer: Any) -> bool:

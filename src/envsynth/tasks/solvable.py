@@ -168,16 +168,19 @@ class Finder:
         q = spec.query
         if q is None or q.op != "search" or q.entity != table:
             return None
-        out = _Search({f.param: f.op for f in q.filters})
-        for p in spec.params:
-            if p.name not in ("limit", "offset") and not self._fill(out, p, table, row, stated, depth):
+        index = getattr(self.app, "index", None)  # an App keeps a search's parameters on its index
+        ops, params = index.of(_search_params, self.app, spec.name) if index is not None else _search_params(self.app, spec.name)
+        out = _Search(ops)
+        for p, fname, parent in params:
+            if not self._fill(out, p, fname, parent, table, row, stated, depth):
                 return None
         return Route(spec.name, table, row[self.bp.entity(table).id_field], out.args, tuple(out.parents), tuple(out.unknown))
 
-    def _fill(self, out: _Search, p: ParamSpec, table: str, row: dict[str, Any], stated: set[str], depth: int) -> bool:
-        """Give the search's parameter ``p`` what finds ``row`` (into ``out``); False when nothing stated does."""
-        fname = p.field.split(".", 1)[1] if p.field else p.name
-        parent = refers_to(self.bp, p)
+    def _fill(
+        self, out: _Search, p: ParamSpec, fname: str, parent: str | None, table: str, row: dict[str, Any], stated: set[str], depth: int
+    ) -> bool:
+        """Give the search's parameter ``p`` (on field ``fname``, carrying the id of a ``parent`` row, if any) what finds ``row``
+        (into ``out``); False when nothing stated does."""
         through_parent = parent is not None and parent != table and fname in stated  # the row's parent, as described
         if not (p.required or through_parent):
             if parent is None and fname in stated and row.get(fname) is not None and p.name in out.ops:
@@ -223,6 +226,19 @@ def _tools_by_table(app: App) -> dict[str, tuple[list[ToolSpec], list[ToolSpec]]
         if s.query is not None and s.query.op == "search":
             out.setdefault(s.query.entity, ([], []))[1].append(s)
     return out
+
+
+def _search_params(app: App, tool: str) -> tuple[dict[str, str], tuple[tuple[ParamSpec, str, str | None], ...]]:
+    """A search's filter ops by parameter, and its parameters but paging: (parameter, field, the table whose id it
+    carries, if any)."""
+    spec = app.spec_by_name[tool]
+    ops = {f.param: f.op for f in spec.query.filters} if spec.query is not None else {}
+    params = tuple(
+        (p, p.field.split(".", 1)[1] if p.field else p.name, refers_to(app.blueprint, p))
+        for p in spec.params
+        if p.name not in ("limit", "offset")
+    )
+    return ops, params
 
 
 def _filter_value(op: str, value: Any) -> Any:

@@ -6,7 +6,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from envsynth.runtime.app import App
-from envsynth.runtime.state import Rows, id_fields, rows_to_bytes_fast
+from envsynth.runtime.episode import writing_tools
+from envsynth.runtime.guard import StateGuard, stand
+from envsynth.runtime.state import Rows, ScratchConnection, id_fields, rows_to_bytes_fast
 from envsynth.tasks.model import Task
 
 
@@ -56,3 +58,30 @@ def _find_writable_tables(app: App, names: tuple[str, ...]) -> frozenset[str]:
         spec = app.spec_by_name[name]
         out |= set(spec.writes) | set(spec.creates) | set(spec.deletes)
     return frozenset(out)
+
+
+def pure_reads(app: App) -> frozenset[str]:
+    """The generated tools whose calls write nothing (no effects, not write mode, no armed state machine; see
+    :func:`envsynth.runtime.episode.writing_tools`), kept on the app's index."""
+    return app.index.of(_find_pure_reads, app)
+
+
+def _find_pure_reads(app: App) -> frozenset[str]:
+    writing = writing_tools(app)
+    return frozenset(s.name for s in app.specs if s.code is None and not s.effects and not s.each and s.name not in writing)
+
+
+def workspace_guard(app: App, conn: ScratchConnection) -> StateGuard | None:
+    """The standing state guard of ``app`` on a workspace's connection (see :func:`envsynth.runtime.guard.stand`),
+    made on first use; None for an app without guarded tools, or inside a transaction (its triggers would not stay)."""
+    sqls = app.index.of(_guard_triggers, app)
+    if not sqls or conn.in_transaction:
+        return None
+    guard = conn.guard
+    if guard is None or guard.bp is not app.blueprint or guard.made != frozenset(sqls):
+        conn.guard = guard = stand(conn, app.blueprint, sqls)
+    return guard
+
+
+def _guard_triggers(app: App) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(sql for sqls in app.state_writers.values() for sql in sqls))

@@ -213,7 +213,8 @@ def _judge(app: App, frame: _Frame, full: Rows, descs: Descriptions | None, desc
         return made if made is not None else "target_not_describable"
     ids = id_fields(app.blueprint)
     for d, (t, k) in zip(descs.values(), frame.targets, strict=True):  # descs are in the order of state 0's targets
-        if d.count(app.blueprint, full) != 1 or any(r[ids[t]] != k for r in full[t] if d.matches(app.blueprint, full, r)):
+        hits = d.matching(app.blueprint, full)  # rows of table t: a target is described in its own table
+        if len(hits) != 1 or hits[0][ids[t]] != k:
             return "description_ambiguous_in_state"
     return descs
 
@@ -226,17 +227,19 @@ def _without_matches(app: App, core: Rows, extra: Rows, descs: list[Description]
     dropped: set[tuple[str, Any]] = set()
     for d in descs:
         idf = ids[d.entity]
-        for r in extra.get(d.entity, []):
-            if d.matches(bp, full, r):
-                dropped.add((d.entity, r[idf]))
+        if candidates := extra.get(d.entity):
+            dropped.update((d.entity, r[idf]) for r in d.matching(bp, full, candidates))
+    if not dropped:
+        return {t: list(rows) for t, rows in extra.items()}
+    referring = [
+        (ent.name, ids[ent.name], refs, rows) for ent in bp.entities if (refs := ref_fields(ent)) and (rows := extra.get(ent.name))
+    ]
     changed = True
     while changed:
         changed = False
-        for ent in bp.entities:
-            idf = ids[ent.name]
-            refs = ref_fields(ent)
-            for r in extra.get(ent.name, []):
-                key = (ent.name, r[idf])
+        for table, idf, refs, rows in referring:
+            for r in rows:
+                key = (table, r[idf])
                 if key not in dropped and any((ref, r.get(name)) in dropped for name, ref in refs):
                     dropped.add(key)
                     changed = True
@@ -276,30 +279,30 @@ def _runs_in(ws: Workspace, calls: list[Call]) -> bool:
 
 def _remap_ids(app: App, core: Rows, rng: random.Random) -> tuple[Rows, dict[tuple[str, Any], Any]]:
     """A copy of the core rows under fresh ids (references follow)."""
-    bp = app.blueprint
     mapping: dict[tuple[str, Any], Any] = {}
-    for ent in bp.entities:
+    tables = [(ent, rows) for ent in app.blueprint.entities if (rows := core.get(ent.name))]
+    below = rng._randbelow  # randrange(100000, 1000000) is 100000 + _randbelow(900000)
+    for ent, rows in tables:
         taken: set[str] = set()
-        for r in core.get(ent.name, []):
-            while True:
-                new = f"{ent.prefix}_{rng.randrange(100000, 1000000)}"
-                if new not in taken:
-                    taken.add(new)
-                    break
-            mapping[(ent.name, r[ent.id_field])] = new
+        name, idf, prefix = ent.name, ent.id_field, ent.prefix
+        for r in rows:
+            new = f"{prefix}_{100000 + below(900000)}"
+            while new in taken:
+                new = f"{prefix}_{100000 + below(900000)}"
+            taken.add(new)
+            mapping[(name, r[idf])] = new
     out: Rows = {}
-    for ent in bp.entities:
-        rows = []
-        refs = ref_fields(ent)
-        for r in core.get(ent.name, []):
+    for ent, rows in tables:
+        name, idf, refs = ent.name, ent.id_field, ref_fields(ent)
+        copies = out[name] = []
+        for r in rows:
             n = dict(r)
-            n[ent.id_field] = mapping[(ent.name, r[ent.id_field])]
-            for name, ref in refs:
-                if n.get(name) is not None:
-                    n[name] = mapping.get((ref, n[name]), n[name])
-            rows.append(n)
-        if rows:
-            out[ent.name] = rows
+            n[idf] = mapping[(name, r[idf])]
+            for f, ref in refs:
+                v = n.get(f)
+                if v is not None:
+                    n[f] = mapping.get((ref, v), v)
+            copies.append(n)
     return out, mapping
 
 

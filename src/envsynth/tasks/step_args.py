@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from envsynth.blueprint.policy import acting_user_of
+from envsynth.blueprint.policy import acting_user_of, agent_rules
+from envsynth.blueprint.spec import Check
 from envsynth.runtime.app import App
 from envsynth.runtime.state import id_fields
 from envsynth.tasks.chain import Step, row_filter
@@ -125,3 +126,18 @@ def bound_rows(app: App, step: Step, fx: Fixture) -> dict[str, Any]:
         for b in step.spec.bindings
         if (row := _first(fx.aliases.get(b.alias)) if b.many else fx.aliases.get(b.alias)) is not None
     }
+
+
+def allowed_pre(app: App, tool: str) -> list[Check]:
+    """The tool's pre-conditions, then for each policy rule the agent obeys on it (``forbid``) that the rule allows
+    the call: a chain step is solved so that the agent may make it (kept on the app's index, per tool)."""
+    return app.index.of(_allowed_pre, app, tool)
+
+
+def _allowed_pre(app: App, tool: str) -> list[Check]:
+    spec = app.spec_by_name[tool]
+    rules = [r for r in agent_rules(app.blueprint) if tool in r.actions]
+    return [
+        *spec.pre,
+        *(Check(id=f"policy:{r.rule}", check=f"not ({r.forbid})", message=f"the policy forbids it ({r.rule})") for r in rules),
+    ]
