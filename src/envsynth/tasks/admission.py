@@ -156,7 +156,7 @@ def _lookup_results(lookups: list[Call], runs: tuple[tuple[Call, Any], ...], wor
     ):
         return results
     try:
-        return workspace.read(lookups)  # generated reads (see _reads_of_s0)
+        return workspace.run(lookups, seed=1).results
     except ChainFailed:
         return None
 

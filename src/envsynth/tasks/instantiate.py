@@ -99,16 +99,6 @@ class Workspace:
             conn.execute("RELEASE chain_run")
         return run
 
-    def read(self, calls: list[Call]) -> list[Any]:
-        """The results of ``calls`` on the loaded rows, for calls of generated reads only (they write and draw nothing,
-        so they need no savepoint to undo and leave no final rows to read); ChainFailed on any non-Success."""
-        self._rewind()
-        ep = Episode(app=self.app, db=self.conn, ctx=Context(self.conn, self.app.now, 1, self.app.bool_columns))
-        results: list[Any] = []
-        for i, c in enumerate(calls):
-            results.append(_call(ep, i, c, results))
-        return results
-
     def try_rows(self, rows: Rows, delta: Delta, calls: list[Call], final: bool = True) -> Run:
         """Switch to ``rows`` (the loaded rows changed by ``delta``) and run ``calls``, keeping the state they leave.
 

@@ -31,13 +31,14 @@ from envsynth.tasks.state import count_rows
 from envsynth.tasks.states import TaskStateDraw, remap_call
 
 
-def restate(app: App, first: Admitted, draw: TaskStateDraw, expected: Effects, answer: Any) -> Admitted | None:
+def restate(app: App, first: Admitted, draw: TaskStateDraw, field: str | None, expected: Effects, answer: Any) -> Admitted | None:
     """State ``draw.index``'s task: ``first`` (state 0's, admitted and through the variant stages) under the state's
     ids, its lookups run on the state; None when the carried oracle would not be checked (see the module).
 
     Args:
         first: state 0's admitted task, with ``runs`` for its lookups (kept by ``vary``) when it has lookups.
         draw: the state, run (its workspace still open).
+        field: the answer's field in this state (a group named by its row takes the state's id).
         expected: the effects the state's ground-truth run had.
         answer: the answer it gave.
     """
@@ -57,7 +58,8 @@ def restate(app: App, first: Admitted, draw: TaskStateDraw, expected: Effects, a
             "id": f"{app.name}-t{task0.coordinates.task:05d}-s{draw.index}",
             "state": TaskState(core=nonempty(draw.core), distractors=nonempty(draw.extra), distractor_depth=draw.per_level),
             "oracle": oracle,
-            "oracle_program": oracle_program(oracle, task0.answer_step, task0.answer_field),
+            "oracle_program": oracle_program(oracle, task0.answer_step, field),
+            "answer_field": field,
             "expected_answer": answer,
             "expected_effects": expected.to_dict(),
             "coordinates": task0.coordinates.model_copy(update={"state": draw.index}),
@@ -65,10 +67,13 @@ def restate(app: App, first: Admitted, draw: TaskStateDraw, expected: Effects, a
             "hash": "",
         }
     )
-    chain = iter(draw.check.results)  # the replay of the chain, the lookups' results in their places
-    replay = Run([results[at[i]] if i in at else next(chain) for i in range(len(oracle))], draw.check.final)
-    if admit(app, task, draw.full, replay, expected if draw.check is draw.run else None, expected):
-        return None
+    if draw.check is not draw.run:  # a chain with code of its own: its replay under seed 1 must score as well
+        chain = iter(draw.check.results)  # the lookups' results in their places
+        replay = Run([results[at[i]] if i in at else next(chain) for i in range(len(oracle))], draw.check.final)
+        if admit(app, task, draw.full, replay, None, expected):
+            return None
+    # else the replay is the ground-truth run: the oracle scores 1 as the chain does, doing nothing scores 0 (the
+    # synthesis rejected a state without effects or answer), and the oracle's tools are state 0's, all visible
     return Admitted(task.sealed(), draw.full, lookups=first.lookups)
 
 

@@ -212,11 +212,7 @@ def run_reads(app: App, admitted: Admitted, calls: list[Call]) -> list[Any] | st
         return rows
     todo = [c for c, r in zip(calls, rows, strict=True) if r is None]
     try:
-        if admitted.workspace is not None and all(
-            app.spec_by_name[c.tool].code is None and app.spec_by_name[c.tool].mode == "read" for c in todo
-        ):
-            ran = admitted.workspace.read(todo)
-        elif admitted.workspace is not None:
+        if admitted.workspace is not None:  # reads only: no savepoint (Workspace.run)
             ran = admitted.workspace.run(todo, seed=1).results
         else:
             ran = execute(app, admitted.state, todo, seed=1).results

@@ -99,7 +99,7 @@ def _tasks(inst: Instance, states: int) -> list[Task] | Rejection:
                     return made
                 request = made
             first = varied[0] if varied else None
-            carried = restate(plan.app, first, draw, expected, answer) if isinstance(first, Admitted) else None
+            carried = restate(plan.app, first, draw, asked.field, expected, answer) if isinstance(first, Admitted) else None
             if carried is not None:  # state 0's oracle under this state's ids, its lookups re-placed
                 varied.append(carried)
                 continue
