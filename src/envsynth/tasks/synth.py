@@ -21,7 +21,7 @@ from envsynth.graph.model import ToolGraph
 from envsynth.runtime.app import App
 from envsynth.runtime.reward import effects_of
 from envsynth.tasks.admission import Admitted, Variant, admit, admit_state, vary
-from envsynth.tasks.answer import ask
+from envsynth.tasks.answer import Question, ask
 from envsynth.tasks.core import core_of
 from envsynth.tasks.lookup import look_up_requester
 from envsynth.tasks.model import Rejection, Task
@@ -32,7 +32,7 @@ from envsynth.tasks.questions import unfiltered
 from envsynth.tasks.request import Request, describer, request_of
 from envsynth.tasks.restate import restate
 from envsynth.tasks.routes import look_up_rows
-from envsynth.tasks.states import draw_state
+from envsynth.tasks.states import TaskStateDraw, draw_state
 from envsynth.tasks.visible import MIN_VISIBLE, visible_tools
 from envsynth.tasks.world import STEP_ATTEMPTS, WORLD_ROWS, Instance, instantiate_plan, staff_names, value_pool
 
@@ -86,29 +86,42 @@ def _tasks(inst: Instance, states: int) -> list[Task] | Rejection:
             return draw
         try:
             descs = draw.descs
-            asked = question.in_state(plan.app, draw.calls, draw.targets)  # a group named by its row: under this state's ids
-            expected = effects_of(plan.app.blueprint, draw.full, draw.run.final, now=plan.app.now)
-            answer = asked.answer(draw.run.results)
-            if asked.step is not None and answer is None:
-                return plan.reject("empty_answer")
-            if not expected and asked.step is None:
-                return plan.reject("no_effect")
-            if request is None:
-                made = request_of(inst, draw, asked, visible, answer)
-                if isinstance(made, Rejection):
-                    return made
-                request = made
-            first = varied[0] if varied else None
-            carried = restate(plan.app, first, draw, asked.field, expected, answer) if isinstance(first, Admitted) else None
-            if carried is not None:  # state 0's oracle under this state's ids, its lookups re-placed
-                varied.append(carried)
-                continue
-            made_task = admit_state(inst, draw, asked, request, expected, answer)
-            if isinstance(made_task, Rejection):
-                return made_task
-            # through the variant stages while the state is loaded (a rejection counts after every state's own checks)
-            varied.append(vary(plan.app, made_task, VARIANTS, draw.workspace))
+            made = _state_task(inst, draw, question, visible, request, varied[0] if varied else None)
         finally:
             draw.close()
+        if isinstance(made, Rejection):
+            return made
+        request, task = made
+        varied.append(task)
     rejected = next((v for v in varied if isinstance(v, Rejection)), None)
     return rejected if rejected is not None else [v.task for v in varied if not isinstance(v, Rejection)]
+
+
+def _state_task(
+    inst: Instance, draw: TaskStateDraw, question: Question, visible: list[str], request: Request | None, first: Admitted | Rejection | None
+) -> tuple[Request, Admitted | Rejection] | Rejection:
+    """One drawn state's task, while its workspace is loaded: the request (made on state 0), then the task admitted and
+    through the variant stages, or carried over from state 0's (``first``). A Rejection returned ends the task index at
+    once; one in the pair (a variant's) counts after every state's own checks.
+    """
+    plan = inst.plan
+    asked = question.in_state(plan.app, draw.calls, draw.targets)  # a group named by its row: under this state's ids
+    expected = effects_of(plan.app.blueprint, draw.full, draw.run.final, now=plan.app.now)
+    answer = asked.answer(draw.run.results)
+    if asked.step is not None and answer is None:
+        return plan.reject("empty_answer")
+    if not expected and asked.step is None:
+        return plan.reject("no_effect")
+    if request is None:
+        made = request_of(inst, draw, asked, visible, answer)
+        if isinstance(made, Rejection):
+            return made
+        request = made
+    if isinstance(first, Admitted):
+        carried = restate(plan.app, first, draw, asked.field, expected, answer)  # state 0's oracle under this state's ids
+        if carried is not None:
+            return request, carried
+    made_task = admit_state(inst, draw, asked, request, expected, answer)
+    if isinstance(made_task, Rejection):
+        return made_task
+    return request, vary(plan.app, made_task, VARIANTS, draw.workspace)
