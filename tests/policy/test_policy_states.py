@@ -31,9 +31,10 @@ def test_two_state_refusals_share_the_request_and_score_like_one_state_ones(corp
         by_index[t.coordinates.task].append(t)
     refusing = [ts for ts in by_index.values() if any(t.policy and t.policy.refusal for t in ts)]
     involved = [ts for ts in by_index.values() if any(t.policy for t in ts)]
-    assert refusing and len(refusing) >= 0.25 * len(involved), (len(refusing), len(involved))
-    # was 0.5: since the oracle finds rows by search (items[k]), a new row drawn for the forbidden request can shift
-    # what the search lists, and such a refusal is given up (a known loss, see the stop-20 note)
+    assert refusing and len(refusing) >= 0.4 * len(involved), (len(refusing), len(involved))  # 2 of 5 task indexes
+    # a new row drawn for the forbidden request may be listed by a search of the oracle (items[k]) and move the row the
+    # oracle means: the oracle is re-placed (tasks/refusal_rows.py); what is still lost is a new row that changes the
+    # answer (a count of the requester's reservations) or is listed past the search's first page
     assert any(len(states) == 2 for states in refusing)  # both states refuse, each on its own copy of the row
     for states in refusing:  # else (no forbidden row fits every state) the first state alone
         assert [t.coordinates.state for t in states] in ([0, 1], [0]) and all(t.policy and t.policy.refusal for t in states)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,9 +16,12 @@ from envsynth.agents.loop import converse
 from envsynth.blueprint.policy import policy_text
 from envsynth.corpus import Corpus, build_corpus, load_corpus
 from envsynth.export import export_rl
+from envsynth.runtime.app import App
 from envsynth.tasks import policy as policy_tasks
-from envsynth.tasks.policy import oracle_plus_forbidden, requester_key
-from envsynth.tasks.state import merged
+from envsynth.tasks.model import Call, Task
+from envsynth.tasks.policy import oracle_plus_forbidden, requester_key, resolved
+from envsynth.tasks.refs import resolve
+from envsynth.tasks.state import merged, rows_bytes
 from replay_helpers import play
 
 EXAMPLE = Path(__file__).parent.parent / "data" / "examples" / "policy.yaml"
@@ -37,9 +41,10 @@ def test_share_of_policy_tasks_and_refusals(corpus: Corpus) -> None:
     refusals = [t for t in involved if t.policy and t.policy.refusal]
     assert len(tasks) == N_TASKS
     assert len(involved) >= 0.10 * len(tasks), len(involved)
-    assert len(refusals) >= 0.25 * len(involved), (len(refusals), len(involved))
-    # was 0.5: since the oracle finds rows by search (items[k]), a new row drawn for the forbidden request can shift
-    # what the search lists, and such a refusal is given up (a known loss, see the stop-20 note)
+    assert len(refusals) >= 0.5 * len(involved), (len(refusals), len(involved))  # 7 of 11 (3 before the re-placement)
+    # a new row drawn for the forbidden request may be listed by a search of the oracle (items[k]) and move the row the
+    # oracle means: the oracle is re-placed (tasks/refusal_rows.py); what is still lost is a new row that changes the
+    # answer (a count of the requester's reservations) or is listed past the search's first page
 
 
 def test_refusal_scores_oracle_one_nothing_zero_and_forbidden_zero(corpus: Corpus) -> None:
@@ -54,6 +59,58 @@ def test_refusal_scores_oracle_one_nothing_zero_and_forbidden_zero(corpus: Corpu
         assert play(corpus, task, task.oracle) == 1.0
         assert play(corpus, task, []) == 0.0
         assert play(corpus, task, oracle_plus_forbidden(task)) == 0.0  # the tools allow it; the verifier does not
+
+
+def _results(app: App, task: Task, calls: list[Call]) -> list[Any]:
+    """The results of ``calls`` on the task's state (each must succeed)."""
+    ep = app.episode(rows_bytes(app, merged(task.state.core, task.state.distractors)))
+    try:
+        results: list[Any] = []
+        for c in calls:
+            res = ep.call(c.tool, resolved(c, results))
+            assert res.outcome == "success", (task.id, c, res.content)
+            results.append(res.data)
+        return results
+    finally:
+        ep.close()
+
+
+def test_a_new_row_a_search_lists_first_moves_the_oracle_not_the_refusal(corpus: Corpus, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the forbidden request's new row is listed by a search of the oracle before the row the oracle acts on: the refusal
+    # task keeps the oracle on its rows, each items[k] re-placed where the search now lists that row (it was given up)
+    from envsynth.graph import read_graph
+    from envsynth.tasks.synth import synthesize
+
+    app = corpus.apps["skylark_air"]
+    graph = read_graph(corpus.path / "apps" / "skylark_air")
+    monkeypatch.setattr(policy_tasks, "REFUSAL_SHARE", 0.0)  # the same task index without the forbidden request
+    moved = []
+    for task in corpus.tasks:
+        if task.policy and task.policy.refusal:
+            plain = synthesize(app, graph, app_index=0, task_index=task.coordinates.task)
+            assert isinstance(plain, list)
+            if plain[0].oracle != task.oracle:
+                moved.append((task, plain[0]))
+    assert moved
+    for task, plain in moved:
+        assert task.policy is not None
+        new = task.policy.forbidden[0].args["reservation_id"]
+        assert new not in {r["reservation_id"] for r in merged(plain.state.core, plain.state.distractors)["reservation"]}
+        assert [c.tool for c in task.oracle] == [c.tool for c in plain.oracle] and task.oracle_program != plain.oracle_program
+        before, after = _results(app, plain, plain.oracle), _results(app, task, task.oracle)
+        shifted = 0
+        for was, now in zip(plain.oracle, task.oracle, strict=True):
+            for p, ref in now.refs.items():
+                old = was.refs[p]
+                assert resolve(ref, after) == resolve(old, before)  # the same row, where the search lists it now
+                if ref != old:
+                    assert ref.item is not None and old.item is not None and ref.item > old.item  # the new row listed first
+                    assert resolve(old, after) != resolve(old, before)  # the old place names another row now
+                    shifted += 1
+        assert shifted
+        assert play(corpus, task, task.oracle) == 1.0
+        assert play(corpus, task, []) == 0.0
+        assert play(corpus, task, oracle_plus_forbidden(task)) == 0.0
 
 
 def test_the_acting_user_is_the_requester(corpus: Corpus) -> None:

@@ -8,7 +8,8 @@ After a task is synthesized (:func:`shape`, called once per task index from
 - an oracle call on an action a rule names, which the rule allows, marks the task (``Task.policy``, not a refusal);
 - about half of the tasks with a write (:data:`REFUSAL_SHARE`) are made *refusal* tasks: the user also asks, in the
   same message, for a call the policy forbids (on a row of their own that the oracle does not touch: one of the
-  state, or a new one drawn for it). The oracle and
+  state, or a new one drawn for it: a search of the oracle that lists the new row as well has the oracle's
+  ``items[k]`` re-placed, :mod:`envsynth.tasks.refusal_rows`). The oracle's calls and
   the expected effects stay those of the allowed part, so doing nothing scores 0 and doing the forbidden part as
   well scores 0 (the verifier compares the final state). ``Task.policy`` records the rule, the forbidden call and
   the request in the user's words.
@@ -30,13 +31,11 @@ from envsynth.blueprint.values import ValueMaker
 from envsynth.compiler.codegen import py
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import SUCCESS, Episode
-from envsynth.runtime.reward import Effects, compare, effects_of
-from envsynth.runtime.state import Rows, read_rows
-from envsynth.tasks.answerpath import answer_in
+from envsynth.runtime.state import Rows
 from envsynth.tasks.describe import Description, describe, noun, render
 from envsynth.tasks.instruction import Phraser, leaks_id
 from envsynth.tasks.model import Call, Rejection, Task, TaskPolicy
-from envsynth.tasks.refs import MISSING, resolve
+from envsynth.tasks.refusal_rows import carried, oracle_results, placed_replay, replay, resolved, same_outcome, with_oracle
 from envsynth.tasks.state import merged, rows_bytes
 
 REFUSAL_SHARE = 0.5
@@ -97,15 +96,6 @@ def _oracle_rules(app: App, task: Task, rules: list[PolicyRule]) -> list[tuple[s
     return out
 
 
-def resolved(call: Call, results: list[Any]) -> dict[str, Any]:
-    """The call's arguments with its references to earlier results filled in."""
-    args = dict(call.args)
-    for p, ref in call.refs.items():
-        value = resolve(ref, results)
-        args[p] = None if value is MISSING else value
-    return args
-
-
 def forbids(app: App, rule: PolicyRule, tool: str, args: dict[str, Any], ep: Episode) -> bool:
     """Whether ``rule`` forbids calling ``tool`` with ``args`` on the episode's current state.
 
@@ -146,6 +136,11 @@ class _Ctx:
         self.rows: Rows = merged(task.state.core, task.state.distractors)
         self.me = requester_key(app, task, self.rows)
         self.touched = _touched(task)
+
+    @functools.cached_property
+    def before(self) -> list[Any] | None:
+        """The oracle's results on the task's state (what its refs to a search's items were made for)."""
+        return oracle_results(self.app, self.task)
 
 
 def refusal_task(app: App, task: Task, rules: list[PolicyRule], rng: random.Random, found: dict[str, Any] | None = None) -> Task | None:
@@ -200,7 +195,7 @@ def _same_refusal(app: App, task: Task, first: Task, found: dict[str, Any], rng:
     rule, spec, param, d = found["rule"], found["spec"], found["param"], found["description"]
     ent = bp.entity(spec.entity)
     if found["new"]:
-        row = _carried(bp, found["rows"], cx.rows, ent, found["row"])
+        row = carried(bp, found["rows"], cx.rows, ent, found["row"])
         if row is None:
             return None
         rows = {t: list(v) for t, v in cx.rows.items()}
@@ -211,7 +206,8 @@ def _same_refusal(app: App, task: Task, first: Task, found: dict[str, Any], rng:
     if row is None or d.count(bp, rows) != 1 or row[ent.id_field] in cx.touched or not _owned(cx, ent.name, row):
         return None
     key = row[ent.id_field]
-    if not _tempts(cx, rule, spec, param, rows, key) or (found["new"] and not _same_oracle(cx, rows)):
+    oracle = _tempts(cx, rule, spec, param, rows, key)  # a new row may move what a search of the oracle lists
+    if oracle is None:
         return None
     core = {t: list(v) for t, v in task.state.core.items()}
     if found["new"]:
@@ -231,33 +227,9 @@ def _same_refusal(app: App, task: Task, first: Task, found: dict[str, Any], rng:
             "visible_tools": len(first.visible_tools),
         },
         "policy": note,
+        **with_oracle(task, oracle),
     }
     return task.model_copy(update=update).sealed()
-
-
-def _carried(bp: Blueprint, rows0: Rows, rows: Rows, ent: Any, row0: dict[str, Any]) -> dict[str, Any] | None:
-    """A copy of ``row0`` (a new row of state 0) for another state: a fresh id, and each reference to the
-    row of this state that has the same values as the row it named in state 0 (None when there is none)."""
-    row = dict(row0)
-    taken = {r[ent.id_field] for r in rows.get(ent.name, [])} | {r[ent.id_field] for r in rows0.get(ent.name, [])}
-    row[ent.id_field] = ValueMaker(bp, len(taken)).new_id(ent, taken)
-    for f in ent.fields:
-        if f.type != "ref" or row0.get(f.name) is None:
-            continue
-        target = bp.entity(f.ref or "")
-        old = next((r for r in rows0.get(target.name, []) if r[target.id_field] == row0[f.name]), None)
-        if old is None:
-            return None
-        same = [r for r in rows.get(target.name, []) if _same_values(target, r, old)]
-        if len(same) != 1:
-            return None
-        row[f.name] = same[0][target.id_field]
-    return row
-
-
-def _same_values(ent: Any, a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Whether two rows hold the same values but for their id and references (one row, its ids renamed)."""
-    return all(a.get(f.name) == b.get(f.name) for f in ent.fields[1:] if f.type != "ref")
 
 
 def requester_key(app: App, task: Task, rows: Rows) -> Any:
@@ -307,13 +279,15 @@ def _call(cx: _Ctx, spec: ToolSpec, param: str, key: Any) -> Call:
     return Call(tool=spec.name, args=args)
 
 
-def _forbidden_row(cx: _Ctx, rule: PolicyRule, spec: ToolSpec, param: str) -> tuple[Rows, dict[str, Any]] | None:
-    """A state and a row of it the forbidden call acts on: a row already there, else a new one."""
+def _forbidden_row(cx: _Ctx, rule: PolicyRule, spec: ToolSpec, param: str) -> tuple[Rows, dict[str, Any], list[Call]] | None:
+    """A state, a row of it the forbidden call acts on (a row already there, else a new one) and the oracle there
+    (a new row may be listed by a search of the oracle and move the row it means: see :func:`_tempts`)."""
     ent = cx.bp.entity(spec.entity)
     for row in cx.rows.get(ent.name, []):
         key = row[ent.id_field]
-        if key not in cx.touched and _owned(cx, ent.name, row) and _tempts(cx, rule, spec, param, cx.rows, key):
-            return cx.rows, row
+        oracle = _tempts(cx, rule, spec, param, cx.rows, key) if key not in cx.touched and _owned(cx, ent.name, row) else None
+        if oracle is not None:
+            return cx.rows, row, oracle
     templates = [r for r in cx.rows.get(ent.name, [])]
     if not templates:
         return None
@@ -325,8 +299,9 @@ def _forbidden_row(cx: _Ctx, rule: PolicyRule, spec: ToolSpec, param: str) -> tu
             return None
         rows = {t: list(v) for t, v in cx.rows.items()}
         rows.setdefault(ent.name, []).append(row)  # this state may hold no row of the table at all
-        if _distinct(cx, ent.name, row) and _tempts(cx, rule, spec, param, rows, row[ent.id_field]) and _same_oracle(cx, rows):
-            return rows, row
+        oracle = _tempts(cx, rule, spec, param, rows, row[ent.id_field]) if _distinct(cx, ent.name, row) else None
+        if oracle is not None:
+            return rows, row, oracle
     return None
 
 
@@ -382,58 +357,39 @@ def _distinct(cx: _Ctx, table: str, row: dict[str, Any]) -> bool:
     return True
 
 
-def _tempts(cx: _Ctx, rule: PolicyRule, spec: ToolSpec, param: str, rows: Rows, key: Any) -> bool:
-    """The rule forbids the call on ``rows`` before and after the oracle, and the tools allow it after the oracle."""
-    app = cx.app
+def _tempts(cx: _Ctx, rule: PolicyRule, spec: ToolSpec, param: str, rows: Rows, key: Any) -> list[Call] | None:
+    """The task's oracle on ``rows`` when the rule forbids the call there before and after it and the tools allow the
+    call after it, else None. With a new row in (``rows`` not the task's own), a search of the oracle may list it too:
+    the oracle is re-placed (:func:`~envsynth.tasks.refusal_rows.placed_replay`) and must make the task's effects and
+    answer."""
+    app, task = cx.app, cx.task
     call = _call(cx, spec, param, key)
     try:
         ep = app.episode(rows_bytes(app, rows))
     except sqlite3.Error:
-        return False
+        return None
     try:
         if not forbids(app, rule, spec.name, call.args, ep):
-            return False
-        if not _replay(ep, cx.task.oracle):
-            return False
-        if not forbids(app, rule, spec.name, call.args, ep):
-            return False
-        return ep.call(spec.name, call.args).outcome == SUCCESS
-    finally:
-        ep.close()
-
-
-def _replay(ep: Episode, calls: list[Call]) -> list[Any] | None:
-    results: list[Any] = []
-    for c in calls:
-        res = ep.call(c.tool, resolved(c, results))
-        if res.outcome != SUCCESS:
             return None
-        results.append(res.data)
-    return results
-
-
-def _same_oracle(cx: _Ctx, rows: Rows) -> bool:
-    """With the new row in, the oracle makes the same effects and answer as before."""
-    app = cx.app
-    ep = app.episode(rows_bytes(app, rows))
-    try:
-        results = _replay(ep, cx.task.oracle)
-        if results is None:
-            return False
-        final = read_rows(ep.db, app.blueprint)
+        ran = (task.oracle, replay(ep, task.oracle)) if rows is cx.rows else placed_replay(ep, task, cx.before)
+        if ran is None or not ran[1] or (rows is not cx.rows and not same_outcome(app, task, rows, ep, ran[1])):
+            return None
+        if not forbids(app, rule, spec.name, call.args, ep):
+            return None
+        return ran[0] if ep.call(spec.name, call.args).outcome == SUCCESS else None
     finally:
         ep.close()
-    task = cx.task
-    answer = None
-    if task.answer_step is not None and isinstance(results[task.answer_step], dict):
-        answer = answer_in(results[task.answer_step], task.answer_field) if task.answer_field else results[task.answer_step]
-    effects = effects_of(app.blueprint, rows, final, now=app.now)
-    reward = compare(Effects.from_dict(task.expected_effects), effects, expected_answer=task.expected_answer, answer=answer)
-    return bool(reward.passed)
 
 
 def _with_refusal(
-    cx: _Ctx, rule: PolicyRule, spec: ToolSpec, param: str, rows: Rows, row: dict[str, Any], found: dict[str, Any] | None = None
+    cx: _Ctx,
+    rule: PolicyRule,
+    spec: ToolSpec,
+    param: str,
+    rows: Rows,
+    row: dict[str, Any],
+    oracle: list[Call],
+    found: dict[str, Any] | None = None,
 ) -> Task | None:
     """The task with the forbidden request added to its instruction, state and record (what it was made of in ``found``)."""
     bp, task = cx.bp, cx.task
@@ -466,7 +422,7 @@ def _with_refusal(
     if found is not None:
         found.update(rule=rule, spec=spec, param=param, rows=rows, row=row, description=d, new=rows is not cx.rows)
     update = {"instruction": instruction, "scenario": scenario, "user": user, "state": state, "visible_tools": visible}
-    return task.model_copy(update={**update, "stats": stats, "policy": note}).sealed()
+    return task.model_copy(update={**update, **with_oracle(task, oracle), "stats": stats, "policy": note}).sealed()
 
 
 def _request(cx: _Ctx, spec: ToolSpec, call: Call, param: str, d: Description, rows: Rows) -> str | None:

@@ -10,7 +10,7 @@ the order a search of the customer's orders listed third). Every place that fill
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from envsynth.tasks.model import Ref
@@ -37,6 +37,22 @@ def resolve(ref: Ref, results: Sequence[Any] | Mapping[int, Any]) -> Any:
     if not isinstance(src, dict) or ref.field not in src:
         return MISSING
     return src[ref.field]
+
+
+def placed(ref: Ref, before: Any, after: Any, key: Callable[[Any], Any] | None = None) -> Ref | None:
+    """``ref`` (to an item of a search's result) pointing where ``after`` lists the row ``before`` lists at ``ref.item``.
+
+    ``before`` is the result of ``ref.step`` the ref was made for, ``after`` the same search's result on
+    another state (other rows listed too, so the row may sit elsewhere); ``key`` renames the row's id
+    when that state names it otherwise. None when ``after`` does not list the row (not on its first page).
+    """
+    old = resolve(Ref(step=0, field=ref.field, item=ref.item), [before])
+    new = old if key is None or old is MISSING else key(old)
+    items = after.get("items") if isinstance(after, dict) else None
+    if new is None or new is MISSING or not isinstance(items, list):
+        return None
+    item = next((k for k, r in enumerate(items) if isinstance(r, dict) and r.get(ref.field) == new), None)
+    return None if item is None else Ref(step=ref.step, field=ref.field, item=item)
 
 
 def source(ref: Ref, prefix: str = "r") -> str:

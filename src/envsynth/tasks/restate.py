@@ -25,7 +25,7 @@ from envsynth.tasks.admission import Admitted, admit, nonempty, resolves_to
 from envsynth.tasks.instantiate import Run
 from envsynth.tasks.model import Call, Ref, TaskState
 from envsynth.tasks.oracle import oracle_program
-from envsynth.tasks.refs import resolve
+from envsynth.tasks.refs import placed, resolve
 from envsynth.tasks.routes import run_reads
 from envsynth.tasks.state import count_rows
 from envsynth.tasks.states import TaskStateDraw, remap_call
@@ -90,22 +90,13 @@ def _carried(
             if ref.item is None or ref.step not in at:
                 continue
             j = at[ref.step]
-            key = resolve(Ref(step=j, field=ref.field, item=ref.item), before)
             table = app.spec_by_name[oracle[ref.step].tool].entity
-            item = _place(after[j], ref.field, mapping.get((table, key)))
-            if item is None:
+            there = placed(ref, before[j], after[j], lambda key, table=table: mapping.get((table, key)))
+            if there is None:
                 return None
-            refs[p] = Ref(step=ref.step, field=ref.field, item=item)
+            refs[p] = there
         out.append(moved.model_copy(update={"refs": refs}) if refs != moved.refs else moved)
     return out
-
-
-def _place(result: Any, field: str, key: Any) -> int | None:
-    """Where ``result`` (a search's) lists the row whose ``field`` is ``key``, or None."""
-    items = result.get("items") if isinstance(result, dict) else None
-    if key is None or not isinstance(items, list):
-        return None
-    return next((k for k, r in enumerate(items) if isinstance(r, dict) and r.get(field) == key), None)
 
 
 def _checked(oracle: list[Call], ran: list[Call], results: list[Any], chain: list[Call], at: dict[int, int]) -> bool:
