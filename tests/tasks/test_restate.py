@@ -76,8 +76,8 @@ def test_a_row_a_search_lists_elsewhere_in_another_state_is_taken_from_there() -
 def test_a_state_whose_search_does_not_list_the_row_goes_the_long_way(monkeypatch: pytest.MonkeyPatch) -> None:
     real = restate_module.run_reads
 
-    def unlisting(app: App, admitted: Any, calls: list[Any]) -> Any:
-        out = real(app, admitted, calls)
+    def unlisting(app: App, state: Any, workspace: Any, calls: list[Any]) -> Any:
+        out = real(app, state, workspace, calls)
         return [{**r, "items": []} if isinstance(r, dict) and "items" in r else r for r in out] if isinstance(out, list) else out
 
     carried: list[object] = []

@@ -47,7 +47,7 @@ def restate(app: App, first: Admitted, draw: TaskStateDraw, field: str | None, e
         return None
     at = {step: j for j, step in enumerate(steps)}
     ran = [remap_call(app, call, draw.mapping) for call, _ in first.runs]
-    results = run_reads(app, Admitted(task0, draw.full, workspace=draw.workspace), ran) if ran else []
+    results = run_reads(app, draw.full, draw.workspace, ran)
     if isinstance(results, str):
         return None
     oracle = _carried(app, task0.oracle, at, [r for _, r in first.runs], results, draw.mapping)

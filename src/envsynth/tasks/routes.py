@@ -24,8 +24,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from envsynth.runtime.app import App
+from envsynth.runtime.state import Rows
 from envsynth.tasks.admission import Admitted, written_tables
-from envsynth.tasks.instantiate import ChainFailed, execute
+from envsynth.tasks.instantiate import ChainFailed, Workspace, execute
 from envsynth.tasks.instruction import Requester, identify_by, refers_to
 from envsynth.tasks.lookup import requester_row, with_oracle
 from envsynth.tasks.model import Call, Ref, Rejection
@@ -186,7 +187,7 @@ def place_items(app: App, admitted: Admitted, planned: list[Lookup], earlier: li
     """
     planned.sort(key=lambda lk: lk.at)  # stable: parents stay before their children
     calls = [*(c for c in earlier if not c.refs), *(lk.call() for lk in planned)]
-    results = run_reads(app, admitted, calls)
+    results = run_reads(app, admitted.state, admitted.workspace, calls)
     if isinstance(results, str):
         return results
     n = len(results) - len(planned)
@@ -196,7 +197,7 @@ def place_items(app: App, admitted: Admitted, planned: list[Lookup], earlier: li
             continue
         lk.item = _position(app, lk, result)
         if lk.item is None and _widened(app, lk, result):
-            again = run_reads(app, admitted, [lk.call()])
+            again = run_reads(app, admitted.state, admitted.workspace, [lk.call()])
             lk.result = again[0] if not isinstance(again, str) else None
             lk.item = _position(app, lk, lk.result)
         if lk.item is None:
@@ -204,25 +205,25 @@ def place_items(app: App, admitted: Admitted, planned: list[Lookup], earlier: li
     return results[:n]
 
 
-def run_reads(app: App, admitted: Admitted, calls: list[Call]) -> list[Any] | str:
-    """The results of ``calls`` (reads without refs) on s0: a generated get's row is taken from the state, the others
-    run (in the state's workspace); a sentence when one fails."""
-    rows = [_row_of_get(app, c, admitted) for c in calls]
+def run_reads(app: App, state: Rows, workspace: Workspace | None, calls: list[Call]) -> list[Any] | str:
+    """The results of ``calls`` (reads without refs) on ``state``: a generated get's row is taken from the state, the
+    others run (in ``workspace``, which has the state loaded, when given); a sentence when one fails."""
+    rows = [_row_of_get(app, c, state) for c in calls]
     if all(r is not None for r in rows):
         return rows
     todo = [c for c, r in zip(calls, rows, strict=True) if r is None]
     try:
-        if admitted.workspace is not None:  # reads only: no savepoint (Workspace.run)
-            ran = admitted.workspace.run(todo, seed=1).results
+        if workspace is not None:  # reads only: no savepoint (Workspace.run)
+            ran = workspace.run(todo, seed=1).results
         else:
-            ran = execute(app, admitted.state, todo, seed=1).results
+            ran = execute(app, state, todo, seed=1).results
     except ChainFailed as exc:
         return f"a lookup fails: {exc}"
     it = iter(ran)
     return [r if r is not None else next(it) for r in rows]
 
 
-def _row_of_get(app: App, call: Call, admitted: Admitted) -> dict[str, Any] | None:
+def _row_of_get(app: App, call: Call, state: Rows) -> dict[str, Any] | None:
     """The row a generated get by a unique value returns on s0 (what the tool returns, read from the state), or None
     for any other call (or no such row)."""
     spec = app.spec_by_name[call.tool]
@@ -232,7 +233,7 @@ def _row_of_get(app: App, call: Call, admitted: Admitted) -> dict[str, Any] | No
     value = call.args.get(b.param or "")
     if value is None or set(call.args) != {b.param}:
         return None
-    return next((r for r in admitted.state.get(b.entity, ()) if r.get(b.key) == value), None)
+    return next((r for r in state.get(b.entity, ()) if r.get(b.key) == value), None)
 
 
 def _position(app: App, lk: Lookup, result: Any) -> int | None:

@@ -17,8 +17,9 @@ oracle follows (:mod:`envsynth.tasks.lookup`): its calls find each row as an age
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from envsynth.blueprint.models import Blueprint
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
@@ -26,6 +27,8 @@ from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, ref_fields
 from envsynth.tasks.describe import Description, noun, render
 from envsynth.tasks.instruction import Requester, identify_by, refers_to
+
+T = TypeVar("T")
 
 MAX_DEPTH = 2  # a row found through its parent, found through its parent
 
@@ -127,11 +130,15 @@ class Finder:
                 return found
         return None
 
+    def _kept(self, build: Callable[..., T], *key: Hashable) -> T:
+        """``build(app, *key)``, kept on the app's index (an App has one; a stand-in for one may not)."""
+        index = getattr(self.app, "index", None)
+        return index.of(build, self.app, *key) if index is not None else build(self.app, *key)
+
     def _tools_of(self, table: str) -> tuple[list[ToolSpec], list[ToolSpec]]:
         """The gets and the searches over ``table``, in the app's order."""
         if not self._tools:
-            index = getattr(self.app, "index", None)  # an App keeps them on its index
-            self._tools = index.of(_tools_by_table, self.app) if index is not None else _tools_by_table(self.app)
+            self._tools = self._kept(_tools_by_table)
         return self._tools.get(table, ([], []))
 
     def _stated(self, table: str, key: Any) -> set[str]:
@@ -168,8 +175,7 @@ class Finder:
         q = spec.query
         if q is None or q.op != "search" or q.entity != table:
             return None
-        index = getattr(self.app, "index", None)  # an App keeps a search's parameters on its index
-        ops, params = index.of(_search_params, self.app, spec.name) if index is not None else _search_params(self.app, spec.name)
+        ops, params = self._kept(_search_params, spec.name)
         out = _Search(ops)
         for p, fname, parent in params:
             if not self._fill(out, p, fname, parent, table, row, stated, depth):
