@@ -8,7 +8,9 @@ import pytest
 
 from envsynth import catalog
 from envsynth.compiler.compile import compile_app
+from envsynth.graph import build_graph
 from envsynth.runtime.app import App
+from envsynth.tasks import Rejection, synthesize
 from envsynth.tasks.describe import Description
 from envsynth.tasks.instruction import Requester
 from envsynth.tasks.model import UserProfile
@@ -104,3 +106,20 @@ def test_a_row_described_through_its_parent_is_found_by_a_search_on_that_parent(
     found = lookups(harbor, rows, {("inventory", "inv_1"): described}, STAFF_ASKS)
     assert found.lost == ()
     assert "search_inventory" in found.tools and "search_products" in found.tools
+
+
+def test_the_requester_is_found_by_what_they_give_not_by_their_rows_other_values() -> None:
+    """circle_social finds a member by @handle only, and its members give their name and email: the oracle finds the
+    requester by a search of their name (their handle, which they never give, was looked up before: 14 of 20 tasks)."""
+    app = compile_app(catalog.load("circle_social"), 0)
+    graph = build_graph(app)
+    by_name = 0
+    for t in range(10):
+        made = synthesize(app, graph, app_index=catalog.names().index("circle_social"), task_index=t, states=2, depth=4, seed=0)
+        for task in made if not isinstance(made, Rejection) else []:
+            for call in task.oracle:
+                if call.tool == "get_profile_by_handle":
+                    assert call.args["handle"] in task.instruction, (task.id, call)
+                if call.tool == "search_profiles" and call.args.get("display_name") == task.user.name:
+                    by_name += 1
+    assert by_name > 0

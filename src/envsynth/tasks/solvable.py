@@ -21,6 +21,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from envsynth.blueprint.language import person_name
 from envsynth.blueprint.models import Blueprint
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
 from envsynth.runtime.app import App
@@ -101,6 +102,8 @@ class Finder:
         self.requester = requester
         self.me = (requester.table, requester.key) if requester.key is not None else None
         self.identify_by = set(identify_by(self.bp, self.bp.entity(requester.table))) if requester.table else set()
+        if requester.table and (name := person_name(self.bp.entity(requester.table))):
+            self.identify_by.add(name)  # the greeting gives the name too
         self.parents: dict[tuple[str, Any], Description] = {}  # rows described as the parent of a named row
         self._by_id: dict[str, dict[Any, dict[str, Any]]] = {}
         self._tools: dict[str, tuple[list[ToolSpec], list[ToolSpec]]] = {}
@@ -142,13 +145,13 @@ class Finder:
         return self._tools.get(table, ([], []))
 
     def _stated(self, table: str, key: Any) -> set[str]:
+        if (table, key) == self.me:  # "me": the request gives the requester's name and what they identify themselves by
+            return set(self.identify_by)
         d = self.descs.get((table, key)) or self.parents.get((table, key))
         stated = set(d.facts) if d is not None else set()
         if d is not None:  # "the stock entry of the product X": a search can filter on X once X is found
             stated |= {ref for ref, _ in d.parents()}
-        if (table, key) == self.me:
-            stated |= self.identify_by
-        elif d is not None and self.me is not None:  # "my subscription": a search can list the requester's rows
+        if d is not None and self.me is not None:  # "my subscription": a search can list the requester's rows
             row = self._row(table, key) or {}
             stated |= {f for f, t in ref_fields(self.bp.entity(table)) if t == self.me[0] and row.get(f) == self.me[1]}
         return stated
