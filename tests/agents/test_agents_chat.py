@@ -53,7 +53,13 @@ def test_invalid_arguments_then_recovery_scores_one(corpus: Corpus, action_task:
 def test_unknown_tool_then_recovery_scores_one(corpus: Corpus, action_task: Task) -> None:
     traj = run(corpus, action_task, [tool_reply(("launch_rockets", {"count": 3})), *oracle_plan(action_task)])
     assert traj.passed
-    assert traj.tool_calls[0] == {"turn": 1, "tool": "launch_rockets", "outcome": "anticipated_rejection", "code": "unknown_tool"}
+    assert traj.tool_calls[0] == {
+        "turn": 1,
+        "tool": "launch_rockets",
+        "outcome": "anticipated_rejection",
+        "code": "unknown_tool",
+        "arguments": {"count": 3},
+    }
     assert traj.messages[3]["name"] == "launch_rockets" and "Unknown tool" in traj.messages[3]["content"]
 
 

@@ -72,7 +72,13 @@ def test_scripted_code_agent_recovers_from_a_bad_call(corpus: Corpus, sandbox: C
     assert "ToolError" in observations[0]
     assert first in observations[1] and "complete_task" in observations[1]
     assert observations[2].endswith("Task completed.")
-    assert traj.tool_calls[0] == {"turn": 1, "tool": first, "outcome": "anticipated_rejection", "code": "invalid_arguments"}
+    assert traj.tool_calls[0] == {
+        "turn": 1,
+        "tool": first,
+        "outcome": "anticipated_rejection",
+        "code": "invalid_arguments",
+        "arguments": {"not_a_parameter": 1},
+    }
     # the model saw the tools in the system prompt, no function schemas, and every observation
     assert first in llm.requests[0][0]["content"] and "{tools}" not in llm.requests[0][0]["content"]
     assert len(llm.requests[2]) == 6

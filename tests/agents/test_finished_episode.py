@@ -74,7 +74,7 @@ def test_finish_that_raises_still_gives_the_state_back_once(corpus: Corpus, monk
     def broken(*args: object, **kwargs: object) -> None:
         raise ValueError("scoring bug")
 
-    monkeypatch.setattr(task_episode, "compare", broken)
+    monkeypatch.setattr(task_episode, "grade_task", broken)
     with pytest.raises(ValueError, match="scoring bug"):
         ep.finish()
     monkeypatch.undo()

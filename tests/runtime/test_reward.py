@@ -278,5 +278,5 @@ def test_answers_in_compare() -> None:
     reward = compare(Effects(), Effects(), expected_answer=41, answer="42")
     assert isinstance(reward, Reward) and reward.score == 0.0
     (m,) = reward.breakdown
-    assert m.kind == "wrong_answer" and m.message == "answer '42' does not match expected '41'"
+    assert m.kind == "wrong_answer" and m.message == "answer '42' does not match expected '41': the answer states 42, not 41"
     assert json.loads(json.dumps(reward.to_dict()))["breakdown"][0]["kind"] == "wrong_answer"

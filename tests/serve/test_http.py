@@ -105,6 +105,11 @@ def test_oracle_scores_one_and_nothing_scores_zero(server: Any, corpus: Corpus) 
             nothing = c.post(f"/episodes/{eid}/finish", json={})
             assert nothing.status_code == 200
             assert nothing.json()["score"] == 0.0 and nothing.json()["breakdown"], task.id
+            # the parts come as names and verdicts only: no detail that could name the ground truth
+            parts = nothing.json()["parts"]
+            assert set(parts) >= {"state"} and all(v is True or v is False for v in parts.values()), parts
+            assert ("answer" in parts) == (task.expected_answer is not None) and not all(parts.values())
+            assert all(v is True for v in got["parts"].values()), got
 
 
 def test_episode_lifecycle_and_errors(server: Any, corpus: Corpus) -> None:

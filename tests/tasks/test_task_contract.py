@@ -181,3 +181,27 @@ def test_another_valid_order_scores_one(built_catalog: dict[str, BuiltApp]) -> N
             checked += 1
             break
     assert checked >= 1
+
+
+def test_the_answer_in_a_sentence_scores_one_and_a_hedge_zero(
+    built_catalog: dict[str, BuiltApp], corpus: dict[str, list[list[Task]]]
+) -> None:
+    """Every catalogue answer, written as a person writes it, is graded as the bare value is (issue 24)."""
+    from envsynth.grading import answer_spec
+
+    checked = 0
+    for name, task in _all_tasks(corpus):
+        if task.answer_step is None:
+            continue
+        app = built_catalog[name].app
+        value = task.expected_answer
+        for said, ok in ((f"I looked it up: it is {value}.", True), (f"It is not {value}.", False), ("", False)):
+            ep = TaskEpisode(app, task, state_bytes(app, task))
+            run_oracle(ep, task)
+            reward = ep.finish(said)
+            assert reward.passed is ok, (task.id, said, reward.to_dict().get("answer"))
+            assert reward.part("answer") is not None and reward.part("answer").passed is ok
+        spec = answer_spec(app, task)
+        assert spec.kind != "text" or isinstance(value, str), (task.id, spec)
+        checked += 1
+    assert checked >= 3

@@ -9,8 +9,9 @@ from envsynth.llm.types import Message, Usage
 SYSTEM_PROMPT = (
     "You help a user by acting for them through the tools provided. Carry out the user's request "
     "with the tools; look up ids with the search and get tools instead of guessing them, and do only "
-    "what was asked. When the request is done, call complete_task, passing the answer if the user "
-    "asked a question."
+    "what was asked. When the request is done, call complete_task. If the user asked a question, pass "
+    "the answer itself as complete_task's answer: the value they asked for (a number, an amount, a date, "
+    "a name, a status, yes or no), or a short sentence that states it; never a list of guesses."
 )
 
 DEFAULT_MAX_TURNS = 30

@@ -47,8 +47,9 @@ CODE_SYSTEM_PROMPT = (
     "- list_apps(): the apps you can act on.\n"
     "- list_tools(): the name and summary of every tool.\n"
     "- get_tool_documentation(name): a tool's parameters and description.\n"
-    "- complete_task(answer=None): call it when the request is done, passing the answer if "
-    "the user asked a question; it ends the task.\n"
+    "- complete_task(answer=None): call it when the request is done; if the user asked a "
+    "question, pass the answer itself (the value they asked for, or a short sentence stating "
+    "it); it ends the task.\n"
     "Look up ids with the search and get tools instead of guessing them, and do only what was "
     "asked. Your tools:\n"
     "{tools}"
@@ -104,7 +105,8 @@ class _Recording:
 
     def call(self, name: str, arguments: Any = None) -> Any:
         res = self._inner.call(name, arguments)
-        self._conv.tool_calls.append({"turn": self._conv.turns, "tool": name, "outcome": res.outcome, "code": res.code})
+        args = arguments if isinstance(arguments, dict) else None
+        self._conv.tool_calls.append({"turn": self._conv.turns, "tool": name, "outcome": res.outcome, "code": res.code, "arguments": args})
         return res
 
     def __getattr__(self, name: str) -> Any:
@@ -152,7 +154,7 @@ async def converse_code(episode: CodeActEpisode, policy: Policy, user: UserSimul
             messages.append(observation_message(obs))
             if obs.done:
                 conv.completed, conv.answer, conv.stop_reason = True, obs.answer, COMPLETE
-                conv.tool_calls.append({"turn": conv.turns, "tool": COMPLETE, "outcome": "success", "code": None})
+                conv.tool_calls.append({"turn": conv.turns, "tool": COMPLETE, "outcome": "success", "code": None, "arguments": None})
             elif max_tokens is not None and _usage_since(policy, start).total_tokens >= max_tokens:
                 conv.stop_reason = "max_tokens"
                 break

@@ -39,8 +39,9 @@ class Conversation:
         turns: assistant messages.
         user_turns: the user simulator's replies (0 without one).
         user_usage: the user simulator's usage (None without one).
-        tool_calls: ``{"turn", "tool", "outcome", "code"}`` per call (outcome: ``success``,
-            ``anticipated_rejection``, ``unexpected_failure``, ``malformed`` or ``skipped``).
+        tool_calls: ``{"turn", "tool", "outcome", "code", "arguments"}`` per call (outcome: ``success``,
+            ``anticipated_rejection``, ``unexpected_failure``, ``malformed`` or ``skipped``; ``arguments``:
+            the object the call was made with, None when it was not one).
         usage: the policy's usage in this episode.
         error: ``{"type", "kind", "status", "message"}`` for a model or agent failure.
         model_s: seconds waiting for the policy.
@@ -257,6 +258,7 @@ async def converse(episode: TaskEpisode, policy: Policy, user: UserSimulator | N
 def _run_call(episode: TaskEpisode, conv: Conversation, call: Message) -> None:
     name = call["function"]["name"]
     code: str | None = None
+    args: dict[str, Any] | None = None
     if conv.completed:
         outcome, content = "skipped", f"Not run: {COMPLETE} was already called."
     else:
@@ -271,4 +273,6 @@ def _run_call(episode: TaskEpisode, conv: Conversation, call: Message) -> None:
             res = episode.call(name, args)
             outcome, content, code = res.outcome, res.content, res.code
     conv.messages.append({"role": "tool", "tool_call_id": call["id"], "name": name, "content": content})
-    conv.tool_calls.append({"turn": conv.turns, "tool": name, "outcome": outcome, "code": code})
+    conv.tool_calls.append(
+        {"turn": conv.turns, "tool": name, "outcome": outcome, "code": code, "arguments": args if outcome != MALFORMED else None}
+    )

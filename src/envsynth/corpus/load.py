@@ -15,6 +15,7 @@ from envsynth.corpus.layout import APPS_DIR, FORMAT_VERSION, MANIFEST
 from envsynth.corpus.lazy import TaskSeq
 from envsynth.corpus.manifest import CorpusManifest, digest
 from envsynth.corpus.states import StateStore
+from envsynth.grading.parts import ALL, ScoreRule
 from envsynth.runtime.app import App, AppLoadError
 from envsynth.tasks.episode import EpisodePool
 from envsynth.tasks.model import Task
@@ -124,10 +125,13 @@ class Corpus:
             self._app_starts = index.app_starts()
         return self._store.read(task.app, pos - self._app_starts[task.app], task.hash)
 
-    def start(self, task: Task | str, seed: int = 0) -> TaskEpisode:
-        """A fresh episode on ``task`` (a Task or its id): its own copy of s0, the task's visible tools."""
+    def start(self, task: Task | str, seed: int = 0, score_rule: ScoreRule = ALL) -> TaskEpisode:
+        """A fresh episode on ``task`` (a Task or its id): its own copy of s0, the task's visible tools.
+
+        ``score_rule``: how its reward's parts make the score (default: every part must pass).
+        """
         t = self.task(task) if isinstance(task, str) else task
-        return self._pool.start(self.apps[t.app], t, self.state_bytes(t), seed=seed)
+        return self._pool.start(self.apps[t.app], t, self.state_bytes(t), seed=seed, score_rule=score_rule)
 
     def verify(self) -> None:
         """Check every task's hash against its content and the corpus digest against the manifest.

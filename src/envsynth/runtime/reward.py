@@ -15,13 +15,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import math
-import re
 import sqlite3
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from envsynth.blueprint.models import Blueprint, FieldDef
+from envsynth.grading.answers import AnswerSpec, AnswerVerdict, match_answer
+from envsynth.grading.parts import ALL, Part, ScoreRule
 from envsynth.runtime.episode import short_repr
 from envsynth.runtime.state import Rows, diff_rows, open_state, read_rows
 
@@ -29,7 +29,7 @@ TOLERANCE = 0.005
 DatetimeMode = Literal["keep", "now", "ignore"]
 MismatchKind = Literal[
     "missing_update", "wrong_value", "extra_update", "missing_row", "extra_row",
-    "missing_delete", "extra_delete", "wrong_answer", "missing_answer",
+    "missing_delete", "extra_delete", "wrong_answer", "missing_answer", "policy_violation", "not_communicated",
 ]  # fmt: skip
 
 
@@ -210,22 +210,53 @@ class Mismatch:
 
 @dataclass(frozen=True)
 class Reward:
-    """The verdict: ``score`` 1.0 when nothing differs, else 0.0, with the reasons."""
+    """The verdict: ``score`` from its parts under the score rule, with the reasons.
+
+    Attributes:
+        score: 1.0 or 0.0 under the default rule (every part passes); a weighted share under
+            a weighted rule.
+        breakdown: every difference from the ground truth, as :class:`Mismatch` records.
+        parts: the reward's parts (``state``, ``answer``, ``policy``, ``communication``: those
+            that apply to the task), each passed or not with its reason.
+        answer: the verdict on the answer (what was read out of it and why it matched or not),
+            for a task that asks a question.
+        rule: the score rule that made ``score``.
+    """
 
     score: float
     breakdown: tuple[Mismatch, ...] = ()
+    parts: tuple[Part, ...] = ()
+    answer: AnswerVerdict | None = None
+    rule: ScoreRule = ALL
 
     @property
     def passed(self) -> bool:
-        return self.score == 1.0
+        """Every part passed (under any score rule)."""
+        return self.score == 1.0 if not self.parts else all(p.passed for p in self.parts)
 
     @property
     def feedback(self) -> str:
         """The mismatch messages, one per line ('' when passed)."""
         return "\n".join(m.message for m in self.breakdown)
 
+    def part(self, name: str) -> Part | None:
+        """The part called ``name``, or None when it does not apply."""
+        return next((p for p in self.parts if p.name == name), None)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"score": self.score, "passed": self.passed, "breakdown": [asdict(m) for m in self.breakdown]}
+        out: dict[str, Any] = {"score": self.score, "passed": self.passed, "breakdown": [asdict(m) for m in self.breakdown]}
+        out["parts"] = {p.name: p.to_dict() for p in self.parts}
+        out["rule"] = self.rule.to_dict()
+        if self.answer is not None:
+            out["answer"] = self.answer.to_dict()
+        return out
+
+    def rescored(self, rule: ScoreRule, extra: tuple[Part, ...] = ()) -> Reward:
+        """This reward with ``extra`` parts added and scored again under ``rule``."""
+        parts = (*self.parts, *extra)
+        more = tuple(Mismatch("not_communicated", p.detail) for p in extra if p.name == "communication" and not p.passed)
+        more += tuple(Mismatch("policy_violation", p.detail) for p in extra if p.name == "policy" and not p.passed)
+        return Reward(rule.score(parts), (*self.breakdown, *more), parts, self.answer, rule)
 
 
 def _compare_table(t: str, exp: TableEffects, act: TableEffects) -> list[Mismatch]:
@@ -259,32 +290,9 @@ def _compare_table(t: str, exp: TableEffects, act: TableEffects) -> list[Mismatc
     return out
 
 
-_CURRENCY = re.compile(r"^[-+]?[$€£¥]?\s*[-+]?(\d{1,3}(,\d{3})+|\d+)?(\.\d+)?\s*(usd|eur|gbp|%)?$")
-_SPLIT = re.compile(r"\s*(?:[;\n]|,(?!\d{3}(?!\d))|\band\b)\s*")
-_EDGE = "\"'`.,;:!?()[]{}<> \t\n"
-
-
-def _scalar(v: Any) -> Any:
-    """A normalised scalar: a float for numbers, else a lower-cased trimmed string."""
-    if _num(v):
-        try:
-            return float(v)
-        except OverflowError:  # an integer beyond any float
-            return math.inf if v > 0 else -math.inf
-    s = " ".join(str(v).split()).strip(_EDGE).lower()  # runs of white space made one space first
-    if _CURRENCY.match(s) and re.search(r"\d", s):
-        n = re.sub(r"[$€£¥,%\s]|usd|eur|gbp", "", s)
-        sign = -1.0 if n.count("-") % 2 else 1.0
-        return sign * float(n.replace("-", "").replace("+", ""))
-    return {"yes": "true", "no": "false"}.get(s, s)
-
-
-def _parsed(v: Any) -> Any:
-    """A string holding a JSON list or object as that value; anything else (JSON too deep or too long for Python too) as it is."""
-    if isinstance(v, str) and v.strip()[:1] in ("[", "{"):
-        with contextlib.suppress(ValueError, RecursionError):  # ValueError: not JSON, or a number of over 4300 digits
-            return json.loads(v)
-    return v
+def answers_match(expected: Any, answer: Any, spec: AnswerSpec | None = None) -> bool:
+    """Whether ``answer`` gives ``expected`` as a person would accept it (see :mod:`envsynth.grading.answers`)."""
+    return match_answer(expected, answer, spec).matched
 
 
 def _cut(text: str, size: int = 500) -> str:
@@ -307,33 +315,10 @@ def _answer_text(answer: Any) -> tuple[Any, str]:
         return text, text
 
 
-def answers_match(expected: Any, answer: Any) -> bool:
-    """Whether ``answer`` equals ``expected`` after normalisation.
-
-    Strings ignore case, surrounding whitespace and punctuation; numbers ignore currency
-    signs, thousands separators and trailing zeros (``'$1,234.50' == 1234.5``) and compare
-    within 0.005. An expected list is a set: the answer may be a list, a JSON list or a
-    string separated by commas, semicolons, new lines or 'and'. Dicts (or JSON objects)
-    compare key by key with normalised keys and values.
-    """
-    expected, answer = _parsed(expected), _parsed(answer)
-    if isinstance(expected, dict):
-        if not isinstance(answer, dict):
-            return False
-        e, a = ({_scalar(k): v for k, v in d.items()} for d in (expected, answer))
-        return e.keys() == a.keys() and all(answers_match(e[k], a[k]) for k in e)
-    if isinstance(expected, list | tuple | set):
-        if isinstance(answer, str):
-            answer = [p for p in _SPLIT.split(answer.strip().strip(_EDGE)) if p.strip(_EDGE)]
-        items = list(answer) if isinstance(answer, list | tuple | set) else [answer]
-        m = [[answers_match(e, a) for a in items] for e in expected]
-        return all(map(any, m)) and all(any(r[j] for r in m) for j in range(len(items)))
-    if isinstance(answer, list | tuple) and len(answer) == 1:
-        answer = answer[0]
-    return not isinstance(answer, dict | list | tuple) and _same(_scalar(expected), _scalar(answer))
-
-
-def compare(expected: Effects, actual: Effects, *, expected_answer: Any = None, answer: Any = None) -> Reward:
+def compare(
+    expected: Effects, actual: Effects, *, expected_answer: Any = None, answer: Any = None, spec: AnswerSpec | None = None,
+    extra: tuple[Part, ...] = (), rule: ScoreRule = ALL,
+) -> Reward:  # fmt: skip
     """Score the actual effects (and answer) against the expected ones.
 
     Args:
@@ -341,20 +326,44 @@ def compare(expected: Effects, actual: Effects, *, expected_answer: Any = None, 
         actual: the agent's effects on the same initial state.
         expected_answer: the answer an information-seeking task needs (str, number,
             list or dict); None when no answer is required (then ``answer`` is ignored).
-        answer: the agent's final answer.
+        answer: the agent's final answer (a value, or a sentence holding it).
+        spec: what kind of value the answer is (:func:`envsynth.grading.spec.answer_spec`);
+            None: read from the expected value alone.
+        extra: further parts of the reward (policy, communication), scored with the others.
+        rule: how the parts make the score (default: every part must pass).
 
     Returns:
-        A :class:`Reward` of 1.0 when effects and answer match, else 0.0 with a breakdown.
+        A :class:`Reward` with its parts (``state``, and ``answer`` when one is expected, then
+        ``extra``), the score ``rule`` gives them, and every mismatch in the breakdown.
     """
     out: list[Mismatch] = []
     for t in sorted(expected.tables.keys() | actual.tables.keys()):
         out += _compare_table(t, expected.tables.get(t, _NO_EFFECTS), actual.tables.get(t, _NO_EFFECTS))
+    parts = [_state_part(out)]
+    verdict = None
     if expected_answer is not None:
         want = expected_answer if isinstance(expected_answer, str) else _canon(expected_answer)
-        if answer is None or (isinstance(answer, str) and not answer.strip(_EDGE)):
-            out.append(Mismatch("missing_answer", f"no answer given, expected '{want}'", expected=expected_answer))
-        elif not answers_match(expected_answer, answer):
-            kept, text = _answer_text(answer)
-            msg = f"answer '{_cut(text)}' does not match expected '{want}'"
-            out.append(Mismatch("wrong_answer", msg, expected=expected_answer, actual=kept))
-    return Reward(0.0 if out else 1.0, tuple(out))
+        verdict = match_answer(expected_answer, answer, spec)
+        if not verdict.matched:
+            if answer is None or (isinstance(answer, str) and not answer.strip(_EDGE)):
+                out.append(Mismatch("missing_answer", f"no answer given, expected '{want}'", expected=expected_answer))
+            else:
+                kept, text = _answer_text(answer)
+                msg = f"answer '{_cut(text)}' does not match expected '{want}': {verdict.reason}"
+                out.append(Mismatch("wrong_answer", msg, expected=expected_answer, actual=kept))
+        parts.append(Part("answer", verdict.matched, verdict.reason))
+    parts += extra
+    out += [Mismatch("policy_violation", p.detail) for p in extra if p.name == "policy" and not p.passed]
+    out += [Mismatch("not_communicated", p.detail) for p in extra if p.name == "communication" and not p.passed]
+    return Reward(rule.score(parts), tuple(out), tuple(parts), verdict, rule)
+
+
+_EDGE = "\"'`.,;:!?()[]{}<> \t\n"
+
+
+def _state_part(mismatches: list[Mismatch]) -> Part:
+    if not mismatches:
+        return Part("state", True, "the final state has exactly the expected changes")
+    first = mismatches[0].message
+    more = f" (and {len(mismatches) - 1} more)" if len(mismatches) > 1 else ""
+    return Part("state", False, f"{first}{more}")

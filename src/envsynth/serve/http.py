@@ -10,7 +10,7 @@ uvicorn. Endpoints (all JSON; errors are ``{"error": code, "detail": message}``)
 - ``POST /episodes {task_id, seed}`` -> ``{episode_id, task_id, instruction, tools}``
 - ``GET /episodes/{id}``, ``GET /episodes/{id}/tools``
 - ``POST /episodes/{id}/call {name, arguments}`` -> ``{outcome, content, code}``
-- ``POST /episodes/{id}/finish {answer}`` -> ``{score, passed, breakdown}`` (kinds of mismatch,
+- ``POST /episodes/{id}/finish {answer}`` -> ``{score, passed, breakdown, parts}`` (kinds of mismatch,
   tables and counts unless ``reveal_expected``; finishing again returns the same reward)
 - ``DELETE /episodes/{id}``
 
@@ -63,7 +63,7 @@ from envsynth.serve.models import (
     Tools,
 )
 from envsynth.serve.net import BearerAuth, announce, bearer_matches, bind, check_exposure, short, url_of
-from envsynth.serve.registry import EpisodeRegistry, ServeError, public_breakdown
+from envsynth.serve.registry import EpisodeRegistry, ServeError, public_breakdown, public_parts
 from envsynth.tasks.episode import COMPLETE_TASK
 from envsynth.tasks.model import Task, UserProfile
 
@@ -256,7 +256,12 @@ def _add_episode_routes(app: FastAPI, registry: EpisodeRegistry, run: Runner, re
 
     def _finish(episode_id: str, body: Finish | None) -> JSONResponse:
         reward = registry.finish(episode_id, body.answer if body is not None else None)
-        score = Score(score=reward.score, passed=reward.passed, breakdown=public_breakdown(reward, reveal_expected=reveal_expected))
+        score = Score(
+            score=reward.score,
+            passed=reward.passed,
+            breakdown=public_breakdown(reward, reveal_expected=reveal_expected),
+            parts=public_parts(reward, reveal_expected=reveal_expected),
+        )
         return JSONResponse(score.model_dump(mode="json"))
 
     @app.post("/episodes", response_model=EpisodeStarted, status_code=201)

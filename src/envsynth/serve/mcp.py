@@ -41,7 +41,7 @@ from envsynth import __version__
 from envsynth.corpus.load import Corpus, load_corpus
 from envsynth.runtime.episode import SUCCESS
 from envsynth.serve.net import BearerAuth, announce, bind, check_exposure, short, url_of
-from envsynth.serve.registry import public_breakdown
+from envsynth.serve.registry import public_breakdown, public_parts
 from envsynth.tasks.episode import TaskEpisode
 from envsynth.tasks.trainer import COMPLETE, Action
 
@@ -127,6 +127,7 @@ class EpisodeTools:
             "score": reward.score,
             "passed": reward.passed,
             "breakdown": public_breakdown(reward, reveal_expected=self._reveal),
+            "parts": public_parts(reward, reveal_expected=self._reveal),
         }
         print(f"envsynth mcp: task {self.task_id} completed, score {reward.score}", file=sys.stderr, flush=True)
         if self._reward_file is not None:

@@ -129,6 +129,7 @@ class Score(_Body):
     score: float
     passed: bool
     breakdown: list[dict[str, Any]]
+    parts: dict[str, Any] = {}
 
 
 class Deleted(_Body):

@@ -49,6 +49,14 @@ def public_breakdown(reward: Reward, *, reveal_expected: bool = False) -> list[d
     return [{"kind": kind, "table": table, "count": n} for (kind, table), n in counts.items()]
 
 
+def public_parts(reward: Reward, *, reveal_expected: bool = False) -> dict[str, Any]:
+    """The reward's parts a trainer gets: ``{name: passed}`` (state, answer, policy...), or with
+    ``reveal_expected`` each part's ``{passed, detail}`` (a detail may name the expected value)."""
+    if reveal_expected:
+        return {p.name: p.to_dict() for p in reward.parts}
+    return {p.name: p.passed for p in reward.parts}
+
+
 class ServeError(EnvsynthError):
     """A request the server refuses: ``status`` (HTTP), ``code`` (machine-readable), ``message``."""
 

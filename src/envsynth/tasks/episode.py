@@ -16,9 +16,11 @@ from collections.abc import Callable
 from typing import Any
 
 from envsynth.blueprint.policy import policy_text
+from envsynth.grading.grade import grade_task
+from envsynth.grading.parts import ALL, ScoreRule
 from envsynth.runtime.app import App
-from envsynth.runtime.episode import REJECTION, CallResult, Episode, short_repr
-from envsynth.runtime.reward import Effects, Reward, compare, effects_of
+from envsynth.runtime.episode import REJECTION, CallResult, Episode, parse_arguments, short_repr
+from envsynth.runtime.reward import Effects, Reward, effects_of
 from envsynth.runtime.snapshot import S0Tables
 from envsynth.runtime.state import Rows, id_fields, open_state, read_rows
 from envsynth.runtime.toolkit import Context
@@ -30,10 +32,19 @@ COMPLETE_TASK = {
     "type": "function",
     "function": {
         "name": "complete_task",
-        "description": "Call this when the request is done. If the user asked a question, pass the answer.",
+        "description": (
+            "Call this once the request is done. If the user asked a question, pass the answer itself in `answer`: "
+            "the value they asked for (a number, a date, a name, a status, yes or no), or a short sentence that states it. "
+            "Leave `answer` out when the user asked for no information."
+        ),
         "parameters": {
             "type": "object",
-            "properties": {"answer": {"type": "string", "description": "The answer to the user's question, if any."}},
+            "properties": {
+                "answer": {
+                    "type": "string",
+                    "description": "The answer to the user's question, e.g. '3', '$2,157.70', 'March 5, 2026' or 'The project is archived.'",
+                }
+            },
             "required": [],
             "additionalProperties": False,
         },
@@ -62,6 +73,8 @@ class TaskEpisode:
         "_episode",
         "_expected",
         "_expected_answer",
+        "_forbidden_tools",
+        "_made",
         "_release",
         "_restart",
         "_reward",
@@ -75,6 +88,7 @@ class TaskEpisode:
         "app_policy",
         "finished",
         "instruction",
+        "score_rule",
         "seed",
     )
 
@@ -89,6 +103,7 @@ class TaskEpisode:
         release: Callable[[sqlite3.Connection], None] | None = None,
         tracked: bool = False,
         restart: Callable[[int], TaskEpisode] | None = None,
+        score_rule: ScoreRule = ALL,
     ) -> None:
         """Start on ``state`` (s0 bytes); ``initial_rows`` (s0 as rows) saves re-reading s0 at the end.
 
@@ -101,7 +116,8 @@ class TaskEpisode:
         :mod:`envsynth.runtime.snapshot`) and again at the end, and only the rows that differ
         are compared (no change log, no per-connection setup). ``tracked`` is accepted for
         compatibility and changes nothing. ``restart``: ``seed -> a fresh episode of the same
-        task`` for :meth:`reset` (default: a new episode on ``state``).
+        task`` for :meth:`reset` (default: a new episode on ``state``). ``score_rule``: how the
+        reward's parts make its score (default: every part must pass).
         """
         self._app = app
         self._task = task
@@ -117,6 +133,9 @@ class TaskEpisode:
         self._expected = Effects.from_dict(task.expected_effects)
         self._expected_answer = task.expected_answer
         self._visible = set(task.visible_tools)
+        self._forbidden_tools = frozenset(c.tool for c in task.policy.forbidden) if task.policy is not None else frozenset()
+        self._made: list[tuple[str, Any]] = []  # successful calls of the tools a policy rule forbids (the policy part)
+        self.score_rule = score_rule
         self._tools: list[dict[str, Any]] | None = None
         self.instruction = task.instruction
         self.app_policy = app.blueprint.index.of(policy_text, app.blueprint)  # the app's policy for the agent ('' for none)
@@ -126,7 +145,7 @@ class TaskEpisode:
         self._effects: Effects | None = None
         self.seed = seed
         self._calls = 0
-        self._restart = restart or (lambda s: TaskEpisode(app, task, state, s, initial_rows))
+        self._restart = restart or (lambda s: TaskEpisode(app, task, state, s, initial_rows, score_rule=score_rule))
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -152,7 +171,10 @@ class TaskEpisode:
             return CallResult(REJECTION, f"Unknown tool {short_repr(name)}.", code="unknown_tool")
         if self._s0 is None:
             self._s0_tables.before_call(self._episode.db, name)
-        return self._episode.call(name, arguments)
+        res = self._episode.call(name, arguments)
+        if name in self._forbidden_tools and res.ok:
+            self._made.append((name, parse_arguments(arguments)[0] if isinstance(arguments, str) else arguments))
+        return res
 
     def effects(self) -> Effects:
         """What the agent changed so far (after :meth:`finish`: what it had changed when it finished)."""
@@ -175,8 +197,12 @@ class TaskEpisode:
         before, after = self._s0_tables.changed_rows(db, bp, tables)
         return effects_of(bp, before, after, now=self._app.now)
 
-    def finish(self, answer: Any = None) -> Reward:
-        """End the episode and score it against the task's ground truth.
+    def finish(self, answer: Any = None, *, rule: ScoreRule | None = None) -> Reward:
+        """End the episode and score it against the task's ground truth (:func:`envsynth.grading.grade_task`).
+
+        The reward has parts: ``state`` (the effects), ``answer`` (a question's answer, read as a
+        person reads it: a value or a sentence stating it), ``policy`` (no forbidden call made, for
+        a policy task). ``rule`` (default: the episode's ``score_rule``) makes the score of them.
 
         The state is released (a pooled connection goes back to its pool) exactly once, also
         when scoring fails. Finishing again returns the first reward (``answer`` is ignored).
@@ -190,7 +216,7 @@ class TaskEpisode:
             return self._reward
         try:
             effects = self._current_effects()
-            reward = compare(self._expected, effects, expected_answer=self._expected_answer, answer=answer)
+            reward = grade_task(self._app, self._task, effects, answer, self._made, rule=rule or self.score_rule, expected=self._expected)
         finally:
             self.finished, self.answer = True, answer
             self._end()
@@ -267,7 +293,9 @@ class EpisodePool:
         """How many idle connections the pool holds (at most ``size``)."""
         return self._count
 
-    def start(self, app: App, task: Task, state: bytes, seed: int = 0, initial_rows: Rows | None = None) -> TaskEpisode:
+    def start(
+        self, app: App, task: Task, state: bytes, seed: int = 0, initial_rows: Rows | None = None, score_rule: ScoreRule = ALL
+    ) -> TaskEpisode:
         """A fresh episode on ``task``: an idle connection holding s0 if there is one, else a new one."""
         key = task.hash or task.id
         conn = self._take(key)
@@ -282,7 +310,8 @@ class EpisodePool:
             initial_rows,
             connection=conn,
             release=lambda c: self._give(key, c),
-            restart=lambda s: self.start(app, task, state, s, initial_rows),
+            restart=lambda s: self.start(app, task, state, s, initial_rows, score_rule),
+            score_rule=score_rule,
         )
 
     def _take(self, key: str) -> sqlite3.Connection | None:

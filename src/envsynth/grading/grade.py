@@ -1,0 +1,80 @@
+"""The rule-based grader of a finished episode: its effects, answer, calls and words, against the task's ground truth.
+
+:func:`grade_task` is what :meth:`TaskEpisode.finish <envsynth.tasks.episode.TaskEpisode.finish>`
+computes, as a pure function of what an episode leaves behind, so that a finished run can be
+graded again (``envsynth regrade``) without running its agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from envsynth.grading.answers import mentions
+from envsynth.grading.parts import ALL, Part, ScoreRule, policy_part
+from envsynth.grading.spec import answer_spec
+from envsynth.runtime.reward import Effects, Reward, compare
+
+if TYPE_CHECKING:
+    from envsynth.runtime.app import App
+    from envsynth.tasks.model import Task
+
+
+def grade_task(
+    app: App,
+    task: Task,
+    actual: Effects,
+    answer: Any = None,
+    calls: Iterable[tuple[str, Any]] = (),
+    transcript: list[str] | None = None,
+    rule: ScoreRule = ALL,
+    expected: Effects | None = None,
+) -> Reward:
+    """The reward of an episode of ``task`` that made ``actual`` effects and gave ``answer``.
+
+    Args:
+        app: the task's app.
+        task: the task (its expected effects and answer, policy rule, request).
+        actual: the episode's effects on s0.
+        answer: the ``complete_task`` answer.
+        calls: the episode's successful tool calls as ``(tool, arguments)``, for the policy part.
+        transcript: the agent's plain messages to the user when a user simulator played the
+            user (adds the communication part); None without one.
+        rule: how the parts make the score.
+        expected: the task's expected effects as :class:`Effects`, when the caller has them.
+    """
+    extra: list[Part] = []
+    if task.policy is not None and task.policy.forbidden:
+        extra.append(policy_part(task.policy.rule, task.policy.forbidden, calls))
+    if transcript is not None and task.expected_answer is not None:
+        extra.append(communication_part(app, task, transcript))
+    return compare(
+        expected if expected is not None else Effects.from_dict(task.expected_effects),
+        actual,
+        expected_answer=task.expected_answer,
+        answer=answer,
+        spec=answer_spec(app, task) if task.expected_answer is not None else None,
+        extra=tuple(extra),
+        rule=rule,
+    )
+
+
+def communication_part(app: App, task: Task, transcript: list[str]) -> Part:
+    """Whether the answer reached the user: one of the agent's messages to them states it."""
+    spec = answer_spec(app, task)
+    for i, text in enumerate(transcript):
+        if isinstance(text, str) and mentions(task.expected_answer, text, spec):
+            return Part("communication", True, f"the agent told the user the answer (message {i + 1} of {len(transcript)})")
+    said = "none of the agent's messages" if transcript else "the agent wrote nothing to the user, so it"
+    return Part("communication", False, f"{said} states the answer {task.expected_answer!r} to the user")
+
+
+def add_communication(reward: Reward, app: App, task: Task, transcript: list[str], rule: ScoreRule | None = None) -> Reward:
+    """``reward`` with the communication part added (a run with a user simulator), scored again under ``rule``.
+
+    A task that asks no question has no communication part: ``reward`` comes back rescored only.
+    """
+    rule = rule or reward.rule
+    if task.expected_answer is None or reward.part("communication") is not None:
+        return reward.rescored(rule)
+    return reward.rescored(rule, (communication_part(app, task, transcript),))
