@@ -76,7 +76,7 @@ def plan_extra_reads(corpus: Any, tasks: list[Any], n: int) -> None:
 
 def replay(ep: Any, task: Any) -> Any:
     """The task's extra reads, then the oracle's calls on ``ep`` (refs filled from earlier results); the answer it gives."""
-    from envsynth.tasks.answerpath import answer_in
+    from envsynth.runtime.answerpath import answer_in
 
     for tool in EXTRA_READS.get(task.id, ()):
         ep.call(tool, {})

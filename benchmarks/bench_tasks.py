@@ -22,10 +22,10 @@ import envsynth.blueprint.values as blueprint_values
 from envsynth import catalog
 from envsynth.compiler.compile import compile_app
 from envsynth.graph import build_graph
+from envsynth.runtime.answerpath import answer_in
 from envsynth.runtime.reward import effects_of
 from envsynth.runtime.state import StateBuilder, open_state, read_rows
 from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synthesize
-from envsynth.tasks.answerpath import answer_in
 from envsynth.tasks.episode import EpisodePool
 from envsynth.tasks.instantiate import ChainFailed, execute
 from envsynth.tasks.state import merged

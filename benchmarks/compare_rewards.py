@@ -63,7 +63,7 @@ def play(ep: Any, task: Any, variant: str) -> tuple[Any, Any]:
         return "certainly not the answer", mid
     if task.answer_step is None or task.answer_step >= len(results) or results[task.answer_step] is None:
         return None, mid
-    from envsynth.tasks.answerpath import answer_in
+    from envsynth.runtime.answerpath import answer_in
 
     return answer_in(results[task.answer_step], task.answer_field), mid
 

@@ -11,8 +11,8 @@ import pytest
 
 import envsynth
 from envsynth.corpus import Corpus, CorpusError, CorpusSummary, load_corpus
+from envsynth.runtime.answerpath import answer_in
 from envsynth.runtime.state import open_state, read_rows
-from envsynth.tasks.answerpath import answer_in
 from envsynth.tasks.model import Task
 from envsynth.tasks.refs import resolve
 

@@ -17,9 +17,9 @@ from corpus_helpers import COMPOSITION, snapshot
 from envsynth.blueprint.models import Blueprint
 from envsynth.corpus import CorpusSummary, build_corpus, load_corpus
 from envsynth.corpus.states import MAGIC, PAGE_SIZE
+from envsynth.runtime.answerpath import answer_in
 from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import open_state, read_rows
-from envsynth.tasks.answerpath import answer_in
 from envsynth.tasks.model import Task
 from envsynth.tasks.refs import resolve
 from envsynth.tasks.state import state_bytes

@@ -17,7 +17,7 @@ httpx = pytest.importorskip("httpx")
 from serve_helpers import distinctive  # noqa: E402
 
 from envsynth.corpus import Corpus  # noqa: E402
-from envsynth.tasks.answerpath import answer_in  # noqa: E402
+from envsynth.runtime.answerpath import answer_in  # noqa: E402
 from envsynth.tasks.model import Task  # noqa: E402
 from envsynth.tasks.refs import resolve  # noqa: E402
 

@@ -20,8 +20,8 @@ from mcp import Client, StdioServerParameters
 from serve_helpers import distinctive, read_line, says
 
 from envsynth.corpus import Corpus
+from envsynth.runtime.answerpath import answer_in
 from envsynth.serve.mcp import COMPLETED, build_server
-from envsynth.tasks.answerpath import answer_in
 from envsynth.tasks.model import Task
 from envsynth.tasks.refs import resolve
 

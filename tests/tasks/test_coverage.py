@@ -8,9 +8,9 @@ from typing import Any
 from envsynth.agents.oracle_code import oracle_code as oracle_code_program
 from envsynth.compiler.build import BuiltApp
 from envsynth.graph import build_graph
+from envsynth.runtime.answerpath import answer_expr, answer_in, group_field, has_answer
 from envsynth.runtime.app import App
 from envsynth.tasks import Rejection, Task, synthesize
-from envsynth.tasks.answerpath import answer_expr, answer_in, group_field, has_answer
 from envsynth.tasks.chain import _reads_of, _tools, plan_chain
 from envsynth.tasks.plan import kind_and_turn, plan_task
 

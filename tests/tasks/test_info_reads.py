@@ -14,10 +14,10 @@ from envsynth import catalog
 from envsynth.compiler.compile import compile_app
 from envsynth.graph import build_graph
 from envsynth.graph.model import ToolGraph
+from envsynth.runtime.answerpath import group_field
 from envsynth.runtime.app import App
 from envsynth.tasks import Rejection, Task, synthesize
 from envsynth.tasks.answer import _group_keys
-from envsynth.tasks.answerpath import group_field
 from envsynth.tasks.chain import _follow_ups, _info_reads, plan_chain, row_filter
 from envsynth.tasks.model import Call
 from envsynth.tasks.plan import plan_task

@@ -9,9 +9,9 @@ import pytest
 from envsynth import catalog
 from envsynth.compiler.build import BuiltApp
 from envsynth.graph import build_graph
+from envsynth.runtime.answerpath import answer_in
 from envsynth.runtime.state import id_fields
 from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synthesize
-from envsynth.tasks.answerpath import answer_in
 from envsynth.tasks.instruction import leaks_id
 from envsynth.tasks.refs import resolve
 

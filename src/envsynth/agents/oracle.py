@@ -7,7 +7,7 @@ from typing import Any
 
 from envsynth.errors import EnvsynthError
 from envsynth.llm.types import Message, Usage
-from envsynth.tasks.answerpath import answer_in, has_answer
+from envsynth.runtime.answerpath import answer_in, has_answer
 from envsynth.tasks.model import Task
 from envsynth.tasks.refs import MISSING, resolve, where
 

@@ -6,7 +6,7 @@ import keyword
 
 from envsynth.agents.codeloop import CODE_SYSTEM_PROMPT
 from envsynth.llm.types import Message, Usage
-from envsynth.tasks.answerpath import answer_expr
+from envsynth.runtime.answerpath import answer_expr
 from envsynth.tasks.model import Task
 from envsynth.tasks.refs import source
 

@@ -15,8 +15,8 @@ from envsynth.corpus.layout import APPS_DIR, FORMAT_VERSION, MANIFEST
 from envsynth.corpus.lazy import TaskSeq
 from envsynth.corpus.manifest import CorpusManifest, digest
 from envsynth.corpus.states import StateStore
-from envsynth.grading.parts import ALL, ScoreRule
 from envsynth.runtime.app import App, AppLoadError
+from envsynth.runtime.parts import ALL, ScoreRule
 from envsynth.tasks.episode import EpisodePool
 from envsynth.tasks.model import Task
 

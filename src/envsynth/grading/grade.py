@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from envsynth.grading.answers import mentions
-from envsynth.grading.parts import ALL, Part, ScoreRule, policy_part
 from envsynth.grading.spec import answer_spec
+from envsynth.runtime.answers import mentions
+from envsynth.runtime.parts import ALL, Part, ScoreRule, policy_part
 from envsynth.runtime.reward import Effects, Reward, compare
 
 if TYPE_CHECKING:

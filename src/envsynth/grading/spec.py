@@ -1,4 +1,4 @@
-"""The :class:`~envsynth.grading.answers.AnswerSpec` of a task: what kind of value its answer is, from the app.
+"""The :class:`~envsynth.runtime.answers.AnswerSpec` of a task: what kind of value its answer is, from the app.
 
 The answer of an information task is a field of its answer step's result: a field of a row (its
 type, an enum's values, the field's words), the ``total`` of a search (a count), or the value of an
@@ -13,7 +13,8 @@ import re
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from envsynth.grading.answers import AnswerKind, AnswerSpec, spec_for
+from envsynth.runtime.answerpath import group_of
+from envsynth.runtime.answers import AnswerKind, AnswerSpec, spec_for
 
 if TYPE_CHECKING:
     from envsynth.blueprint.models import Entity, FieldDef
@@ -49,8 +50,6 @@ def answer_spec(app: App, task: Task) -> AnswerSpec:
 
 
 def _build(app: App, task: Task) -> AnswerSpec:
-    from envsynth.tasks.answerpath import group_of  # (the tasks package imports the grader)
-
     expected = task.expected_answer
     base = spec_for(expected)
     request = task.instruction

@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from envsynth.blueprint.models import Blueprint, FieldDef
-from envsynth.grading.answers import AnswerSpec, AnswerVerdict, match_answer
-from envsynth.grading.parts import ALL, Part, ScoreRule
+from envsynth.runtime.answers import AnswerSpec, AnswerVerdict, match_answer
 from envsynth.runtime.episode import short_repr
+from envsynth.runtime.parts import ALL, Part, ScoreRule
 from envsynth.runtime.state import Rows, diff_rows, open_state, read_rows
 
 TOLERANCE = 0.005
@@ -291,7 +291,7 @@ def _compare_table(t: str, exp: TableEffects, act: TableEffects) -> list[Mismatc
 
 
 def answers_match(expected: Any, answer: Any, spec: AnswerSpec | None = None) -> bool:
-    """Whether ``answer`` gives ``expected`` as a person would accept it (see :mod:`envsynth.grading.answers`)."""
+    """Whether ``answer`` gives ``expected`` as a person would accept it (see :mod:`envsynth.runtime.answers`)."""
     return match_answer(expected, answer, spec).matched
 
 

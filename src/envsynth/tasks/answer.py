@@ -11,9 +11,9 @@ from typing import Any
 
 from envsynth.blueprint.models import Entity
 from envsynth.blueprint.spec import ToolSpec
+from envsynth.runtime.answerpath import answer_in, group_field, group_of
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows
-from envsynth.tasks.answerpath import answer_in, group_field, group_of
 from envsynth.tasks.askable import ANSWER_TYPES, set_by_chain
 from envsynth.tasks.chain import Step
 from envsynth.tasks.instruction import identity_fields

@@ -17,9 +17,9 @@ from typing import Any
 
 from envsynth.blueprint.policy import policy_text
 from envsynth.grading.grade import grade_task
-from envsynth.grading.parts import ALL, ScoreRule
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import REJECTION, CallResult, Episode, parse_arguments, short_repr
+from envsynth.runtime.parts import ALL, ScoreRule
 from envsynth.runtime.reward import Effects, Reward, effects_of
 from envsynth.runtime.snapshot import S0Tables
 from envsynth.runtime.state import Rows, id_fields, open_state, read_rows

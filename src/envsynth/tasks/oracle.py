@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from envsynth.tasks.answerpath import answer_expr
+from envsynth.runtime.answerpath import answer_expr
 from envsynth.tasks.model import Call
 from envsynth.tasks.refs import source
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import ToolSpec
-from envsynth.tasks.answerpath import group_of
+from envsynth.runtime.answerpath import group_of
 from envsynth.tasks.describe import Description, field_words, flag, fmt_value, human, noun, one_of, quoted
 from envsynth.tasks.model import Call
 from envsynth.tasks.wording import article, field_of, is_plural, param_value, plural, refers_to, verb_is

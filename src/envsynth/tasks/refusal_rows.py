@@ -14,11 +14,11 @@ from typing import Any
 
 from envsynth.blueprint.models import Blueprint
 from envsynth.blueprint.values import ValueMaker
+from envsynth.runtime.answerpath import answer_in
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import SUCCESS, Episode
 from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import Rows, read_rows
-from envsynth.tasks.answerpath import answer_in
 from envsynth.tasks.model import Call, Task
 from envsynth.tasks.oracle import oracle_program
 from envsynth.tasks.refs import MISSING, placed, resolve

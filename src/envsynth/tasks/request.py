@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
+from envsynth.runtime.answerpath import group_of
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, id_fields
 from envsynth.tasks.answer import Question
-from envsynth.tasks.answerpath import group_of
 from envsynth.tasks.core import row_asked_of
 from envsynth.tasks.describe import Description, describe
 from envsynth.tasks.instruction import Phraser, Requester, compose, greeting, leaks_id, profile

@@ -3,7 +3,7 @@
 Each part is a check of its own, shown in the reward's breakdown:
 
 - ``state``: the agent's effects on s0 equal the oracle's (every write, none extra);
-- ``answer``: an information task's answer matches the expected one (see :mod:`envsynth.grading.answers`);
+- ``answer``: an information task's answer matches the expected one (see :mod:`envsynth.runtime.answers`);
 - ``policy``: a policy task's forbidden call was not made (the rule of ``Task.policy``);
 - ``communication``: with a user simulator, the answer reached the user in the conversation.
 
