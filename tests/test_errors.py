@@ -167,7 +167,6 @@ def test_cli_process_prints_one_line_and_no_traceback(tmp_path: Path) -> None:
 
 FLAG_WORDED_LEFT = {
     "compiler/build.py": "FolderInUseError's hint to rebuild with --force (the CLI tests expect the flag)",
-    "export/sft.py": "ExportError's hint to pass --corpus",
     "plan/suggest.py": "a whole command to run: envsynth plan fit RESULTS.csv --out FILE",
     "serve/http.py": "an HTTP refusal telling the remote client how the server was started (--user-token)",
     "serve/net.py": "the exposure check's hint: --token or --insecure",

@@ -147,8 +147,17 @@ def test_wrong_and_missing_answers(corpus: Corpus, answer_task: Task) -> None:
     assert wrong.reward["score"] == 0.0 and kinds(wrong) == ["wrong_answer"] and wrong.answer == "certainly not this"
     missing = run(corpus, answer_task, [*plan, tool_reply(("complete_task", {}))])
     assert missing.reward["score"] == 0.0 and kinds(missing) == ["missing_answer"]
+    silent = run(corpus, answer_task, [*plan, text_reply("I have looked into it.")])
+    assert silent.stop_reason == "final_message" and kinds(silent) == ["wrong_answer"]
+
+
+def test_an_answer_written_in_the_final_message_is_graded(corpus: Corpus, answer_task: Task) -> None:
+    """A model that answers in words instead of calling complete_task is read as a person would read it."""
+    plan = oracle_plan(answer_task)[:-1]
     texted = run(corpus, answer_task, [*plan, text_reply(f"The answer is {answer_task.expected_answer}.")])
-    assert texted.stop_reason == "final_message" and kinds(texted) == ["missing_answer"]
+    assert texted.stop_reason == "final_message" and texted.reward["passed"] and texted.answer.startswith("The answer is")
+    hedged = run(corpus, answer_task, [*plan, text_reply("It is hard to say, maybe several.")])
+    assert hedged.reward["score"] == 0.0 and kinds(hedged) == ["wrong_answer"]
 
 
 def test_doing_nothing_scores_zero(corpus: Corpus, action_task: Task) -> None:

@@ -42,6 +42,8 @@ def test_run_command_oracle(corpus_path: Path, tmp_path: Path) -> None:
         "user_simulator",
         "errors",
         "mean_seconds",
+        "labelled",
+        "judge",
         "this_run",
     ]
     assert list(d["tokens"]) == ["prompt_tokens", "completion_tokens", "total_tokens", "mean_per_episode"]

@@ -68,7 +68,8 @@ class ScriptedServer:
         if not any(m["role"] == "assistant" and m.get("tool_calls") for m in messages):
             bad = {"id": "call_bad", "type": "function", "function": {"name": task.oracle[0].tool, "arguments": '{"broken": '}}
             return {"role": "assistant", "content": None, "tool_calls": [bad]}
-        return OracleAgent(task).reply(messages)
+        with_user = messages[1]["content"] == OPENING  # a simulated user: tell it the answer (the communication part)
+        return OracleAgent(task, tell=with_user).reply(messages)
 
     def user_reply(self, messages: list[dict[str, Any]]) -> str:
         request = next(i for i in self.tasks if i in messages[0]["content"])
@@ -185,14 +186,21 @@ def test_envsynth_run_cli_with_the_user_simulator(cli_corpus: Path, corpus: Corp
     url, scripted, tasks = server
     summary, recs = cli_run(url, cli_corpus, "run-user", tasks, "--user-sim", "--user-model", USER_MODEL)
     assert summary["pass@1"] == 1.0 and summary["user_simulator"]["episodes"] == len(tasks)
-    assert summary["user_simulator"]["mean_turns"] == 2.0 and summary["user_simulator"]["total_tokens"] == 110 * 2 * len(tasks)
+    questions = sum(t.expected_answer is not None for t in tasks)  # their answer is told to the user, who then stops
+    user_turns = 2 * len(tasks) + questions
+    assert summary["user_simulator"]["mean_turns"] == round(user_turns / len(tasks), 6)
+    assert summary["user_simulator"]["total_tokens"] == 110 * user_turns
     for r in recs:
         task = corpus.task(r["task_id"])
         msgs = r["messages"]
         assert [m["content"] for m in msgs[1:4]] == [OPENING, QUESTION, task.instruction]
-        assert r["turns"] == len(task.oracle) + 3 and r["user_turns"] == 2 and r["stop_reason"] == "complete_task"
+        told = task.expected_answer is not None
+        assert r["turns"] == len(task.oracle) + 3 and r["user_turns"] == 2 + told  # (the answer in words, or complete_task)
+        assert r["stop_reason"] == ("user_stop" if told else "complete_task")
+        if told:  # answered in words: the last message is graded, and it reached the user
+            assert r["answer"].startswith("Here is what I found:") and r["reward"]["parts"]["communication"]["passed"]
     user_requests = [b for b in scripted.requests if b["model"] == USER_MODEL]
-    assert len(user_requests) == 2 * len(tasks)
+    assert len(user_requests) == user_turns
     for b in user_requests:  # the simulator never sees tools, tool calls or tool results
         assert "tools" not in b and all(m["role"] in ("system", "user", "assistant") and not m.get("tool_calls") for m in b["messages"])
         assert b["messages"][1]["content"] == "Hi! How can I help you today?"

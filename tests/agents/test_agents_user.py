@@ -81,17 +81,21 @@ def test_a_user_failure_mid_conversation_keeps_the_state_the_agent_left(corpus: 
 def test_run_batch_with_a_user_factory_and_the_summary(corpus: Corpus, tmp_path: Path) -> None:
     tasks = corpus.tasks[:3]
 
+    def told(task: Task) -> list:  # a question's answer is told to the user before completing (the communication part)
+        return [] if task.expected_answer is None else [text_reply(f"I looked it up: {task.expected_answer}.")]
+
     def agent(task: Task, attempt: int) -> ChatAgent:
-        return ChatAgent(planned(task, [text_reply(QUESTION), *[ORACLE] * (len(task.oracle) + 1)]))
+        return ChatAgent(planned(task, [text_reply(QUESTION), *[ORACLE] * len(task.oracle), *told(task), ORACLE]))
 
     def user(task: Task, attempt: int) -> UserSimulator:
-        return UserSimulator(ScriptedProvider([OPENING, task.instruction]), task)
+        return UserSimulator(ScriptedProvider([OPENING, task.instruction, "Great, thank you."]), task)
 
     res = run_batch(corpus, agent, tasks, out=tmp_path / "run", user_factory=user)
     assert (res.written, res.errors) == (3, 0)
     s = summarize(tmp_path / "run").to_dict()
     assert s["pass@1"] == 1.0 and s["stop_reasons"] == {"complete_task": 3}
-    assert s["user_simulator"] is not None and s["user_simulator"]["episodes"] == 3 and s["user_simulator"]["mean_turns"] == 2.0
+    turns = sum(2 + bool(told(t)) for t in tasks) / 3
+    assert s["user_simulator"] is not None and s["user_simulator"]["episodes"] == 3 and s["user_simulator"]["mean_turns"] == round(turns, 6)
     assert summarize_without_user(corpus, tmp_path) is None
 
 

@@ -21,6 +21,9 @@ class OracleAgent:
 
     It reads earlier results from the ``role: tool`` messages of the conversation, so it
     runs through exactly the same loop as a model. An admitted task scores 1.0 with it.
+
+    With ``tell`` (a run with a user simulator), it tells the user the answer in a plain
+    message before completing, as the reward's communication part asks.
     """
 
     name = "oracle"
@@ -28,9 +31,10 @@ class OracleAgent:
     system_prompt = ""
     max_tokens = None
 
-    def __init__(self, task: Task) -> None:
+    def __init__(self, task: Task, tell: bool = False) -> None:
         self.task = task
-        self.max_turns = len(task.oracle) + 1
+        self.tell = tell and task.expected_answer is not None
+        self.max_turns = len(task.oracle) + 1 + self.tell
         self.usage = Usage()
 
     def _results(self, messages: list[Message]) -> dict[int, Any]:
@@ -81,6 +85,8 @@ class OracleAgent:
         else:
             t = self.task
             answer = self._field(results, t.answer_step, t.answer_field) if t.answer_step is not None and t.answer_field else None
+            if self.tell and answer is not None and not _told(messages):
+                return {"role": "assistant", "content": f"Here is what I found: {_said(answer)}."}
             name, args_json, cid = "complete_task", json.dumps({} if answer is None else {"answer": answer}), f"oracle-{step}"
         call = {"id": cid, "type": "function", "function": {"name": name, "arguments": args_json}}
         return {"role": "assistant", "content": None, "tool_calls": [call]}
@@ -88,3 +94,17 @@ class OracleAgent:
     async def next_message(self, messages: list[Message], tools: list[Message]) -> Message:
         """See :meth:`reply`."""
         return self.reply(messages)
+
+
+def _told(messages: list[Message]) -> bool:
+    """Whether the agent already wrote to the user after its last tool call."""
+    last_call = max((i for i, m in enumerate(messages) if m.get("role") == "assistant" and m.get("tool_calls")), default=-1)
+    return any(m.get("role") == "assistant" and not m.get("tool_calls") and m.get("content") for m in messages[last_call + 1 :])
+
+
+def _said(answer: Any) -> str:
+    """An answer as words in a message: a list joined with commas and "and", anything else as it is."""
+    if isinstance(answer, list) and answer:
+        items = [str(a) for a in answer]
+        return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+    return str(answer)

@@ -154,3 +154,8 @@ def _stage_bar(label: str) -> Any:
         bar.update(jobs[stage], completed=done, total=total)
 
     return bar, progress
+
+
+def with_corpus_flag(message: str) -> str:
+    """A library message asking for the corpus, with the flag that passes it (``--corpus``)."""
+    return message + " with --corpus" if message.endswith("pass the corpus to read the tasks from") else message

@@ -19,6 +19,7 @@ from envsynth.cli.common import (
     console,
     err,
     fail,
+    with_corpus_flag,
 )
 
 export_app = typer.Typer(help="Export training data: SFT rows from a run, RL prompts from a corpus.", no_args_is_help=True)
@@ -41,16 +42,26 @@ def export_sft_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="The file to write.")],
     fmt: Annotated[str, typer.Option("--format", help="jsonl, or parquet (needs: pip install 'envsynth[datasets]').")] = "jsonl",
     corpus: Annotated[Path | None, typer.Option(help="Read tool schemas from this corpus (default: the one in run.json).")] = None,
+    include_user_failures: Annotated[
+        bool,
+        typer.Option(
+            "--include-user-failures",
+            help="Also export episodes labelled user_failure (the simulated user broke its scenario; left out by default).",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """One TRL SFT row per task: its first successful attempt (not tainted), as messages + tools."""
+    """One TRL SFT row per task: its first successful attempt (not tainted, not labelled), as messages + tools.
+
+    Rewards are the latest regrade's where the run was regraded (envsynth regrade).
+    """
     from envsynth.export import ExportError, export_sft
 
     try:
         with err.status(f"exporting SFT rows from {run_dir}"):
-            summary = export_sft(run_dir, out, format=fmt, corpus=corpus)
+            summary = export_sft(run_dir, out, format=fmt, corpus=corpus, include_user_failures=include_user_failures)
     except (ExportError, ValueError, ImportError) as exc:
-        fail(str(exc))
+        fail(with_corpus_flag(str(exc)))
     _print_export(summary, as_json)
 
 

@@ -10,12 +10,14 @@ from typing import Annotated, Any
 import typer
 
 from envsynth.cli.common import (
+    _stage_bar,
     _value_table,
     app,
     console,
     err,
     fail,
     warn,
+    with_corpus_flag,
 )
 from envsynth.cli.errors import error_line
 from envsynth.errors import EnvsynthError
@@ -64,6 +66,26 @@ _RunUserSim = Annotated[
 ]
 
 
+_RunScoreRule = Annotated[
+    str,
+    _Help(
+        "--score-rule",
+        help="How the reward's parts (state, answer, policy, communication) make the score: all (1 when every part "
+        "passes, else 0) or weighted (the share of --weights of the parts that pass).",
+    ),
+]
+_RunWeights = Annotated[
+    str | None, _Help(help="--score-rule weighted: weights as state=0.6,answer=0.3,policy=0.1 (a part not named weighs 1).")
+]
+_RunJudge = Annotated[
+    str | None,
+    _Help(
+        help="openai: an LLM judge on an OpenAI-compatible endpoint grades every episode after the rule (its verdict "
+        "is the reward; the summary prints a rule-vs-judge table; see docs/grading.md). Default: rule only, offline.",
+    ),
+]
+
+
 @app.command()
 def run(
     corpus: Annotated[Path, typer.Argument(help="A corpus folder (envsynth build OUT --tasks-per-app T).")],
@@ -103,6 +125,11 @@ def run(
             "'ray start' made here, else a new Ray instance on this machine).",
         ),
     ] = None,
+    score_rule: _RunScoreRule = "all",
+    weights: _RunWeights = None,
+    judge: _RunJudge = None,
+    judge_model: Annotated[str | None, _Help("--judge-model", help="The judge's model (required with --judge).")] = None,
+    judge_base_url: Annotated[str | None, _Help("--judge-base-url", help="The judge's API root (default: --base-url).")] = None,
     as_json: Annotated[bool, _Help("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Run an agent on a corpus's tasks (k attempts each) and summarize: pass@1, pass@k, turns, tokens.
@@ -141,6 +168,11 @@ def run(
         user_max_turns=user_max_turns,
         executor=executor,
         address=address,
+        score_rule=score_rule,
+        weights=weights,
+        judge=judge,
+        judge_model=judge_model,
+        judge_base_url=judge_base_url,
     )
     _run_and_summarize(config, as_json)
 
@@ -183,8 +215,101 @@ def _run_and_summarize(config: Any, as_json: bool) -> None:
         print(json.dumps(summary.to_dict(), indent=2))
     else:
         console.print(_value_table(f"run {config.out}", summary_rows(summary)))
+        _print_agreement(summary)
         console.print(_run_line(summary, config.out, time.perf_counter() - started))
     _report_failed_episodes(summary)
+
+
+def _print_agreement(summary: Any) -> None:
+    """The rule-vs-judge table of a judged run (nothing without a judge)."""
+    from rich.table import Table
+
+    from envsynth.rollout.command import agreement_rows
+
+    rows = agreement_rows(summary)
+    if not rows:
+        return
+    t = Table(title="rule vs judge")
+    for col in ("", "judge: pass", "judge: fail"):
+        t.add_column(col)
+    for row in rows:
+        t.add_row(*row)
+    console.print(t)
+
+
+@app.command()
+def regrade(
+    run_dir: Annotated[Path, typer.Argument(help="A finished run folder (envsynth run CORPUS --out RUN_DIR).")],
+    corpus: Annotated[Path | None, _Help(help="The corpus (default: the one in run.json).")] = None,
+    score_rule: Annotated[str | None, _Help("--score-rule", help="all or weighted (default: the run's rule).")] = None,
+    weights: _RunWeights = None,
+    judge: _RunJudge = None,
+    judge_model: Annotated[str | None, _Help("--judge-model", help="The judge's model (required with --judge).")] = None,
+    judge_base_url: Annotated[str | None, _Help("--judge-base-url", help="The judge's API root (default: OPENAI_BASE_URL).")] = None,
+    api_key: Annotated[str | None, _Help("--api-key", help="The judge's API key (default: OPENAI_API_KEY).")] = None,
+    as_json: Annotated[bool, _Help("--json", help="Print what changed as JSON.")] = False,
+) -> None:
+    """Score a finished run's episodes again with the current grader (no agent calls) and print what flipped.
+
+    Each episode's effects are read from its trajectory, or replayed from its recorded tool
+    calls (older runs). The new rewards go to RUN_DIR/regraded.jsonl beside the old ones;
+    summaries and exports read them from there.
+    """
+    from envsynth.rollout.regrade import regrade as do_regrade
+    from envsynth.runtime.parts import ScoreRule
+
+    try:
+        rule = None if score_rule is None and weights is None else ScoreRule.parse(score_rule or "weighted", weights)
+    except ValueError as exc:
+        fail(f"--score-rule/--weights: {exc}")
+    the_judge = _regrade_judge(judge, judge_model, judge_base_url, api_key)
+    bar, progress = _stage_bar("regrade")
+    with bar:
+        try:
+            result = do_regrade(run_dir, corpus=corpus, rule=rule, judge=the_judge, progress=lambda d, t: progress("episodes", d, t))
+        except (EnvsynthError, ValueError) as exc:
+            fail(with_corpus_flag(error_line(exc)))
+    if as_json:
+        print(json.dumps(result.to_dict(), indent=2))
+        return
+    console.print(_value_table(f"regrade {run_dir}", _regrade_rows(result)))
+    console.print(
+        f"regrade: {result.episodes} episodes, {len(result.fail_to_pass)} now pass, {len(result.pass_to_fail)} now fail -> {result.out_file}"
+    )
+
+
+def _regrade_judge(judge: str | None, model: str | None, base_url: str | None, api_key: str | None) -> Any:
+    if judge is None:
+        return None
+    if judge != "openai":
+        fail(f"--judge {judge!r}: the judge is 'openai' (any OpenAI-compatible endpoint)")
+    if not model:
+        fail("--judge openai needs --judge-model")
+    from envsynth.grading.judge import Judge
+    from envsynth.llm.openai_client import OpenAIChat, check_endpoint
+
+    try:
+        check_endpoint("the judge", api_key, base_url)
+    except ValueError as exc:
+        fail(str(exc))
+    return Judge(OpenAIChat(model, base_url=base_url, api_key=api_key))
+
+
+def _regrade_rows(result: Any) -> list[tuple[str, str]]:
+    def first(ids: list[str]) -> str:
+        return ", ".join(ids[:5]) + (f" (+{len(ids) - 5})" if len(ids) > 5 else "") if ids else "-"
+
+    rows = [
+        ("episodes regraded", str(result.episodes)),
+        ("effects replayed", str(result.replayed)),
+        ("fail -> pass", f"{len(result.fail_to_pass)}: {first(result.fail_to_pass)}"),
+        ("pass -> fail", f"{len(result.pass_to_fail)}: {first(result.pass_to_fail)}"),
+    ]
+    rows += [(f"kept ({why})", str(n)) for why, n in sorted(result.kept.items())]
+    rows += [(f"labelled {label}", str(n)) for label, n in sorted(result.labels.items())]
+    if result.judged:
+        rows.append(("judge agrees with the rule", f"{result.agree} of {result.judged}"))
+    return rows
 
 
 def _run_line(summary: Any, out: Path, seconds: float) -> str:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from envsynth.export.messages import MalformedMessage, to_trl_messages
 from envsynth.export.tools import open_corpus, task_tools
 from envsynth.export.write import ExportError, ExportSummary, sft_features, write_rows
-from envsynth.rollout.trajectory import RUN_CONFIG, TRAJECTORIES, read_trajectories
+from envsynth.rollout.trajectory import RUN_CONFIG, TRAJECTORIES, RunFolderError, counts, read_graded, run_corpus
 
 if TYPE_CHECKING:
     from envsynth.corpus.load import Corpus
@@ -56,43 +56,15 @@ class _Tools:
             return "function"
 
     def _corpus_path(self) -> Path:
-        cfg = self._run_dir / RUN_CONFIG
         try:
-            recorded = Path(json.loads(cfg.read_text(encoding="utf-8"))["corpus"])
-        except (OSError, ValueError, KeyError, TypeError):
-            raise ExportError(f"{cfg}: no corpus path recorded; pass the corpus to read the task tools from") from None
-        return recorded_corpus(cfg, recorded)
+            return run_corpus(self._run_dir)
+        except RunFolderError as exc:
+            raise ExportError(str(exc)) from None
 
 
-def recorded_corpus(cfg: Path, recorded: Path) -> Path:
-    """The corpus folder a run's ``run.json`` names, from any working directory.
-
-    Runs record the corpus's absolute path. Earlier versions recorded it as given on the
-    command line, relative to the folder the run was started in: such a path is looked up
-    from the run folder and each folder above it (where the run was most likely started),
-    then from the working directory.
-
-    Raises:
-        ExportError: no corpus at the recorded path.
-    """
-    from envsynth.corpus.layout import MANIFEST
-
-    if recorded.is_absolute():
-        candidates = [recorded]
-    else:
-        run_dir = cfg.parent.absolute()
-        candidates = [base / recorded for base in (run_dir, *run_dir.parents)] + [Path.cwd() / recorded]
-    for path in candidates:
-        if (path / MANIFEST).is_file():
-            return path
-    raise ExportError(
-        f"{cfg}: no corpus at the recorded path {recorded}"
-        + ("" if recorded.is_absolute() else " (relative to the folder the run was started in)")
-        + "; pass it with --corpus"
-    )
-
-
-def sft_rows(run_dir: str | Path, *, corpus: Corpus | str | Path | None = None) -> tuple[list[dict[str, Any]], ExportSummary]:
+def sft_rows(
+    run_dir: str | Path, *, corpus: Corpus | str | Path | None = None, include_user_failures: bool = False
+) -> tuple[list[dict[str, Any]], ExportSummary]:
     """The SFT rows of a run and what was left out (``out_file``/``format`` of the summary are unset).
 
     See :func:`export_sft`.
@@ -103,11 +75,14 @@ def sft_rows(run_dir: str | Path, *, corpus: Corpus | str | Path | None = None) 
         raise ExportError(f"no {TRAJECTORIES} at {root}")
     tools = _Tools(path.parent, corpus)
     rows: list[dict[str, Any]] = []
-    skipped = {"no_success": 0, "tainted": 0, "error": 0, "malformed": 0}
-    by_task = _latest(read_trajectories(path))
+    skipped = {"no_success": 0, "tainted": 0, "error": 0, "malformed": 0, "user_failure": 0, "judge_error": 0}
+    by_task = _latest(read_graded(path))
     for attempts in by_task.values():
         row = None
         for rec in attempts:
+            if not counts(rec, include_user_failures):
+                skipped[str(rec["label"])] = skipped.get(str(rec["label"]), 0) + 1
+                continue
             if float(rec.get("reward", {}).get("score", 0.0)) != 1.0:
                 continue
             if rec.get("tainted"):
@@ -132,13 +107,21 @@ def sft_rows(run_dir: str | Path, *, corpus: Corpus | str | Path | None = None) 
 
 
 def export_sft(
-    run_dir: str | Path, out_file: str | Path, *, format: str = "jsonl", corpus: Corpus | str | Path | None = None
+    run_dir: str | Path,
+    out_file: str | Path,
+    *,
+    format: str = "jsonl",
+    corpus: Corpus | str | Path | None = None,
+    include_user_failures: bool = False,
 ) -> ExportSummary:
     """Write one TRL SFT row per task of a run: its first successful attempt.
 
     The kept attempt is the lowest attempt index whose reward score is 1.0, leaving out
     tainted episodes (an Unexpected Failure: an environment bug), episodes a model or
-    agent failure ended, and episodes with tool-call arguments that are not a JSON object.
+    agent failure ended, episodes with tool-call arguments that are not a JSON object, and
+    labelled episodes: ``judge_error`` (the LLM judge gave no verdict) and ``user_failure``
+    (the simulated user broke its scenario; kept with ``include_user_failures``). Rewards are
+    the latest regrade's where the run was regraded (``regraded.jsonl``, see ``envsynth regrade``).
     A (task, attempt) pair written twice counts once, its last record (as
     :func:`envsynth.rollout.summarize`). Tasks with no such attempt get no row.
 
@@ -153,13 +136,14 @@ def export_sft(
         format: ``jsonl`` or ``parquet`` (needs ``datasets``; messages and tools stored as
             JSON values, see :func:`envsynth.export.sft_features`).
         corpus: where to read tool schemas from (default: the corpus in ``run.json``).
+        include_user_failures: also export episodes labelled ``user_failure``.
 
     Raises:
         ExportError: no trajectories, no corpus to read tools from, or a task of another version.
         ValueError: an unknown format.
         ImportError: Parquet without ``datasets``.
     """
-    rows, summary = sft_rows(run_dir, corpus=corpus)
+    rows, summary = sft_rows(run_dir, corpus=corpus, include_user_failures=include_user_failures)
     summary.out_file = write_rows(rows, out_file, format, sft_features)
     summary.format = format
     return summary

@@ -4,7 +4,11 @@
   the runtime so that a :class:`~envsynth.runtime.reward.Reward` can explain its answer part;
 - :mod:`envsynth.runtime.parts`: the reward's parts and the score rule (:class:`ScoreRule`);
 - :mod:`envsynth.grading.spec`: what kind of value a task's answer is (:func:`answer_spec`);
-- :mod:`envsynth.grading.grade`: the rule-based grader of a finished episode (:func:`grade_task`).
+- :mod:`envsynth.grading.grade`: the rule-based grader of a finished episode (:func:`grade_task`);
+- :mod:`envsynth.grading.judge`: the optional LLM judge (:class:`~envsynth.grading.judge.Judge`);
+- :mod:`envsynth.grading.userfail`: episodes a simulated user broke (``user_failure``).
+
+Regrading a finished run is :func:`envsynth.rollout.regrade` (docs/grading.md).
 """
 
 from __future__ import annotations

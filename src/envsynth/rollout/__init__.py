@@ -1,4 +1,4 @@
-"""Rollouts: one episode (:func:`run_episode`), many (:func:`run_batch`, resumable JSONL) and their summary.
+"""Rollouts: one episode (:func:`run_episode`), many (:func:`run_batch`, resumable JSONL), their summary and regrading (:func:`regrade`).
 
 Usage::
 
@@ -15,22 +15,27 @@ from __future__ import annotations
 
 from envsynth.rollout.batch import BatchResult, PolicyFactory, RunError, arun_batch, run_batch
 from envsynth.rollout.config import RunConfig
+from envsynth.rollout.regrade import RegradeResult, regrade
 from envsynth.rollout.runner import run_episode
 from envsynth.rollout.summary import RunSummary, pass_at_k, summarize, summarize_records
-from envsynth.rollout.trajectory import RUN_CONFIG, TRAJECTORIES, Trajectory, read_trajectories
+from envsynth.rollout.trajectory import REGRADED, RUN_CONFIG, TRAJECTORIES, Trajectory, read_graded, read_trajectories
 
 __all__ = [
+    "REGRADED",
     "RUN_CONFIG",
     "TRAJECTORIES",
     "BatchResult",
     "PolicyFactory",
+    "RegradeResult",
     "RunConfig",
     "RunError",
     "RunSummary",
     "Trajectory",
     "arun_batch",
     "pass_at_k",
+    "read_graded",
     "read_trajectories",
+    "regrade",
     "run_batch",
     "run_episode",
     "summarize",

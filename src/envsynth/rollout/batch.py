@@ -18,10 +18,12 @@ from envsynth.errors import EnvsynthError
 from envsynth.rollout.runner import run_episode
 from envsynth.rollout.trajectory import RUN_CONFIG, TRAJECTORIES, Trajectory, TrajectoryWriter, read_trajectories, repair_tail
 from envsynth.runtime.episode import short_repr
+from envsynth.runtime.parts import ALL, ScoreRule
 from envsynth.tasks.model import Task
 
 if TYPE_CHECKING:
     from envsynth.agents.user import UserSimulator
+    from envsynth.grading.judge import Judge
     from envsynth.sandbox import CodeSandbox
     from envsynth.scale.executor import Executor
 
@@ -53,6 +55,8 @@ class BatchOptions(TypedDict, total=False):
     sandbox: CodeSandbox | None
     user_factory: UserFactory | None
     executor: Executor | None
+    score_rule: ScoreRule
+    judge: Judge | None
 
 
 @dataclass
@@ -180,6 +184,8 @@ async def arun_batch(
     sandbox: CodeSandbox | None = None,
     user_factory: UserFactory | None = None,
     executor: Executor | None = None,
+    score_rule: ScoreRule = ALL,
+    judge: Judge | None = None,
 ) -> BatchResult:
     """The async form of :func:`run_batch`."""
     if executor is not None and (sandbox is not None or user_factory is not None):
@@ -194,6 +200,10 @@ async def arun_batch(
     if not cfg.exists():
         info = {"corpus": str(c.path), "corpus_digest": c.manifest.digest, "attempts": attempts, "seed": seed, **(meta or {})}
         cfg.write_text(json.dumps(info, indent=2, default=str) + "\n", encoding="utf-8")
+    if judge is not None:
+        from envsynth.grading.judge import JUDGE_CACHE
+
+        judge = judge.with_cache(run_dir / JUDGE_CACHE)
     writer = TrajectoryWriter(path)
     queue = iter(todo)
     counts = {"done": 0, "errors": 0}
@@ -204,12 +214,20 @@ async def arun_batch(
             if executor is not None:
                 from envsynth.rollout.spread import spread_episode
 
-                return await spread_episode(executor, c, task, attempt, seed + attempt, policy_factory)
-            user = user_factory(task, attempt) if user_factory is not None else None
-            policy = policy_factory(task, attempt)
-            return await run_episode(c, task, policy, seed=seed + attempt, attempt=attempt, sandbox=sandbox, user=user)
+                traj = await spread_episode(executor, c, task, attempt, seed + attempt, policy_factory, score_rule)
+            else:
+                user = user_factory(task, attempt) if user_factory is not None else None
+                policy = policy_factory(task, attempt)
+                traj = await run_episode(
+                    c, task, policy, seed=seed + attempt, attempt=attempt, sandbox=sandbox, user=user, score_rule=score_rule
+                )
         except Exception as exc:  # this episode only: recorded on its trajectory, the batch goes on
             return crashed_trajectory(task, attempt, seed + attempt, exc, time.perf_counter() - t0)
+        if judge is not None:
+            from envsynth.rollout.judging import judged
+
+            traj = await judged(judge, task, traj)
+        return traj
 
     async def worker() -> None:
         for task, attempt in queue:
@@ -269,6 +287,11 @@ def run_batch(
         executor: run the episodes on it (a Ray cluster, see :mod:`envsynth.rollout.spread`;
             function calling, no user simulator, ``policy_factory`` picklable by it), still
             ``concurrency`` at a time; None: in this process.
+        score_rule: how a reward's parts make its score (default: every part must pass).
+        judge: an LLM judge (:class:`envsynth.grading.judge.Judge`) that grades every episode
+            after the rule; its verdict is the reward, the rule's kept beside it. Verdicts are
+            cached in ``out/judge_cache.jsonl``; an episode it gives no verdict on is labelled
+            ``judge_error`` (left out of pass@k and exports, never scored 0). None: rule only.
 
     Raises:
         RunError: the folder holds trajectories of another version of a task, or

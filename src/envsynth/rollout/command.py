@@ -50,6 +50,10 @@ def run_command(config: RunConfig, progress: ProgressFn | None = None) -> RunSum
     if config.user_sim:
         users = _user_factory(c, config, llm)
         meta |= {"user_sim": True, "user_model": config.user_model or config.model, "user_max_turns": config.user_max_turns}
+    meta["score_rule"] = config.rule.to_dict()
+    judge = _judge(config)
+    if judge is not None:
+        meta |= {"judge": config.judge, "judge_model": config.judge_model, "judge_base_url": judge.llm.base_url}
     spread = _open_spread(config.executor, config.address)
     sandbox = None
     if config.mode == "code":
@@ -73,6 +77,8 @@ def run_command(config: RunConfig, progress: ProgressFn | None = None) -> RunSum
             sandbox=sandbox,
             user_factory=users,
             executor=spread,
+            score_rule=config.rule,
+            judge=judge,
         )
     finally:
         _close(sandbox, spread)
@@ -91,6 +97,11 @@ def _check_run_folder(config: RunConfig) -> None:
     if bool(prev.get("user_sim")) != config.user_sim:
         had = "with" if prev.get("user_sim") else "without"
         raise RunError(f"{config.out} holds a run {had} the user simulator; use a new run folder")
+    had_rule = prev.get("score_rule", {"mode": "all"})
+    if had_rule != config.rule.to_dict():
+        raise RunError(
+            f"{config.out} holds a run scored under the rule {had_rule}; use a new run folder, or 'envsynth regrade' to score it again"
+        )
 
 
 def _agent_llm(config: RunConfig) -> Any:
@@ -105,6 +116,18 @@ def _agent_llm(config: RunConfig) -> Any:
     )
 
 
+def _judge(config: RunConfig) -> Any:
+    """The LLM judge of the run (None: rule only)."""
+    if config.judge is None:
+        return None
+    base_url = config.judge_base_url or config.base_url
+    check_endpoint("the judge", config.api_key, base_url)
+    from envsynth.grading.judge import Judge
+    from envsynth.llm.openai_client import OpenAIChat
+
+    return Judge(OpenAIChat(str(config.judge_model), base_url=base_url, api_key=config.api_key, concurrency=config.chat_requests))
+
+
 def _policy_factory(config: RunConfig, llm: Any) -> PolicyFactory:
     """``(task, attempt) -> policy``: the oracle (of the run's mode), or a ChatAgent over ``llm``."""
     code = config.mode == "code"
@@ -114,7 +137,7 @@ def _policy_factory(config: RunConfig, llm: Any) -> PolicyFactory:
             from envsynth.agents.oracle import OracleAgent
             from envsynth.agents.oracle_code import OracleCodeAgent
 
-            return OracleCodeAgent(task) if code else OracleAgent(task)
+            return OracleCodeAgent(task) if code else OracleAgent(task, tell=config.user_sim)
 
         return oracle
     from envsynth.agents.chat import ChatAgent
@@ -175,9 +198,22 @@ def summary_rows(summary: RunSummary) -> list[tuple[str, str]]:
         ("unexpected failures", str(s.unexpected_failures.calls)),
         ("model errors", str(s.errors.episodes)),
         *([("user simulator (turns / tokens)", f"{u.mean_turns:.2f} / {u.total_tokens}")] if u else []),
+        *[(f"left out: {label}", str(n)) for label, n in sorted(s.labelled.by_label.items())],
         ("retries", str(s.retries)),
     ]
     return rows
+
+
+def agreement_rows(summary: RunSummary) -> list[tuple[str, str, str]]:
+    """The rule-vs-judge table of a judged run as rows (``rule``, ``judge: pass``, ``judge: fail``); [] when nothing was judged."""
+    j = summary.judge
+    if j is None:
+        return []
+    return [
+        ("rule: pass", str(j.both_pass), str(j.rule_pass_judge_fail)),
+        ("rule: fail", str(j.rule_fail_judge_pass), str(j.both_fail)),
+        ("agreement", f"{100 * j.agreement:.1f}% of {j.episodes}", f"judge errors {j.errors}"),
+    ]
 
 
 def _close(*pools: Any) -> None:

@@ -17,6 +17,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from envsynth.agents.base import DEFAULT_MAX_TURNS
 from envsynth.agents.user import DEFAULT_USER_TURNS
 from envsynth.config import Config, ray_address
+from envsynth.runtime.parts import ScoreRule
 
 Agent = Literal["openai", "code", "oracle"]
 """``code`` is ``openai`` in code mode (``agent="code"`` = ``agent="openai", mode="code"``)."""
@@ -60,6 +61,14 @@ class RunConfig(Config):
         executor: ``local`` (this process) or ``ray`` (episodes spread over a Ray cluster;
             see docs/scale.md).
         address: the Ray cluster (default: ``RAY_ADDRESS``, else a local Ray instance).
+        score_rule: how a reward's parts make its score: ``all`` (every part must pass) or
+            ``weighted`` (the share of ``weights`` of the parts that pass).
+        weights: ``weighted``'s weights as ``state=0.6,answer=0.3,policy=0.1`` (a part not
+            named weighs 1).
+        judge: ``openai``: an LLM judge grades every episode after the rule (docs/grading.md);
+            None: the rule only (offline).
+        judge_model: the judge's model (required with ``judge``).
+        judge_base_url: its endpoint (default: ``base_url``).
     """
 
     corpus: Path
@@ -86,6 +95,30 @@ class RunConfig(Config):
     user_max_turns: int = Field(DEFAULT_USER_TURNS, ge=1)
     executor: Literal["local", "ray"] = "local"
     address: str | None = None
+    score_rule: Literal["all", "weighted"] = "all"
+    weights: str | None = None
+    judge: Literal["openai"] | None = None
+    judge_model: str | None = Field(None, validate_default=True)
+    judge_base_url: str | None = None
+
+    @field_validator("weights")
+    @classmethod
+    def _weights(cls, weights: str | None, info: ValidationInfo) -> str | None:
+        """Weights parse as PART=NUMBER pairs of known parts (read only by the ``weighted`` rule)."""
+        ScoreRule.parse(info.data.get("score_rule", "all"), weights)
+        return weights
+
+    @field_validator("judge_model")
+    @classmethod
+    def _model_for_the_judge(cls, judge_model: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("judge") and not judge_model:
+            raise ValueError("the judge (judge 'openai') needs a model name: judge_model")
+        return judge_model
+
+    @property
+    def rule(self) -> ScoreRule:
+        """The score rule of ``score_rule`` and ``weights``."""
+        return ScoreRule.parse(self.score_rule, self.weights)
 
     @field_validator("executor")
     @classmethod

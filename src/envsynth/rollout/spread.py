@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envsynth.errors import EnvsynthError
+from envsynth.runtime.parts import ALL, ScoreRule
 from envsynth.scale.executor import Executor
 
 if TYPE_CHECKING:
@@ -48,7 +49,9 @@ def _worker_corpus(path: str, digest: str) -> Corpus:
     return _CORPORA[key]
 
 
-def remote_episode(path: str, digest: str, version: str, task_id: str, attempt: int, seed: int, policy_factory: Any) -> Trajectory:
+def remote_episode(
+    path: str, digest: str, version: str, task_id: str, attempt: int, seed: int, policy_factory: Any, score_rule: ScoreRule = ALL
+) -> Trajectory:
     """Run one episode on a worker: ``policy_factory(task, attempt)`` on ``task_id`` with episode seed ``seed``.
 
     An exception of the episode (the factory, the policy) is recorded on its trajectory, as in
@@ -66,12 +69,14 @@ def remote_episode(path: str, digest: str, version: str, task_id: str, attempt: 
     t0 = time.perf_counter()
     try:
         policy = policy_factory(task, attempt)
-        return asyncio.run(run_episode(corpus, task, policy, seed=seed, attempt=attempt))
+        return asyncio.run(run_episode(corpus, task, policy, seed=seed, attempt=attempt, score_rule=score_rule))
     except Exception as exc:  # this episode only: recorded on its trajectory, the run goes on
         return crashed_trajectory(task, attempt, seed, exc, time.perf_counter() - t0)
 
 
-async def spread_episode(executor: Executor, corpus: Corpus, task: Task, attempt: int, seed: int, policy_factory: Any) -> Trajectory:
+async def spread_episode(
+    executor: Executor, corpus: Corpus, task: Task, attempt: int, seed: int, policy_factory: Any, score_rule: ScoreRule = ALL
+) -> Trajectory:
     """Run one episode of ``task`` on ``executor`` and await its trajectory (see :func:`remote_episode`).
 
     Raises:
@@ -80,5 +85,5 @@ async def spread_episode(executor: Executor, corpus: Corpus, task: Task, attempt
     from envsynth import __version__
 
     path = str(Path(corpus.path).resolve())
-    future = executor.submit(remote_episode, path, corpus.manifest.digest, __version__, task.id, attempt, seed, policy_factory)
+    future = executor.submit(remote_episode, path, corpus.manifest.digest, __version__, task.id, attempt, seed, policy_factory, score_rule)
     return await asyncio.wrap_future(future)

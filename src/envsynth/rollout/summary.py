@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from math import comb
 from pathlib import Path
 from typing import Any
 
-from envsynth.rollout.trajectory import read_trajectories
+from envsynth.rollout.trajectory import counts, read_graded
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -73,6 +73,27 @@ class Seconds:
 
 
 @dataclass(frozen=True)
+class Labelled:
+    """Episodes run but left out of pass@k and exports: by label, and the first 10 with their reasons."""
+
+    by_label: dict[str, int]
+    first: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class JudgeAgreement:
+    """Rule against judge over the judged episodes: the four cells of the table, the share agreeing, the judge's errors."""
+
+    episodes: int
+    both_pass: int
+    both_fail: int
+    rule_pass_judge_fail: int
+    rule_fail_judge_pass: int
+    agreement: float
+    errors: int
+
+
+@dataclass(frozen=True)
 class ThisRun:
     """What one call of ``run_command`` did: episodes written, pairs skipped (already in the folder), episodes failed."""
 
@@ -89,6 +110,8 @@ class RunSummary:
         pass_at: ``{k: pass@k}`` for k = 1 and n (the fewest attempts of any task);
             ``{1: None}`` when the run has no episodes.
         pass1_by_kind, pass1_by_app: pass@1 by task kind and by app.
+        labelled: episodes left out of pass@k (``user_failure``, ``judge_error``).
+        judge: rule-vs-judge agreement (None: no episode was judged).
         this_run: set by :func:`~envsynth.rollout.command.run_command`, else None.
     """
 
@@ -110,6 +133,8 @@ class RunSummary:
     user_simulator: UserSimulatorStats | None
     errors: Errors
     mean_seconds: Seconds
+    labelled: Labelled = field(default_factory=lambda: Labelled({}, []))
+    judge: JudgeAgreement | None = None
     this_run: ThisRun | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -131,6 +156,8 @@ class RunSummary:
             "user_simulator": None if self.user_simulator is None else asdict(self.user_simulator),
             "errors": asdict(self.errors),
             "mean_seconds": asdict(self.mean_seconds),
+            "labelled": asdict(self.labelled),
+            "judge": None if self.judge is None else asdict(self.judge),
         }
         if self.this_run is not None:
             out["this_run"] = asdict(self.this_run)
@@ -209,9 +236,37 @@ def _errors(recs: list[dict[str, Any]]) -> Errors:
     return Errors(len(errors), dict(Counter(str(e.get("kind")) for e in errors)), errors[:10])
 
 
-def summarize_records(records: list[dict[str, Any]]) -> RunSummary:
+def _labelled(recs: list[dict[str, Any]]) -> Labelled:
+    out = [
+        {"task_id": r["task_id"], "attempt": r["attempt"], "label": r["label"], "detail": r.get("label_detail")}
+        for r in recs
+        if r.get("label")
+    ]
+    return Labelled(dict(Counter(str(o["label"]) for o in out)), out[:10])
+
+
+def _judge(recs: list[dict[str, Any]]) -> JudgeAgreement | None:
+    judged = [r for r in recs if r.get("judge")]
+    errors = sum(1 for r in recs if r.get("label") == "judge_error")
+    if not judged and not errors:
+        return None
+    cells: Counter[tuple[bool, bool]] = Counter((bool(r["reward"].get("rule_passed")), bool(r["judge"].get("passed"))) for r in judged)
+    agree = cells[True, True] + cells[False, False]
+    return JudgeAgreement(
+        episodes=len(judged),
+        both_pass=cells[True, True],
+        both_fail=cells[False, False],
+        rule_pass_judge_fail=cells[True, False],
+        rule_fail_judge_pass=cells[False, True],
+        agreement=_mean([1.0] * agree + [0.0] * (len(judged) - agree)),
+        errors=errors,
+    )
+
+
+def summarize_records(records: list[dict[str, Any]], include_user_failures: bool = False) -> RunSummary:
     """The summary of trajectory records (dicts as written by :func:`run_batch`); see :func:`summarize`."""
-    recs = _latest(records)
+    everything = _latest(records)
+    recs = [r for r in everything if counts(r, include_user_failures)]
     tasks, n_min, pass_at = _pass_rates(recs)
     tool_calls, codes = _call_counts(recs)
     seconds = {key: _mean([float(r.get("timings", {}).get(key, 0.0)) for r in recs]) for key in ("model", "tools", "finish", "total")}
@@ -234,11 +289,17 @@ def summarize_records(records: list[dict[str, Any]]) -> RunSummary:
         user_simulator=_user_stats(recs),
         errors=_errors(recs),
         mean_seconds=Seconds(**seconds),
+        labelled=_labelled(everything),
+        judge=_judge(everything),
     )
 
 
-def summarize(run_dir: str | Path) -> RunSummary:
-    """Summarize a run folder (or a ``trajectories.jsonl`` file).
+def summarize(run_dir: str | Path, include_user_failures: bool = False) -> RunSummary:
+    """Summarize a run folder (or a ``trajectories.jsonl`` file), with its latest regrade laid over it.
+
+    Episodes labelled ``judge_error`` or ``user_failure`` (see docs/grading.md) are counted in
+    ``labelled`` and left out of every other figure (``user_failure`` kept with
+    ``include_user_failures``); ``judge`` is the rule-vs-judge table of a judged run.
 
     Returns:
         A :class:`RunSummary`; in its JSON form (:meth:`RunSummary.to_dict`):
@@ -251,6 +312,6 @@ def summarize(run_dir: str | Path) -> RunSummary:
         ``unexpected_failures`` (environment bugs: calls, tainted episodes, where),
         ``user_simulator`` (episodes, mean turns, tokens and failures of the user simulator;
         None when it was off), ``errors`` (model, agent and user-simulator failures) and
-        ``mean_seconds``.
+        ``mean_seconds``, ``labelled`` and ``judge``.
     """
-    return summarize_records(read_trajectories(run_dir))
+    return summarize_records(read_graded(run_dir), include_user_failures)

@@ -8,8 +8,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from envsynth.errors import EnvsynthError
+
 TRAJECTORIES = "trajectories.jsonl"
 RUN_CONFIG = "run.json"
+REGRADED = "regraded.jsonl"
+"""The rewards ``envsynth regrade`` gave a run's episodes, beside the originals (read by :func:`read_graded`)."""
+
+REGRADED_FIELDS = ("reward", "label", "label_detail", "judge")
+"""What a regrade replaces on a trajectory record."""
 
 
 @dataclass
@@ -37,6 +44,15 @@ class Trajectory:
             (``source``: ``agent`` or ``user``).
         user_turns: replies of the user simulator (0 without one).
         user_usage: the user simulator's tokens and requests (None without one).
+        effects: what the episode changed on s0 (``Effects.to_dict()``), for regrading
+            without replaying it; None when finishing failed.
+        label: why the episode is left out of pass@k and exports though it was run:
+            ``user_failure`` (the simulated user broke its scenario) or ``judge_error``
+            (the LLM judge gave no verdict); None: it counts.
+        label_detail: the reason behind ``label``, in a sentence.
+        judge: the LLM judge's verdict (``passed``, ``explanation``, ``model``, ``cached``),
+            when the run has a judge: the reward's ``score`` and ``passed`` are then the
+            judge's, the rule's kept as ``rule_score`` and ``rule_passed``.
     """
 
     task_id: str
@@ -59,6 +75,10 @@ class Trajectory:
     error: dict[str, Any] | None = None
     user_turns: int = 0
     user_usage: dict[str, int] | None = None
+    effects: dict[str, Any] | None = None
+    label: str | None = None
+    label_detail: str | None = None
+    judge: dict[str, Any] | None = None
 
     @property
     def score(self) -> float:
@@ -74,6 +94,13 @@ class Trajectory:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trajectory:
         return cls(**data)
+
+
+def counts(rec: dict[str, Any], include_user_failures: bool = False) -> bool:
+    """Whether a trajectory record counts toward pass@k and exports: not labelled (``judge_error``
+    always out; ``user_failure`` out unless ``include_user_failures``)."""
+    label = rec.get("label")
+    return label is None or (include_user_failures and label == "user_failure")
 
 
 def repair_tail(path: Path) -> int:
@@ -119,6 +146,28 @@ def read_trajectories(path: str | Path) -> list[dict[str, Any]]:
     return out
 
 
+def read_graded(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a run (as :func:`read_trajectories`) with the latest regrade laid over them.
+
+    A record ``envsynth regrade`` scored again carries the new ``reward``, ``label``,
+    ``label_detail`` and ``judge`` (and ``regraded: true``); the original stays in
+    ``trajectories.jsonl``. A regrade of another version of the task is ignored.
+    """
+    p = Path(path)
+    run_dir = p if p.is_dir() else p.parent
+    records = read_trajectories(p)
+    overlay = {(r.get("task_id"), int(r.get("attempt", -1)), r.get("task_hash")): r for r in read_trajectories(run_dir / REGRADED)}
+    if not overlay:
+        return records
+    out = []
+    for rec in records:
+        new = overlay.get((rec.get("task_id"), int(rec.get("attempt", -1)), rec.get("task_hash")))
+        if new is not None and new.get("seed", rec.get("seed")) == rec.get("seed"):
+            rec = {**rec, **{k: new.get(k) for k in REGRADED_FIELDS}, "regraded": True}
+        out.append(rec)
+    return out
+
+
 class TrajectoryWriter:
     """Appends one JSON line per trajectory, flushed (and fsynced) as each episode ends."""
 
@@ -136,3 +185,49 @@ class TrajectoryWriter:
 
     def close(self) -> None:
         self._f.close()
+
+
+class RunFolderError(EnvsynthError, ValueError):
+    """A run folder that cannot be read as asked: no corpus recorded, or none at the recorded path."""
+
+
+def run_corpus(run_dir: Path) -> Path:
+    """The corpus folder a run's ``run.json`` names (see :func:`recorded_corpus`).
+
+    Raises:
+        RunFolderError: no corpus recorded, or none at the recorded path.
+    """
+    cfg = run_dir / RUN_CONFIG
+    try:
+        recorded = Path(json.loads(cfg.read_text(encoding="utf-8"))["corpus"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise RunFolderError(f"{cfg}: no corpus path recorded; pass the corpus to read the tasks from") from None
+    return recorded_corpus(cfg, recorded)
+
+
+def recorded_corpus(cfg: Path, recorded: Path) -> Path:
+    """The corpus folder a run's ``run.json`` names, from any working directory.
+
+    Runs record the corpus's absolute path. Earlier versions recorded it as given on the
+    command line, relative to the folder the run was started in: such a path is looked up
+    from the run folder and each folder above it (where the run was most likely started),
+    then from the working directory.
+
+    Raises:
+        RunFolderError: no corpus at the recorded path.
+    """
+    from envsynth.corpus.layout import MANIFEST
+
+    if recorded.is_absolute():
+        candidates = [recorded]
+    else:
+        run_dir = cfg.parent.absolute()
+        candidates = [base / recorded for base in (run_dir, *run_dir.parents)] + [Path.cwd() / recorded]
+    for path in candidates:
+        if (path / MANIFEST).is_file():
+            return path
+    raise RunFolderError(
+        f"{cfg}: no corpus at the recorded path {recorded}"
+        + ("" if recorded.is_absolute() else " (relative to the folder the run was started in)")
+        + "; pass the corpus to read the tasks from"
+    )

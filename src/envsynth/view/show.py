@@ -119,7 +119,7 @@ def load_view(corpus_path: Any, task_id: str, run_dirs: Iterable[Any] = ()) -> d
     from pathlib import Path
 
     from envsynth.corpus.load import load_corpus
-    from envsynth.rollout.trajectory import TRAJECTORIES, read_trajectories
+    from envsynth.rollout.trajectory import TRAJECTORIES, read_graded
     from envsynth.view.taskview import task_view
 
     corpus = load_corpus(corpus_path)
@@ -128,6 +128,6 @@ def load_view(corpus_path: Any, task_id: str, run_dirs: Iterable[Any] = ()) -> d
     for d in map(Path, run_dirs):
         if not (d / TRAJECTORIES).is_file():
             raise FileNotFoundError(f"{d} is not a run folder: no {TRAJECTORIES}")
-        runs[d.name if d.name not in runs else str(d)] = [r for r in read_trajectories(d) if r.get("task_id") == task_id]
+        runs[d.name if d.name not in runs else str(d)] = [r for r in read_graded(d) if r.get("task_id") == task_id]
     app = corpus.apps[task.app]
     return task_view(task, app.blueprint, app.specs, runs)

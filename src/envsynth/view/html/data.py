@@ -9,7 +9,7 @@ from typing import Any
 
 from envsynth.corpus.load import Corpus
 from envsynth.rollout.summary import pass_at_k, summarize_records
-from envsynth.rollout.trajectory import RUN_CONFIG, TRAJECTORIES, read_trajectories
+from envsynth.rollout.trajectory import RUN_CONFIG, TRAJECTORIES, counts, read_graded
 from envsynth.runtime.app import App
 
 
@@ -102,7 +102,8 @@ def run_data(run_dir: Path, corpus: Corpus) -> dict[str, Any]:
     """
     if not (run_dir / TRAJECTORIES).is_file():
         raise FileNotFoundError(f"{run_dir} is not a run folder: no {TRAJECTORIES}")
-    records = read_trajectories(run_dir)
+    everything = read_graded(run_dir)
+    records = [r for r in everything if counts(r)]  # labelled episodes (user_failure, judge_error) stay out
     config = json.loads((run_dir / RUN_CONFIG).read_text(encoding="utf-8")) if (run_dir / RUN_CONFIG).is_file() else {}
     chains = _chain_lengths(corpus)
     failures: Counter[str] = Counter()
@@ -118,7 +119,7 @@ def run_data(run_dir: Path, corpus: Corpus) -> dict[str, Any]:
         "path": str(run_dir),
         "config": config,
         "same_corpus": config.get("corpus_digest") in (None, corpus.manifest.digest),
-        "summary": summarize_records(records).to_dict(),
+        "summary": summarize_records(everything).to_dict(),
         "by_app": _pass_by(records, lambda r: r["app"]),
         "by_chain": _pass_by(known, lambda r: chains[r["task_id"]]),
         "failure_kinds": dict(failures.most_common()),
