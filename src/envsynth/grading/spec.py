@@ -32,7 +32,7 @@ _KINDS: dict[str, AnswerKind] = {
     "state": "enum",
     "bool": "bool",
 }
-_UNIT = re.compile(r"_(hours|minutes|seconds|days|weeks|months|years|kg|km|miles|points|percent|kwh|mb|gb)$")
+_UNIT = re.compile(r"(?:^|_)(hours|minutes|seconds|days|weeks|months|years|kg|km|miles|points|percent|calories|kwh|mb|gb)(?:_|$)")
 _CACHE: OrderedDict[tuple[str, str], AnswerSpec] = OrderedDict()
 _CACHE_SIZE = 8192
 
@@ -70,26 +70,31 @@ def _build(app: App, task: Task) -> AnswerSpec:
         if q.agg == "count":
             return AnswerSpec("count", request=request)
         f = _field(ent, q.field)
-        return _numeric(f, base, request) if f is not None else _with(base, request=request)
+        if f is None:
+            return _with(base, request=request)
+        spec = _numeric(f, base, request)
+        return _with(spec, kind="number") if q.agg == "avg" and spec.kind == "int" else spec  # an average of whole numbers is not one
     if name in ("total", "count") and isinstance(expected, int) and not isinstance(expected, bool):
         return AnswerSpec("count", request=request)
     f = _field(ent, name)
     if f is None:
         return _with(base, request=request)
+    return field_spec(f, expected, pool=_pool(task, ent.name, f.name), request=request)
+
+
+def field_spec(f: FieldDef, expected: Any, pool: tuple[Any, ...] = (), request: str = "") -> AnswerSpec:
+    """The spec of an answer that is a value of field ``f``: its kind, an enum's values, a bool's phrases, a
+    number's unit; ``pool`` (the field's other values in the state) for a text value."""
     kind = _KINDS.get(f.type)
     if kind is None:
-        return (
-            AnswerSpec("text", pool=_pool(task, ent.name, f.name), request=request)
-            if isinstance(expected, str)
-            else _with(base, request=request)
-        )
+        return AnswerSpec("text", pool=pool, request=request) if isinstance(expected, str) else _with(spec_for(expected), request=request)
     if kind == "enum":
         return AnswerSpec("enum", choices=tuple(f.choices or ()), request=request)
     if kind == "bool":
         labels = {"true": (f.say_true,), "false": (f.say_false,)} if f.say_true and f.say_false else {}
         return AnswerSpec("bool", labels=labels, request=request)
     if kind in ("money", "int", "number"):
-        return _numeric(f, base, request)
+        return _numeric(f, spec_for(expected), request)
     return AnswerSpec(kind, request=request)
 
 

@@ -6,20 +6,29 @@ a date, one of an enum's values, a yes/no, a name or title, a list of those), an
 reads the values of that kind out of the answer:
 
 - numbers with or without a currency sign, thousands separators or trailing zeros, with a unit,
-  or small ones written as words ("three"; "none" and "no ..." for zero); numbers inside dates,
-  times, codes (``TRK8022887261``) and denominators ("out of 5") are not values;
-- dates as ``2026-03-05``, "March 5, 2026", "5 Mar 2026", "03/05/2026" (month first, the apps'
-  US locale, unless only day first is a date), with a time for a datetime;
+  or written as words ("three", "forty-two"; for a count also "none" and "no ..." for zero);
+  numbers inside dates, times, codes (``TRK8022887261``) and denominators ("out of 5") are not values;
+- dates as ``2026-03-05``, ``2026.03.05``, "March 5, 2026", "5 Mar 2026", "5-Mar-2026", "03/05/2026"
+  or "03-05-2026" (month first, the apps' US locale, unless only day first is a date), with a
+  time for a datetime;
 - an enum value with spaces, hyphens or underscores, in any case, or in the blueprint's words;
-- yes/no in a sentence ("Yes, it is."), or the field's own phrases;
-- a text value as a whole phrase of the answer.
+  the last part of a path ("New York" for ``America/New_York``), "&" for "and", a time window's
+  hours as people write them ("8:00 to 12:00");
+- yes/no in a sentence ("Yes, it is.", "It is not."), or the field's own phrases;
+- a text value as a whole phrase of the answer (not as part of a longer value of its field:
+  "Lunar Harbor" is not stated by "Lunar Harbor Live");
+- a lone value under one key of an object (``{"total": 3}``).
 
 A value is *negated* when a negation ("not", "isn't", "never", "rather than") stands before it in
-its clause. The answer matches when the expected value is stated and not negated, and no other
-value of its kind is stated beside it: "either 3 or 4", "3, or maybe 4", "not archived" and a
-list of candidates ("1, 2, 3, 4") are refused. Values the request itself states (an amount in
-"orders over $50", "my open account") may be echoed without counting as other values. A list is
-matched as a set: every item stated, none missing or extra, in any order.
+its clause, or it is said to be wrong right after it ("3 is not right"). The answer matches when
+the expected value is stated and not negated, no other value of its kind is stated beside it, and
+it does not hedge: "either 3 or 4", "3, or maybe 4", "3 or 4", "3-4", "not archived" and a list of
+candidates ("1, 2, 3, 4") are refused, as are a yes/no answer's "maybe" and "it depends". Values
+the request itself states (an amount in "orders over $50", "my open account") may be echoed
+without counting as other values, but not offered as alternatives ("2 or 3"). A code that is also
+a short word ("US", "AS") counts as a value only where it is written as a code, in a mixed-case
+answer ("let us know" names no country). A list is matched as a set: every item stated, none
+missing or extra, in any order, none hedged.
 
 Every verdict says what was read out of the answer and why it matched or not.
 """
@@ -32,7 +41,7 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 AnswerKind = Literal["count", "int", "number", "money", "date", "datetime", "enum", "bool", "text", "list", "dict"]
 NUMBER_KINDS = ("count", "int", "number", "money")
@@ -89,37 +98,61 @@ _NEG = re.compile(
     r"\b(?:not|never|no longer|isn't|aren't|wasn't|weren't|doesn't|don't|didn't|hasn't|haven't|hadn't|won't|can't|cannot|"
     r"isnt|arent|wasnt|doesnt|dont|didnt|rather than|instead of|neither|nor|nothing like)\b|n't\b"
 )
-_CLAUSE = re.compile(r"[.;!?]\s|[.;!?]$|,|\bbut\b|\bhowever\b|\bwhile\b|\bthough\b|\bthen\b|\n")
+_CLAUSE = re.compile(r"[.;:!?][\"')\]]*(?:\s|$)|,|\bbut\b|\bhowever\b|\bwhile\b|\bthough\b|\bthen\b|\n")
 _NEG_WINDOW = 40  # characters before a value that a negation reaches (within its clause)
 _HEDGE = re.compile(
-    r"\beither\b|\bor maybe\b|\bor perhaps\b|\bor possibly\b|\bnot sure\b|\bunsure\b|\bno idea\b|\bi don't know\b|\bdon't know\b"
+    r"\beither\b|\bmaybe\b|\bperhaps\b|\bpossibly\b|\bprobably\b|\bnot sure\b|\bunsure\b|\bno idea\b|\bdon't know\b"
+    r"|\bno wait\b|\bwait,? no\b|\bscratch that\b|\bcorrection\b|\bi meant\b"
 )
+_OR_AFTER = re.compile(r",? or\b")
+_OR_BEFORE = re.compile(r"\bor,? $")
+
+
+def _alternative(text: str, spans: list[tuple[int, int]]) -> re.Match[str] | None:
+    """A hedge word (not one of the value's own words: "Maybe Tomorrow"), or an "or" right beside a stated value
+    ("3 or 4", "on hold or active"): the answer offers alternatives."""
+    for hedge in _HEDGE.finditer(text):
+        if not any(s <= hedge.start() and hedge.end() <= e for s, e in spans):
+            return hedge
+    for s, e in spans:
+        m = _OR_AFTER.match(text, e) or _OR_BEFORE.search(text, max(0, s - 6), s)
+        if m:
+            return m
+    return None
 
 
 def _text(answer: Any) -> str:
     return " ".join(str(answer).translate(_QUOTES).split()).lower()
 
 
-def _negated(text: str, start: int) -> bool:
-    """Whether a negation stands before ``text[start:]`` in its clause, within a few words."""
-    lo = max(0, start - _NEG_WINDOW)
-    before = text[lo:start]
-    cut = None
-    for m in _CLAUSE.finditer(before):
-        cut = m.end()
-    if cut is not None:
-        before = before[cut:]
-    return _NEG.search(before) is not None
+_NEG_AFTER = re.compile(
+    r" (?:is|was|would be|seems) (?:not (?:right|correct|accurate|true|it|the answer)|wrong|incorrect)\b"
+    r"| (?:isn't|wasn't) (?:right|correct|accurate|true|it|the answer)\b"
+)
 
 
-@dataclass(frozen=True)
-class _Mention:
+def _negated(text: str, start: int, end: int | None = None) -> bool:
+    """Whether a negation stands before ``text[start:]`` in its clause, within a few words, or the value at
+    ``start:end`` is said to be wrong right after it ("3 is not right")."""
+    if end is not None and _NEG_AFTER.match(text, end):
+        return True
+    before = text[max(0, start - _NEG_WINDOW) : start]
+    negations = list(_NEG.finditer(before))  # the last one is the one that may reach the value
+    return bool(negations) and _CLAUSE.search(before, negations[-1].end()) is None  # no clause ends between it and the value
+
+
+class _Mention(NamedTuple):
     value: Any
     start: int
     end: int
     negated: bool
     money: bool = False
     percent: bool = False
+
+
+def _stated(hits: list[_Mention]) -> list[tuple[int, int]]:
+    """The spans of the mentions that are not negated."""
+    return [(m.start, m.end) for m in hits if not m.negated]
 
 
 # -- numbers ---------------------------------------------------------------------------------
@@ -139,6 +172,7 @@ _WORD_NUM = re.compile(
     + "|".join(_UNITS)
     + r")|(a dozen|a single|a couple of|once|twice|a hundred|one hundred))(?![\w-])"
 )
+_WORDY = re.compile(r"[a-z]{3}")  # text that may hold a number in words
 _WORD_EXTRA = {"a dozen": 12, "a single": 1, "once": 1, "twice": 2, "a hundred": 100, "one hundred": 100, "a couple of": 2}
 _ZERO = re.compile(
     r"(?<![\w-])(?:none|nobody|nothing|no(?= (?!longer\b|more\b|less\b|later\b|earlier\b|sooner\b|than\b)[a-z])|"
@@ -146,7 +180,7 @@ _ZERO = re.compile(
     r"|n't (?:have |has |had |hold |find |see |show )?(?:any|a single)(?![\w-])"
 )
 _NUMBER = re.compile(
-    r"(?<![\w.#/\\-])(?P<sign>[-+])?(?P<cur>\$|usd ?|us\$|€|£)?\s?(?P<sign2>-)?"
+    r"(?<![\w.#/\\-])(?P<sign>[-+]|minus )?(?P<cur>\$|usd ?|us\$|€|£)?\s?(?P<sign2>-)?"
     r"(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<frac>\.\d+)?(?![\w]|\.\d|,\d{3}|/\d)"
     r"(?P<suffix> ?(?:%|percent\b|usd\b|dollars?\b|bucks\b|eur\b|euros?\b))?"
 )
@@ -155,19 +189,21 @@ _TIME = re.compile(r"(?<![\w:])\d{1,2}(?::\d{2}){1,2}(?: ?[ap]\.?m\.?)?(?![\w:])
 
 
 _MAYBE_DATE = re.compile(r"\d[-/.]\d|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)")
-_AMPM = re.compile(r"\d ?[ap]\.?m\b")
+_MAYBE_TIME = re.compile(r"\d:\d|\d ?[ap]\.?m\b")
 
 
-def _word_numbers(text: str) -> list[_Mention]:
+def _word_numbers(text: str, counting: bool) -> list[_Mention]:
+    """Numbers written as words; when ``counting``, also "once", "a couple of" and the zeros "none", "no orders"."""
     out = []
     for m in _WORD_NUM.finditer(text):
         tens, unit, small, extra = m.groups()
-        if small == "one" and _one_not_a_number(text, m.start(), m.end()):
+        if (small == "one" and _one_not_a_number(text, m.start(), m.end())) or (extra and not counting and "hundred" not in extra):
             continue
         value = _TENS[tens] + (_UNITS[unit] if unit else 0) if tens else _UNITS[small] if small else _WORD_EXTRA[extra]
-        out.append(_Mention(value, m.start(), m.end(), _negated(text, m.start())))
-    for m in _ZERO.finditer(text):
-        out.append(_Mention(0, m.start(), m.end(), False))  # "none", "no orders": the zero is itself the negation
+        out.append(_Mention(value, m.start(), m.end(), _negated(text, m.start(), m.end())))
+    if counting:
+        for m in _ZERO.finditer(text):
+            out.append(_Mention(0, m.start(), m.end(), False))  # "none", "no orders": the zero is itself the negation
     return out
 
 
@@ -186,25 +222,52 @@ def _numbers(text: str, spec: AnswerSpec) -> list[_Mention]:
     plain = text
     if _MAYBE_DATE.search(text):
         plain = _masked(plain, _DATE_ANY)
-    if ":" in text or _AMPM.search(text):
+    if _MAYBE_TIME.search(text):
         plain = _masked(plain, _TIME)
     if "of " in text:
         plain = _masked(plain, _CONTEXT_NUM)
-    out = []
+    out = _range_ends(plain, text) if "-" in plain else []
     for m in _NUMBER.finditer(plain):
         raw = m.group("int").replace(",", "") + (m.group("frac") or "")
         try:
             value: float = float(raw)
         except ValueError:
             continue
-        if m.group("sign") == "-" or m.group("sign2"):
+        if m.group("sign") in ("-", "minus ") or m.group("sign2"):
             value = -value
         suffix = (m.group("suffix") or "").strip()
         money = bool(m.group("cur")) or suffix.startswith(("usd", "dollar", "buck", "eur", "euro"))
-        out.append(_Mention(value, m.start(), m.end(), _negated(text, m.start()), money, suffix in ("%", "percent")))
-    if spec.kind in ("count", "int"):
-        out += _word_numbers(plain)
+        percent = suffix in ("%", "percent") and spec.unit != "percent"  # a share, unless percent is the field's unit
+        out.append(_Mention(value, m.start(), m.end(), _negated(text, m.start(), m.end()), money, percent))
+    if _WORDY.search(plain):
+        out += _word_numbers(plain, counting=spec.kind in ("count", "int"))
     return sorted(out, key=lambda x: x.start)
+
+
+_RANGE_END = re.compile(
+    r"(?<![\w.#/\\-])(?P<cur0>[$€£])?\d[\d,]*(?:\.\d+)?-(?P<cur>[$€£])?(?!0\d)(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<frac>\.\d+)?(?![\w/]|\.\d)"
+)
+_RANGE_AFTER = re.compile(r" ?(?:-|to|through) ?[$€£]?-?\d")
+_RANGE_BEFORE = re.compile(r"\d%? ?(?:-|to|through) ?$")
+
+
+def _ranged(text: str, spans: list[tuple[int, int]]) -> re.Match[str] | None:
+    """A range the stated value begins or ends ("3-4", "from $10 to $20"): no one value."""
+    for s, e in spans:
+        m = _RANGE_AFTER.match(text, e) or _RANGE_BEFORE.search(text, max(0, s - 12), s)
+        if m:
+            return m
+    return None
+
+
+def _range_ends(plain: str, text: str) -> list[_Mention]:
+    """The second number of a range ("3-4", "$10-$20"): the number pattern leaves out digits after a hyphen (a code's)."""
+    out = []
+    for m in _RANGE_END.finditer(plain):
+        value = float(m.group("int").replace(",", "") + (m.group("frac") or ""))
+        money = bool(m.group("cur0") or m.group("cur"))
+        out.append(_Mention(value, m.start("int"), m.end(), _negated(text, m.start(), m.end()), money))
+    return out
 
 
 def _same_number(expected: float, m: _Mention, kind: str) -> bool:
@@ -247,6 +310,9 @@ def _match_number(expected: float, text: str, spec: AnswerSpec) -> AnswerVerdict
         return AnswerVerdict(False, shown, f"the answer says it is not {want}")
     if others:
         return AnswerVerdict(False, shown, f"the answer states {_listed(shown)}: more than one value, so it does not commit to {want}")
+    hedge = _alternative(text, _stated(hits)) or _ranged(text, _stated(hits))
+    if hedge:
+        return AnswerVerdict(False, shown, f"the answer hedges ({hedge.group(0).strip(' ,')!r}) instead of stating {want}")
     return AnswerVerdict(True, (want,), f"the answer states {want}, as expected")
 
 
@@ -263,10 +329,11 @@ _MONTHS = {
 _MON = r"(?P<mon>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
 _TIME_PART = r"(?:(?:,| at| @)?\s*(?P<h>\d{1,2})(?::(?P<mi>\d{2}))?(?::\d{2})?\s*(?P<ap>[ap]\.?m\.?)?(?![\w:]))?"
 _DATE_FORMS = [
-    re.compile(r"(?<![\w-])(?P<y>\d{4})[-/](?P<m>\d{1,2})[-/](?P<d>\d{1,2})(?:[t ](?P<h>\d{2}):(?P<mi>\d{2})(?::\d{2})?)?(?![\w-])"),
-    re.compile(_MON + r"\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?(?:,?\s*(?P<y>\d{4}))?(?![\w])" + _TIME_PART),
-    re.compile(r"(?<![\w])(?P<d>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MON + r"(?:,?\s*(?P<y>\d{4}))?(?![\w])" + _TIME_PART),
+    re.compile(r"(?<![\w-])(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})(?:[t ](?P<h>\d{2}):(?P<mi>\d{2})(?::\d{2})?)?(?![\w-])"),
+    re.compile(_MON + r"\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?(?!-\d)(?:,?\s*(?P<y>\d{4}))?(?![\w])" + _TIME_PART),
+    re.compile(r"(?<![\w])(?P<d>\d{1,2})(?:st|nd|rd|th)?(?:\s+(?:of\s+)?|-)" + _MON + r"(?:(?:,?\s*|-)(?P<y>\d{4}))?(?![\w])" + _TIME_PART),
     re.compile(r"(?<![\w/.-])(?P<a>\d{1,2})[/.](?P<b>\d{1,2})[/.](?P<y>\d{4}|\d{2})(?![\w/-])" + _TIME_PART),
+    re.compile(r"(?<![\w/.-])(?P<a>\d{1,2})-(?P<b>\d{1,2})-(?P<y>\d{4})(?![\w/-])" + _TIME_PART),
 ]
 
 
@@ -295,7 +362,7 @@ def _dates(text: str, spec: AnswerSpec, year: int) -> list[_Mention]:
             if day is None:
                 continue
             taken.append((m.start(), m.end()))
-            out.append(_Mention((day, _time_of(g)), m.start(), m.end(), _negated(text, m.start())))
+            out.append(_Mention((day, _time_of(g)), m.start(), m.end(), _negated(text, m.start(), m.end())))
     return sorted(out, key=lambda x: x.start)
 
 
@@ -373,6 +440,9 @@ def _match_date(expected: Any, text: str, spec: AnswerSpec) -> AnswerVerdict:
         return AnswerVerdict(False, shown, f"the answer says it is not {wanted}")
     if others:
         return AnswerVerdict(False, shown, f"the answer gives {_listed(shown)}: more than one date, so it does not commit to {wanted}")
+    hedge = _alternative(text, _stated(hits))
+    if hedge:
+        return AnswerVerdict(False, shown, f"the answer hedges ({hedge.group(0).strip(' ,')!r}) instead of stating {wanted}")
     return AnswerVerdict(True, (wanted,), f"the answer gives {wanted}, as expected")
 
 
@@ -381,15 +451,34 @@ def _match_date(expected: Any, text: str, spec: AnswerSpec) -> AnswerVerdict:
 _SPELLINGS = (("cancelled", "canceled"), ("colour", "color"), ("grey", "gray"))
 
 
-def _forms(value: str, labels: tuple[str, ...] = ()) -> set[str]:
-    """The ways a person writes an enum value: spaces, hyphens or underscores, any case; and its labels."""
-    base = " ".join(re.split(r"[_\-\s]+", str(value).lower().strip()))
-    out = {base, base.replace(" ", "-"), base.replace(" ", "_"), *(" ".join(_text(lb).split()) for lb in labels)}
-    if " " in base and len(base.replace(" ", "")) > 4:
-        out.add(base.replace(" ", ""))
+_WINDOW = re.compile(r"0?(\d{1,2}:\d{2}) ?- ?0?(\d{1,2}:\d{2})")
+
+
+@lru_cache(maxsize=4096)
+def _forms(value: str, labels: tuple[str, ...] = ()) -> frozenset[str]:
+    """The ways a person writes an enum value: spaces, hyphens or underscores (for slashes too), any case; and its
+    labels, the last part of a path ("America/New_York": "new york"), "&" for "and", a time window's other spellings."""
+    low = str(value).lower().strip()
+    out = {" ".join(_text(lb).split()) for lb in labels}
+    for base in {" ".join(re.split(r"[_\-\s]+", low)), " ".join(re.split(r"[_\-\s/]+", low)), *_short_forms(low)}:
+        out |= {base, base.replace(" ", "-"), base.replace(" ", "_"), base.replace(" and ", " & "), base.replace(" and ", "&")}
+        if " " in base and len(base.replace(" ", "")) > 4:
+            out.add(base.replace(" ", ""))
     for a, b in _SPELLINGS:
         out |= {f.replace(a, b) for f in out} | {f.replace(b, a) for f in out}
-    return {f for f in out if f}
+    return frozenset(f for f in out if f)
+
+
+def _short_forms(low: str) -> list[str]:
+    """A path's last part ("new york") and a time window's hours as people write them ("8:00 to 12:00")."""
+    out = []
+    if "/" in low and len(low.rsplit("/", 1)[1]) > 2:
+        out.append(" ".join(re.split(r"[_\-\s]+", low.rsplit("/", 1)[1])))
+    window = _WINDOW.fullmatch(low)
+    if window:
+        a, b = window.groups()
+        out += [f"{x}{sep}{y}" for x in (a, a.zfill(5)) for y in (b, b.zfill(5)) for sep in ("-", " - ", " to ")]
+    return out
 
 
 _FORM_CACHE: dict[tuple[tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...]], tuple[re.Pattern[str], dict[str, str]]] = {}
@@ -401,7 +490,7 @@ def _choice_pattern(choices: tuple[str, ...], labels: dict[str, tuple[str, ...]]
     if hit is None:
         owner: dict[str, str] = {}
         for c in choices:
-            for f in _forms(c, labels.get(c, ())):
+            for f in _forms(c, tuple(labels.get(c, ()))):
                 owner.setdefault(f, c)
         alts = sorted(owner, key=len, reverse=True)
         pattern = re.compile(r"(?<![\w-])(" + "|".join(re.escape(a) for a in alts) + r")(?![\w-])") if alts else re.compile(r"(?!x)x")
@@ -413,7 +502,7 @@ def _choice_pattern(choices: tuple[str, ...], labels: dict[str, tuple[str, ...]]
 
 def _choice_mentions(text: str, choices: tuple[str, ...], labels: dict[str, tuple[str, ...]]) -> list[_Mention]:
     pattern, owner = _choice_pattern(choices, labels)
-    return [_Mention(owner[m.group(1)], m.start(), m.end(), _negated(text, m.start())) for m in pattern.finditer(text)]
+    return [_Mention(owner[m.group(1)], m.start(), m.end(), _negated(text, m.start(), m.end())) for m in pattern.finditer(text)]
 
 
 _ECHO_CHOICES: dict[tuple[str, tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...]], frozenset[str]] = {}
@@ -429,10 +518,26 @@ def _echoed_choices(request: str, choices: tuple[str, ...], labels: dict[str, tu
     return hit
 
 
-def _match_enum(expected: Any, text: str, spec: AnswerSpec) -> AnswerVerdict:
+_SMALL_WORDS = frozenset({
+    "a", "am", "an", "as", "at", "be", "by", "do", "go", "he", "hi", "i", "if", "in", "is", "it", "me", "my", "no", "of", "oh",
+    "ok", "on", "or", "so", "to", "up", "us", "we", "all", "any", "are", "can", "day", "for", "has", "her", "his", "its", "las",
+    "los", "may", "new", "not", "now", "one", "our", "sea", "see", "she", "the", "too", "two", "was", "who", "you",
+})  # fmt: skip
+
+
+def _only_a_word(value: str, raw: str) -> bool:
+    """Whether a code that is also a short word ("US", "AS") is only that word in ``raw`` ("let us know", "as far as"):
+    an answer written in mixed case writes a code in capitals."""
+    low = value.lower()
+    if low not in _SMALL_WORDS or not value.isupper() or raw == raw.lower():
+        return False
+    return all(m.group(0).islower() for m in re.finditer(rf"(?<!\w){re.escape(low)}(?!\w)", raw, re.I))
+
+
+def _match_enum(expected: Any, raw: str, spec: AnswerSpec) -> AnswerVerdict:
     choices = tuple(dict.fromkeys([str(expected), *spec.choices]))
-    exp = str(expected)
-    found = _choice_mentions(text, choices, spec.labels)
+    exp, text = str(expected), _text(raw)
+    found = [m for m in _choice_mentions(text, choices, spec.labels) if m.value == exp or not _only_a_word(m.value, raw)]
     echoed = _echoed_choices(spec.request, choices, spec.labels) if spec.request else frozenset()
     hits = [m for m in found if m.value == exp]
     others = [m for m in found if m.value != exp and not m.negated and m.value not in echoed]
@@ -445,14 +550,19 @@ def _match_enum(expected: Any, text: str, spec: AnswerSpec) -> AnswerVerdict:
         return AnswerVerdict(False, shown, f"the answer says it is not {exp!r}")
     if others:
         return AnswerVerdict(False, shown, f"the answer names {_listed(shown)}: more than one value, so it does not commit to {exp!r}")
-    if _HEDGE.search(text):
-        return AnswerVerdict(False, shown, f"the answer hedges ({_HEDGE.search(text).group(0)!r}) instead of stating {exp!r}")  # type: ignore[union-attr]
+    hedge = _alternative(text, _stated(hits))
+    if hedge:
+        return AnswerVerdict(False, shown, f"the answer hedges ({hedge.group(0).strip(' ,')!r}) instead of stating {exp!r}")
     return AnswerVerdict(True, (exp,), f"the answer names {exp!r}, as expected")
 
 
+_NOT_WORD = re.compile(r"[^\w@.+#$%&/'-]+|(?<!\w)[.\-/']|[.\-/'](?!\w)")
+
+
 def _words(s: str) -> str:
-    """Text as plain lower-case words: punctuation and quotes as spaces (a name, a title, a code)."""
-    return " ".join(re.sub(r"[^\w@.+#$%&/-]+|(?<!\w)[.\-/]|[.\-/](?!\w)", " ", _text(s)).split())
+    """Text as plain lower-case words: punctuation and quotes as spaces, apostrophes within words kept ("isn't",
+    "O'Brien"), as a name, a title or a code is written."""
+    return " ".join(_NOT_WORD.sub(" ", _text(s)).split())
 
 
 def _phrase_spans(phrase: str, text: str) -> list[tuple[int, int]]:
@@ -462,6 +572,16 @@ def _phrase_spans(phrase: str, text: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in pattern.finditer(text)]
 
 
+def _own_spans(phrase: str, spans: list[tuple[int, int]], said: str, pool: tuple[Any, ...]) -> tuple[list[tuple[int, int]], list[str]]:
+    """The spans of ``phrase`` in ``said`` that are not part of a longer value of the pool ("Lunar Harbor" in
+    "Lunar Harbor Live"), and those longer values."""
+    longer = [(str(v), sp) for v in pool if phrase in (w := _words(str(v))) and w != phrase for sp in _phrase_spans(w, said)]
+    if not longer:
+        return spans, []
+    own = [(s, e) for s, e in spans if not any(s2 <= s and e <= e2 for _, (s2, e2) in longer)]
+    return own, list(dict.fromkeys(v for v, _ in longer))
+
+
 def _match_text(expected: str, text: str, spec: AnswerSpec) -> AnswerVerdict:
     want, said = _words(expected), _words(text)
     if not want:
@@ -469,44 +589,42 @@ def _match_text(expected: str, text: str, spec: AnswerSpec) -> AnswerVerdict:
     spans = _phrase_spans(want, said)
     if not spans:
         return AnswerVerdict(False, (_cut(text),), f"the answer does not contain {expected!r}")
-    if all(_negated(said, s) for s, _ in spans):
+    spans, longer = _own_spans(want, spans, said, spec.pool)
+    if not spans:
+        return AnswerVerdict(False, tuple(longer), f"the answer names {_listed(tuple(longer))}, not {expected!r}")
+    if all(_negated(said, s, e) for s, e in spans):
         return AnswerVerdict(False, (expected,), f"the answer says it is not {expected!r}")
     request = _words(spec.request) if spec.request else ""
     others = []
     for other in spec.pool:
         o = _words(str(other))
-        if not o or o == want or o in want or (request and _phrase_spans(o, request)):
+        if not o or o == want or o in want or (request and _phrase_spans(o, request)) or _only_a_word(str(other), text):
             continue
         for s, e in _phrase_spans(o, said):
-            if not any(s < e2 and s2 < e for s2, e2 in spans) and not _negated(said, s):
+            if not any(s < e2 and s2 < e for s2, e2 in spans) and not _negated(said, s, e):
                 others.append(str(other))
                 break
     if others:
         names = tuple(dict.fromkeys([expected, *others]))
         return AnswerVerdict(False, names, f"the answer names {_listed(names)}: more than one value, so it does not commit to {expected!r}")
-    hedge = _HEDGE.search(text) or _alternative(said, spans)
+    hedge = _alternative(said, spans)
     if hedge:
         return AnswerVerdict(False, (expected,), f"the answer hedges ({hedge.group(0).strip()!r}) instead of stating {expected!r}")
     return AnswerVerdict(True, (expected,), f"the answer contains {expected!r}, as expected")
 
 
-def _alternative(said: str, spans: list[tuple[int, int]]) -> re.Match[str] | None:
-    """An " or " right beside the expected phrase ("X or Y", "Y or X"): the answer offers alternatives."""
-    for s, e in spans:
-        m = re.match(r" or (?:maybe |perhaps |possibly )?\w", said[e:]) or re.search(r"\w or $", said[max(0, s - 40) : s])
-        if m:
-            return m
-    return None
-
-
-_YES = re.compile(
-    r"^(?:yes|yeah|yep|yup|correct|true|affirmative|indeed|that's right|that is right|right|sure|it is|it does|they do|they are)\b"
+_YES = re.compile(r"^(?:yes|yeah|yep|yup|correct|true|affirmative|indeed|that's right|that is right|right|sure)\b|^y$")
+_NO = re.compile(r"^(?:no|nope|nah|false|negative|incorrect|not)\b|^n$")
+_BOOL_HEDGE = re.compile(
+    _HEDGE.pattern + r"|\bcould be\b|\bmight\b|\bnot certain\b|\bcan(?:'|no)t tell\b|\bdepends\b|\bsometimes\b|\bunknown\b|\bunclear\b"
 )
-_NO = re.compile(r"^(?:no|nope|nah|false|negative|incorrect|not)\b")
 
 
 def _match_bool(expected: bool, text: str, spec: AnswerSpec) -> AnswerVerdict:
     said = text.strip(" \"'`.,;:!?()[]")
+    hedge = _BOOL_HEDGE.search(said)
+    if hedge:
+        return AnswerVerdict(False, (), f"the answer hedges ({hedge.group(0)!r}) instead of saying yes or no")
     yes, no = _YES.search(said), _NO.search(said)
     both = re.search(r"\b(?:yes|yeah)\b.*\b(?:no|nope)\b|\b(?:no|nope)\b.*\b(?:yes|yeah)\b", said)
     if both and not _NEG.search(said[: both.start()] or " "):
@@ -515,7 +633,7 @@ def _match_bool(expected: bool, text: str, spec: AnswerSpec) -> AnswerVerdict:
         value = bool(yes) and not no
         if yes and _NEG.search(said[yes.end() :]) and not _labels_say(spec, said, True):
             return AnswerVerdict(False, (), "the answer says yes and then negates it")
-    else:
+    else:  # a statement: "It is.", "It is not.", the field's own phrase
         value = _labels_say(spec, said, True) or not (_NEG.search(said) or _ZERO.search(said) or _labels_say(spec, said, False))
     word = "yes" if value else "no"
     if value == expected:
@@ -582,24 +700,23 @@ def _match_list(expected: list[Any], answer: Any, spec: AnswerSpec) -> AnswerVer
 
 def _list_by_mentions(expected: list[Any], answer: str, item: AnswerSpec) -> AnswerVerdict | None:
     """A list of enum values or of text values with a known pool, read as the values named in the answer; None to split it."""
-    text = _text(answer)
     if item.kind == "enum":
-        names = [
-            m.value
-            for m in _choice_mentions(text, tuple(dict.fromkeys([*map(str, expected), *item.choices])), item.labels)
-            if not m.negated
-        ]
+        text = _text(answer)
+        choices = tuple(dict.fromkeys([*map(str, expected), *item.choices]))
+        mentioned = _choice_mentions(text, choices, item.labels)
+        named = [(m.value, (m.start, m.end)) for m in mentioned if not m.negated and not _only_a_word(m.value, answer)]
     elif item.kind == "text" and item.pool:
-        said = _words(answer)
-        names = [
-            str(v)
-            for v in dict.fromkeys([*expected, *item.pool])
-            if any(not _negated(said, s) for s, _ in _phrase_spans(_words(str(v)), said))
-        ]
+        text = _words(answer)
+        values = [str(v) for v in dict.fromkeys([*expected, *item.pool]) if not _only_a_word(str(v), answer)]
+        named = [(v, sp) for v in values for sp in _named_spans(v, text, item.pool)]
     else:
         return None
+    names = [v for v, _ in named]
     got, want = set(names), {str(e) for e in expected}
     shown = tuple(dict.fromkeys(names))
+    hedge = _alternative(text, [sp for _, sp in named])
+    if hedge:
+        return AnswerVerdict(False, shown, f"the answer hedges ({hedge.group(0).strip(' ,')!r}) instead of listing the items")
     if got == want:
         return AnswerVerdict(True, shown, f"the answer names all {len(want)} expected items and no other")
     why = [
@@ -607,6 +724,13 @@ def _list_by_mentions(expected: list[Any], answer: str, item: AnswerSpec) -> Ans
         f"extra {_listed(tuple(sorted(got - want)))}" if got - want else "",
     ]
     return AnswerVerdict(False, shown, "the list does not match: " + "; ".join(x for x in why if x))
+
+
+def _named_spans(value: str, said: str, pool: tuple[Any, ...]) -> list[tuple[int, int]]:
+    """Where ``said`` names ``value`` (not negated, not as part of a longer value of the pool)."""
+    phrase = _words(value)
+    spans, _ = _own_spans(phrase, _phrase_spans(phrase, said), said, pool)
+    return [(s, e) for s, e in spans if not _negated(said, s, e)]
 
 
 def _match_dict(expected: dict[Any, Any], answer: Any, spec: AnswerSpec) -> AnswerVerdict:
@@ -698,6 +822,8 @@ def _match(expected: Any, answer: Any, spec: AnswerSpec) -> AnswerVerdict:
         return _match_list(list(expected), answer, spec if spec.kind == "list" else AnswerSpec("list", item=spec, request=spec.request))
     if isinstance(answer, list | tuple) and len(answer) == 1:
         answer = answer[0]
+    if isinstance(answer, dict) and len(answer) == 1:  # {"total": 3}: the value under its name
+        answer = next(iter(answer.values()))
     if isinstance(answer, dict | list | tuple | set):
         return AnswerVerdict(False, (_cut(str(answer)),), "expected one value, got a collection")
     if isinstance(expected, str) and spec.kind in NUMBER_KINDS and _NUMERIC.match(expected.strip().lower()):
@@ -711,9 +837,9 @@ def _match(expected: Any, answer: Any, spec: AnswerSpec) -> AnswerVerdict:
     if spec.kind in ("date", "datetime"):
         return _match_date(expected, _text(answer)[:4000], spec)
     if spec.kind == "enum":
-        if _words(str(answer)) in _forms(str(expected), spec.labels.get(str(expected), ())):
+        if _words(str(answer)) in _forms(str(expected), tuple(spec.labels.get(str(expected), ()))):
             return AnswerVerdict(True, (str(expected),), f"the answer is {expected!r}")
-        return _match_enum(expected, _text(answer)[:4000], spec)
+        return _match_enum(expected, str(answer)[:4000], spec)
     if isinstance(answer, bool):
         return AnswerVerdict(False, (answer,), f"expected {expected!r}, got {'yes' if answer else 'no'}")
     if _words(str(answer)) == _words(str(expected)):
@@ -738,7 +864,20 @@ def _scalar_number(expected: float, answer: Any, spec: AnswerSpec) -> AnswerVerd
             "the answer is the number "
             + ("expected" if same else f"{_fmt_num(value) if math.isfinite(value) else 'given'}, not {_fmt_num(expected)}"),
         )
+    if isinstance(answer, str) and _BARE_NUMBER.match(answer):  # "3", " 2,157.70 ": nothing else to read
+        return _bare_number(expected, _number_text(answer.strip().rstrip(". ")))
     return _match_number(expected, _text(answer)[:4000], spec)
+
+
+_BARE_NUMBER = re.compile(r"\s*[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?[\s.]*$")
+
+
+def _bare_number(expected: float, value: float) -> AnswerVerdict:
+    """The verdict on an answer that is one number and nothing else (what the reading of a sentence would say)."""
+    want, got = _fmt_num(expected), _fmt_num(value)
+    if abs(value - expected) <= TOLERANCE + 1e-9:
+        return AnswerVerdict(True, (want,), f"the answer states {want}, as expected")
+    return AnswerVerdict(False, (got,), f"the answer states {got}, not {want}")
 
 
 def mentions(expected: Any, text: str, spec: AnswerSpec | None = None) -> bool:
