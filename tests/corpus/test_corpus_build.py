@@ -105,6 +105,7 @@ def test_other_options_on_an_existing_corpus_are_refused(with_apps: Callable[[st
         ({"states": 0}, "at least 1"),
         ({"distractors": 5}, "depth from 0 to 4"),
         ({"apps": 0}, "apps must be at least 1"),
+        ({"apps": 64}, "apps is 64 but there are only \\d+ blueprints"),
         ({"workers": -1}, "workers"),
     ],
 )

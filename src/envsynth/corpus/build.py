@@ -112,7 +112,14 @@ def build_corpus(
     """
     started = time.perf_counter()
     root = Path(out)
-    chosen = list(blueprints)[: apps if apps is not None else None]
+    given = list(blueprints)
+    if apps is not None and apps > len(given):
+        raise ValueError(
+            f"apps is {apps} but there are only {len(given)} blueprints to build "
+            f"({', '.join(b.name for b in given[:12])}{', ...' if len(given) > 12 else ''}): "
+            f"ask for at most {len(given)}, or add blueprints (your own, or ones the LLM builder writes)"
+        )
+    chosen = given[: apps if apps is not None else None]
     _check_args(chosen, apps, tasks_per_app, states, distractors, shard_size, workers)
     composition = Composition(apps=len(chosen), tasks_per_app=tasks_per_app, states=states, distractors=distractors)
     _check_existing(root, composition, seed, shard_size)
