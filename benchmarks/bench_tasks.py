@@ -26,8 +26,8 @@ from envsynth.runtime.answerpath import answer_in
 from envsynth.runtime.reward import effects_of
 from envsynth.runtime.state import StateBuilder, open_state, read_rows
 from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synthesize
+from envsynth.tasks.building.instantiate import ChainFailed, execute
 from envsynth.tasks.episode import EpisodePool
-from envsynth.tasks.instantiate import ChainFailed, execute
 from envsynth.tasks.state import merged
 from envsynth.tasks.synth import value_pool
 

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from envsynth.corpus import Corpus
+from envsynth.tasks.admission.policy import resolved
 from envsynth.tasks.model import Call, Task
-from envsynth.tasks.policy import resolved
 
 
 def play(corpus: Corpus, task: Task, calls: list[Call]) -> float:

@@ -37,7 +37,7 @@ from envsynth.runtime.app import AppLoadError
 from envsynth.sandbox.launcher import SandboxUnavailable, WorkerDied
 from envsynth.sandbox.untrusted import SandboxedToolFailure
 from envsynth.serve.registry import ServeError
-from envsynth.tasks.instantiate import ChainFailed
+from envsynth.tasks.building.instantiate import ChainFailed
 from envsynth.testing.fixtures import Unsolvable
 from envsynth.view.html.build import ReportError
 

@@ -13,7 +13,7 @@ condition language      ``ExprError`` (``blueprint.expr``)
 compile and test        ``BuildError``, ``FolderInUseError`` (``compiler.build``)
 fixture solver          ``Unsolvable`` (``testing.fixtures``)
 app                     ``AppLoadError`` (``runtime.app``), ``ToolError`` (``runtime.toolkit``)
-tasks                   ``ChainFailed`` (``tasks.instantiate``)
+tasks                   ``ChainFailed`` (``tasks.building.instantiate``)
 corpus                  ``CorpusError`` (``corpus.errors``)
 run                     ``RunError`` (``rollout.batch``), ``OracleError`` (``agents.oracle``)
 sandbox                 :class:`SandboxError` (here) and its kinds in ``sandbox.launcher`` and

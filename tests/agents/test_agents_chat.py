@@ -12,9 +12,9 @@ from envsynth.agents import ChatAgent, OracleAgent
 from envsynth.corpus import Corpus
 from envsynth.llm import Fail, RetryPolicy, ScriptedProvider, text_reply, tool_call, tool_reply
 from envsynth.rollout import run_batch, run_episode, summarize
-from envsynth.tasks.instantiate import execute
+from envsynth.tasks.building.instantiate import execute
 from envsynth.tasks.model import Task
-from envsynth.tasks.refs import resolve
+from envsynth.tasks.planning.refs import resolve
 from envsynth.tasks.state import merged
 
 

@@ -19,9 +19,9 @@ from envsynth.blueprint import BlueprintError, from_dict
 from envsynth.blueprint.expand import expand
 from envsynth.blueprint.models import Blueprint
 from envsynth.runtime.app import App
-from envsynth.tasks.describe import Description
-from envsynth.tasks.instruction import Phraser
 from envsynth.tasks.model import Call
+from envsynth.tasks.wording.describe import Description
+from envsynth.tasks.wording.instruction import Phraser
 
 VET = Path(__file__).resolve().parents[1] / "data" / "vet_clinic.yaml"
 

@@ -13,8 +13,8 @@ from envsynth.compiler.build import BuiltApp
 from envsynth.corpus import Corpus, build_corpus, load_corpus
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import Episode
-from envsynth.tasks.instruction import leaks_id
-from envsynth.tasks.policy import forbids, oracle_plus_forbidden
+from envsynth.tasks.admission.policy import forbids, oracle_plus_forbidden
+from envsynth.tasks.wording.instruction import leaks_id
 from replay_helpers import play
 
 NOW = "2026-03-15T12:00:00"  # the episode clock

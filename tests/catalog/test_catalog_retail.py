@@ -18,7 +18,7 @@ from envsynth.corpus import Corpus, build_corpus, load_corpus
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import Episode
 from envsynth.runtime.toolkit import date_sub, days
-from envsynth.tasks.policy import oracle_plus_forbidden
+from envsynth.tasks.admission.policy import oracle_plus_forbidden
 from replay_helpers import play
 
 

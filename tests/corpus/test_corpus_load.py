@@ -14,7 +14,7 @@ from envsynth.corpus import Corpus, CorpusError, CorpusSummary, load_corpus
 from envsynth.runtime.answerpath import answer_in
 from envsynth.runtime.state import open_state, read_rows
 from envsynth.tasks.model import Task
-from envsynth.tasks.refs import resolve
+from envsynth.tasks.planning.refs import resolve
 
 
 @pytest.fixture(scope="module")

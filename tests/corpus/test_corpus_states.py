@@ -21,7 +21,7 @@ from envsynth.runtime.answerpath import answer_in
 from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import open_state, read_rows
 from envsynth.tasks.model import Task
-from envsynth.tasks.refs import resolve
+from envsynth.tasks.planning.refs import resolve
 from envsynth.tasks.state import state_bytes
 
 

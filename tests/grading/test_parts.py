@@ -12,8 +12,8 @@ from envsynth import load_blueprint
 from envsynth.corpus import Corpus, build_corpus, load_corpus
 from envsynth.grading import ScoreRule, add_communication, answer_spec, grade_task
 from envsynth.runtime.reward import Effects
+from envsynth.tasks.admission.policy import oracle_plus_forbidden, resolved
 from envsynth.tasks.model import Call, Task
-from envsynth.tasks.policy import oracle_plus_forbidden, resolved
 
 EXAMPLE = Path(__file__).parent.parent / "data" / "examples" / "policy.yaml"
 

@@ -23,7 +23,7 @@ def test_no_chain_step_fills_a_list_of_ids_from_one_row(tmp_path: Path) -> None:
 
     from envsynth import catalog
     from envsynth.tasks import synth
-    from envsynth.tasks.chain import plan_chain
+    from envsynth.tasks.planning.chain import plan_chain
 
     app = build_app(catalog.load("northstar_air"), tmp_path / "air").app  # schedule_flight -> book_reservation(flight_ids)
     g = build_graph(app)
@@ -44,7 +44,7 @@ def test_tools_whose_lists_name_rows_only_start_chains(tmp_path: Path) -> None:
 
     from envsynth import catalog
     from envsynth.tasks import synth
-    from envsynth.tasks.chain import plan_chain
+    from envsynth.tasks.planning.chain import plan_chain
 
     app = build_app(catalog.load("northstar_air"), tmp_path / "air").app
     g = build_graph(app)

@@ -15,12 +15,12 @@ from envsynth.graph import ToolGraph
 from envsynth.llmbuild.writer import Value, required_values
 from envsynth.runtime.app import App
 from envsynth.tasks import Task, synthesize
-from envsynth.tasks.describe import human, noun
-from envsynth.tasks.instantiate import execute
-from envsynth.tasks.instruction import ID_PATTERN
+from envsynth.tasks.building.instantiate import execute
 from envsynth.tasks.model import Call
-from envsynth.tasks.refs import resolve
+from envsynth.tasks.planning.refs import resolve
 from envsynth.tasks.state import merged
+from envsynth.tasks.wording.describe import human, noun
+from envsynth.tasks.wording.instruction import ID_PATTERN
 
 SCAN = 400  # task indices looked at, at most
 

@@ -17,7 +17,7 @@ from envsynth.llmbuild.client import BuilderClient
 from envsynth.llmbuild.writer import Rewrite, check_rewrite, required_values, write_instruction
 from envsynth.runtime.app import App
 from envsynth.tasks import Task
-from envsynth.tasks.instruction import leaks_id
+from envsynth.tasks.wording.instruction import leaks_id
 
 
 @pytest.fixture(scope="module")

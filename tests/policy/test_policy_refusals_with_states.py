@@ -8,8 +8,8 @@ import pytest
 
 from envsynth import load_blueprint
 from envsynth.corpus import Corpus, build_corpus, load_corpus
-from envsynth.tasks import policy as policy_tasks
-from envsynth.tasks.policy import oracle_plus_forbidden
+from envsynth.tasks.admission import policy as policy_tasks
+from envsynth.tasks.admission.policy import oracle_plus_forbidden
 from replay_helpers import play
 
 EXAMPLE = Path(__file__).parent.parent / "data" / "examples" / "policy.yaml"
@@ -29,7 +29,7 @@ def test_refusals_are_made_with_two_states_per_task(corpus: Corpus) -> None:
     assert len(involved) >= 0.10 * len(tasks), (len(involved), len(tasks))
     assert len(refusals) >= 0.5 * len(involved), (len(refusals), len(involved))  # 14 of 22 (7 of 21 before the re-placement)
     # a new row drawn for the forbidden request may be listed by a search of the oracle (items[k]) and move the row the
-    # oracle means: the oracle is re-placed (tasks/refusal_rows.py); what is still lost is a new row that changes the
+    # oracle means: the oracle is re-placed (tasks/admission/refusal_rows.py); what is still lost is a new row that changes the
     # answer (a count of the requester's reservations) or is listed past the search's first page
     by_index: dict[int, int] = {}
     for t in tasks:

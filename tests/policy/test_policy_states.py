@@ -10,8 +10,8 @@ import pytest
 
 from envsynth import load_blueprint
 from envsynth.corpus import Corpus, build_corpus, load_corpus
+from envsynth.tasks.admission.policy import oracle_plus_forbidden, requester_key
 from envsynth.tasks.model import Task
-from envsynth.tasks.policy import oracle_plus_forbidden, requester_key
 from envsynth.tasks.state import merged
 from replay_helpers import play
 
@@ -33,7 +33,7 @@ def test_two_state_refusals_share_the_request_and_score_like_one_state_ones(corp
     involved = [ts for ts in by_index.values() if any(t.policy for t in ts)]
     assert refusing and len(refusing) >= 0.4 * len(involved), (len(refusing), len(involved))  # 2 of 5 task indexes
     # a new row drawn for the forbidden request may be listed by a search of the oracle (items[k]) and move the row the
-    # oracle means: the oracle is re-placed (tasks/refusal_rows.py); what is still lost is a new row that changes the
+    # oracle means: the oracle is re-placed (tasks/admission/refusal_rows.py); what is still lost is a new row that changes the
     # answer (a count of the requester's reservations) or is listed past the search's first page
     assert any(len(states) == 2 for states in refusing)  # both states refuse, each on its own copy of the row
     for states in refusing:  # else (no forbidden row fits every state) the first state alone

@@ -17,10 +17,10 @@ from envsynth.blueprint.policy import policy_text
 from envsynth.corpus import Corpus, build_corpus, load_corpus
 from envsynth.export import export_rl
 from envsynth.runtime.app import App
-from envsynth.tasks import policy as policy_tasks
+from envsynth.tasks.admission import policy as policy_tasks
+from envsynth.tasks.admission.policy import oracle_plus_forbidden, requester_key, resolved
 from envsynth.tasks.model import Call, Task
-from envsynth.tasks.policy import oracle_plus_forbidden, requester_key, resolved
-from envsynth.tasks.refs import resolve
+from envsynth.tasks.planning.refs import resolve
 from envsynth.tasks.state import merged, rows_bytes
 from replay_helpers import play
 
@@ -43,7 +43,7 @@ def test_share_of_policy_tasks_and_refusals(corpus: Corpus) -> None:
     assert len(involved) >= 0.10 * len(tasks), len(involved)
     assert len(refusals) >= 0.5 * len(involved), (len(refusals), len(involved))  # 7 of 11 (3 before the re-placement)
     # a new row drawn for the forbidden request may be listed by a search of the oracle (items[k]) and move the row the
-    # oracle means: the oracle is re-placed (tasks/refusal_rows.py); what is still lost is a new row that changes the
+    # oracle means: the oracle is re-placed (tasks/admission/refusal_rows.py); what is still lost is a new row that changes the
     # answer (a count of the requester's reservations) or is listed past the search's first page
 
 

@@ -1,4 +1,4 @@
-"""The distractor level of a row, read off the task's core rows the way envsynth.tasks.distractors makes each level."""
+"""The distractor level of a row, read off the task's core rows the way envsynth.tasks.building.distractors makes each level."""
 
 from __future__ import annotations
 

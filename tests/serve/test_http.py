@@ -19,7 +19,7 @@ from serve_helpers import distinctive  # noqa: E402
 from envsynth.corpus import Corpus  # noqa: E402
 from envsynth.runtime.answerpath import answer_in  # noqa: E402
 from envsynth.tasks.model import Task  # noqa: E402
-from envsynth.tasks.refs import resolve  # noqa: E402
+from envsynth.tasks.planning.refs import resolve  # noqa: E402
 
 FORBIDDEN = ("oracle", "expected", "state", "answer_step", "answer_field", "visible_tools", "coordinates", "hash", "stats", "seed")
 

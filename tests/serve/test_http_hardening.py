@@ -17,7 +17,7 @@ from serve_helpers import distinctive, says  # noqa: E402
 
 from envsynth.corpus import Corpus  # noqa: E402
 from envsynth.tasks.model import Task  # noqa: E402
-from envsynth.tasks.refs import resolve  # noqa: E402
+from envsynth.tasks.planning.refs import resolve  # noqa: E402
 
 
 def _error(r: Any, status: int, code: str) -> dict[str, Any]:

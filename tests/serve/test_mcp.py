@@ -23,7 +23,7 @@ from envsynth.corpus import Corpus
 from envsynth.runtime.answerpath import answer_in
 from envsynth.serve.mcp import COMPLETED, build_server
 from envsynth.tasks.model import Task
-from envsynth.tasks.refs import resolve
+from envsynth.tasks.planning.refs import resolve
 
 
 def text(result: Any) -> str:

@@ -7,10 +7,10 @@ import ast
 from envsynth.compiler.build import BuiltApp
 from envsynth.graph import build_graph
 from envsynth.tasks import Rejection, synthesize
-from envsynth.tasks.admission import admit
+from envsynth.tasks.admission.admit import admit
+from envsynth.tasks.building.states import _drawn_ids_in_arguments
 from envsynth.tasks.model import Call
 from envsynth.tasks.state import merged
-from envsynth.tasks.states import _drawn_ids_in_arguments
 
 
 def test_generated_tools_draw_randomness_only_for_new_ids(built_catalog: dict[str, BuiltApp]) -> None:

@@ -6,7 +6,7 @@ import random
 
 from envsynth.compiler.build import BuiltApp
 from envsynth.graph import build_graph
-from envsynth.tasks.chain import _tools, plan_chain, undoes
+from envsynth.tasks.planning.chain import _tools, plan_chain, undoes
 
 
 def test_a_joined_community_is_never_left_in_the_same_request(built_catalog: dict[str, BuiltApp]) -> None:

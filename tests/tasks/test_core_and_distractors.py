@@ -10,10 +10,10 @@ from envsynth import catalog
 from envsynth.compiler.compile import compile_app
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, StateBuilder
-from envsynth.tasks.chain import Step
-from envsynth.tasks.core import _guarded, _prune
-from envsynth.tasks.distractors import add_distractors
-from envsynth.tasks.world import value_pool
+from envsynth.tasks.building.core import _guarded, _prune
+from envsynth.tasks.building.distractors import add_distractors
+from envsynth.tasks.building.world import value_pool
+from envsynth.tasks.planning.chain import Step
 
 
 @pytest.fixture(scope="module")

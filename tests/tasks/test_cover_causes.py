@@ -10,10 +10,10 @@ from envsynth.compiler.compile import compile_app
 from envsynth.graph import build_graph
 from envsynth.runtime.state import StateBuilder
 from envsynth.tasks import Rejection, synthesize
-from envsynth.tasks.askable import askable
-from envsynth.tasks.describe import describe, render
-from envsynth.tasks.distractors import add_distractors
-from envsynth.tasks.plan import plan_task
+from envsynth.tasks.building.distractors import add_distractors
+from envsynth.tasks.planning.askable import askable
+from envsynth.tasks.planning.plan import plan_task
+from envsynth.tasks.wording.describe import describe, render
 
 
 def _near_duplicates_differ_in_what_a_description_says(entity: str, unsaid: tuple[str, ...]) -> None:

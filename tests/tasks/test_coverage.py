@@ -11,8 +11,8 @@ from envsynth.graph import build_graph
 from envsynth.runtime.answerpath import answer_expr, answer_in, group_field, has_answer
 from envsynth.runtime.app import App
 from envsynth.tasks import Rejection, Task, synthesize
-from envsynth.tasks.chain import _reads_of, _tools, plan_chain
-from envsynth.tasks.plan import kind_and_turn, plan_task
+from envsynth.tasks.planning.chain import _reads_of, _tools, plan_chain
+from envsynth.tasks.planning.plan import kind_and_turn, plan_task
 
 
 def _tasks(app: App, app_index: int, task_index: int) -> list[Task]:

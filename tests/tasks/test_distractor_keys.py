@@ -8,7 +8,7 @@ from pathlib import Path
 from envsynth.blueprint.load import load_blueprint
 from envsynth.compiler.compile import compile_app
 from envsynth.runtime.state import StateBuilder, rows_to_bytes_fast
-from envsynth.tasks.distractors import add_distractors
+from envsynth.tasks.building.distractors import add_distractors
 from envsynth.tasks.state import merged
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "examples" / "correlated_data.yaml"

@@ -17,11 +17,11 @@ from envsynth.graph.model import ToolGraph
 from envsynth.runtime.answerpath import group_field
 from envsynth.runtime.app import App
 from envsynth.tasks import Rejection, Task, synthesize
-from envsynth.tasks.answer import _group_keys
-from envsynth.tasks.chain import _follow_ups, _info_reads, plan_chain, row_filter
 from envsynth.tasks.model import Call
-from envsynth.tasks.plan import plan_task
-from envsynth.tasks.questions import how_many
+from envsynth.tasks.planning.answer import _group_keys
+from envsynth.tasks.planning.chain import _follow_ups, _info_reads, plan_chain, row_filter
+from envsynth.tasks.planning.plan import plan_task
+from envsynth.tasks.wording.questions import how_many
 
 
 @cache

@@ -7,12 +7,12 @@ import random
 from envsynth import catalog
 from envsynth.compiler.compile import compile_app
 from envsynth.runtime.state import StateBuilder
-from envsynth.tasks.chain import Step
-from envsynth.tasks.core import _targets
-from envsynth.tasks.describe import describe, render
-from envsynth.tasks.instruction import Phraser
+from envsynth.tasks.building.core import _targets
 from envsynth.tasks.model import Call
-from envsynth.tasks.request import _param_descriptions
+from envsynth.tasks.planning.chain import Step
+from envsynth.tasks.wording.describe import describe, render
+from envsynth.tasks.wording.instruction import Phraser
+from envsynth.tasks.wording.request import _param_descriptions
 
 
 def test_a_return_of_two_items_names_both() -> None:

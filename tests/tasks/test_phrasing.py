@@ -12,9 +12,9 @@ import yaml
 from envsynth.blueprint import from_dict
 from envsynth.blueprint.expand import expand
 from envsynth.blueprint.models import Blueprint
-from envsynth.tasks.describe import Description, describe, render
-from envsynth.tasks.instruction import Phraser, greeting, plural, profile
 from envsynth.tasks.model import Call, Ref
+from envsynth.tasks.wording.describe import Description, describe, render
+from envsynth.tasks.wording.instruction import Phraser, greeting, plural, profile
 
 ALICE = {"customer_id": "cus_100001", "full_name": "Alice Moreau", "email": "alice@example.net", "tier": "member", "status": "active"}
 BOOK = {"book_id": "boo_100001", "title": "The Silent Garden", "author": "Ann Lee", "genre": "fiction", "price": 12.5, "stock": 4}
@@ -138,7 +138,7 @@ def test_a_row_is_named_in_full_once_then_as_that_row(bookshop: Blueprint) -> No
 
 def test_chains_never_take_back_their_own_steps() -> None:
     from envsynth import catalog
-    from envsynth.tasks.chain import _reverses, moves, undoes
+    from envsynth.tasks.planning.chain import _reverses, moves, undoes
 
     specs = {s.name: s for s in expand(catalog.load("northwind_bank"))}
     assert moves(specs["lock_card"]) == (frozenset({"active"}), "locked")

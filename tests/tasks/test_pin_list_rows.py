@@ -5,8 +5,8 @@ from __future__ import annotations
 from envsynth import catalog
 from envsynth.compiler.compile import compile_app
 from envsynth.runtime.state import StateBuilder
-from envsynth.tasks.chain import Step
-from envsynth.tasks.instantiate import ChainFailed, instantiate
+from envsynth.tasks.building.instantiate import ChainFailed, instantiate
+from envsynth.tasks.planning.chain import Step
 from envsynth.tasks.synth import value_pool
 
 

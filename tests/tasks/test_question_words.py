@@ -17,7 +17,7 @@ from envsynth.compiler.compile import compile_app
 from envsynth.graph import build_graph
 from envsynth.tasks import Rejection, Task, synthesize
 from envsynth.tasks.model import Call
-from envsynth.tasks.questions import unfiltered
+from envsynth.tasks.wording.questions import unfiltered
 
 INDEXES = 48
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from envsynth.blueprint.load import load_blueprint
 from envsynth.compiler.compile import compile_app
+from envsynth.tasks.building.states import remap_call
 from envsynth.tasks.model import Call
-from envsynth.tasks.states import remap_call
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "examples" / "list_effects.yaml"
 

@@ -1,4 +1,4 @@
-"""Later task states carry state 0's admitted oracle over to their own ids (tasks/restate.py): the same tasks as
+"""Later task states carry state 0's admitted oracle over to their own ids (tasks/admission/restate.py): the same tasks as
 admitting each state anew and varying it, the rows a search lists re-placed per state, and the long way taken when
 the carried oracle does not check."""
 
@@ -15,9 +15,9 @@ from envsynth.graph import build_graph
 from envsynth.graph.model import ToolGraph
 from envsynth.runtime.app import App
 from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synth, synthesize
-from envsynth.tasks import restate as restate_module
-from envsynth.tasks.answer import extract
-from envsynth.tasks.refs import resolve
+from envsynth.tasks.admission import restate as restate_module
+from envsynth.tasks.planning.answer import extract
+from envsynth.tasks.planning.refs import resolve
 
 APPS = ("harbor_market", "tempo_music", "peak_fitness")
 

@@ -11,14 +11,15 @@ from envsynth import catalog
 from envsynth.compiler.compile import compile_app
 from envsynth.graph import build_graph
 from envsynth.runtime.app import App
-from envsynth.tasks import admission, synthesize
-from envsynth.tasks.admission import Admitted
-from envsynth.tasks.describe import Description
-from envsynth.tasks.instantiate import Workspace, execute
+from envsynth.tasks import synthesize
+from envsynth.tasks.admission import admit as admission
+from envsynth.tasks.admission.admit import Admitted
+from envsynth.tasks.admission.routes import look_up_rows
+from envsynth.tasks.building.instantiate import Workspace, execute
 from envsynth.tasks.model import Call, Coordinates, Ref, Rejection, Task, TaskState, UserProfile
-from envsynth.tasks.oracle import oracle_program
-from envsynth.tasks.refs import MISSING, resolve, source
-from envsynth.tasks.routes import look_up_rows
+from envsynth.tasks.planning.oracle import oracle_program
+from envsynth.tasks.planning.refs import MISSING, resolve, source
+from envsynth.tasks.wording.describe import Description
 
 CATEGORY = {"category_id": "cat_1", "name": "Kitchen", "description": "Pots and mugs."}
 DANA = {**SOLVABLE_DANA, "customer_id": "cus_1"}  # the customer of test_solvable, with a shorter id
@@ -256,7 +257,7 @@ def test_synthesis_checks_a_task_with_search_lookups_without_replaying_it(harbor
         made = synthesize(harbor, graph, app_index=0, task_index=t, states=2, depth=2)
         if isinstance(made, list) and all(any(r.item is not None for c in x.oracle for r in c.refs.values()) for x in made):
             # state 0 admitted once, before its lookups (checked by their recorded runs); state 1 carries state 0's
-            # oracle over (tasks/restate.py), checked against its own ground-truth run: no admission replay at all
+            # oracle over (tasks/admission/restate.py), checked against its own ground-truth run: no admission replay at all
             assert admits == [made[0].id]
             return
     raise AssertionError("no task with a search lookup in every state")

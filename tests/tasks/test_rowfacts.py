@@ -10,12 +10,12 @@ from envsynth import catalog
 from envsynth.compiler.compile import compile_app
 from envsynth.graph import build_graph
 from envsynth.runtime.state import StateBuilder
-from envsynth.tasks import chain
-from envsynth.tasks.instantiate import ChainFailed, instantiate
+from envsynth.tasks.building.instantiate import ChainFailed, instantiate
+from envsynth.tasks.building.world import STEP_ATTEMPTS, WORLD_ROWS, value_pool, world_tables
 from envsynth.tasks.model import Ref
-from envsynth.tasks.plan import KINDS, task_seed
-from envsynth.tasks.rowfacts import RowFacts
-from envsynth.tasks.world import STEP_ATTEMPTS, WORLD_ROWS, value_pool, world_tables
+from envsynth.tasks.planning import chain
+from envsynth.tasks.planning.plan import KINDS, task_seed
+from envsynth.tasks.planning.rowfacts import RowFacts
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import re
 
-from envsynth.tasks.request import _stated_in, says_answer
+from envsynth.tasks.wording.request import _stated_in, says_answer
 
 
 def test_stated_in_finds_what_the_pattern_finds() -> None:

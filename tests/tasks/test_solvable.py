@@ -11,10 +11,10 @@ from envsynth.compiler.compile import compile_app
 from envsynth.graph import build_graph
 from envsynth.runtime.app import App
 from envsynth.tasks import Rejection, synthesize
-from envsynth.tasks.describe import Description
-from envsynth.tasks.instruction import Requester
+from envsynth.tasks.admission.solvable import lookups
 from envsynth.tasks.model import UserProfile
-from envsynth.tasks.solvable import lookups
+from envsynth.tasks.wording.describe import Description
+from envsynth.tasks.wording.instruction import Requester
 
 DANA = {
     "customer_id": "cus_100001",

@@ -9,13 +9,15 @@ import pytest
 from envsynth.compiler.build import BuiltApp
 from envsynth.graph import build_graph
 from envsynth.runtime.app import App
-from envsynth.tasks import Rejection, Task, admission, chain, synth, synthesize
-from envsynth.tasks.admission import Admitted
+from envsynth.tasks import Rejection, Task, synth, synthesize
+from envsynth.tasks.admission import admit as admission
+from envsynth.tasks.admission.admit import Admitted
+from envsynth.tasks.building.world import instantiate_plan
 from envsynth.tasks.model import Call
-from envsynth.tasks.plan import kind_and_turn, plan_task
-from envsynth.tasks.request import _set_by_request, says_answer
+from envsynth.tasks.planning import chain
+from envsynth.tasks.planning.plan import kind_and_turn, plan_task
 from envsynth.tasks.state import merged
-from envsynth.tasks.world import instantiate_plan
+from envsynth.tasks.wording.request import _set_by_request, says_answer
 
 
 def _first_tasks(app: App, *, start: int = 0) -> tuple[int, list[Task]]:

@@ -12,8 +12,8 @@ from envsynth.graph import build_graph
 from envsynth.runtime.answerpath import answer_in
 from envsynth.runtime.state import id_fields
 from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synthesize
-from envsynth.tasks.instruction import leaks_id
-from envsynth.tasks.refs import resolve
+from envsynth.tasks.planning.refs import resolve
+from envsynth.tasks.wording.instruction import leaks_id
 
 PER_APP = 3
 STATES = 2

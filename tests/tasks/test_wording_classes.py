@@ -17,10 +17,10 @@ from envsynth.blueprint.expand import expand
 from envsynth.blueprint.models import Blueprint
 from envsynth.compiler.compile import compile_app
 from envsynth.runtime.app import App
-from envsynth.tasks.describe import Description, render
-from envsynth.tasks.instruction import Phraser, Requester, compose
 from envsynth.tasks.model import Call, UserProfile
-from envsynth.tasks.scenario import reason_for
+from envsynth.tasks.wording.describe import Description, render
+from envsynth.tasks.wording.instruction import Phraser, Requester, compose
+from envsynth.tasks.wording.scenario import reason_for
 
 
 @cache
@@ -229,7 +229,7 @@ def test_a_clause_saying_that_of_a_row_named_that_is_not_doubled() -> None:
     earlier in the request): the doubled_word lint found it in northwind_bank."""
     import random as _random
 
-    from envsynth.tasks.instruction import compose
+    from envsynth.tasks.wording.instruction import compose
 
     text = compose(["record that that customer has passed the identity check"], None, _random.Random(0), "")
     assert "that that" not in text.lower() and "that the same customer has passed" in text

@@ -14,9 +14,9 @@ from envsynth.blueprint import BlueprintError, from_dict
 from envsynth.compiler.build import BuiltApp
 from envsynth.graph import build_graph
 from envsynth.tasks import Rejection, synthesize
-from envsynth.tasks.instantiate import execute
-from envsynth.tasks.plan import plan_task
-from envsynth.tasks.refs import resolve
+from envsynth.tasks.building.instantiate import execute
+from envsynth.tasks.planning.plan import plan_task
+from envsynth.tasks.planning.refs import resolve
 from envsynth.tasks.state import merged
 
 ROOT = Path(__file__).parent.parent.parent

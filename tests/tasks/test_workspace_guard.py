@@ -1,4 +1,4 @@
-"""The state guard of task synthesis's workspace (tasks.instantiate.Workspace): its triggers stay on the
+"""The state guard of task synthesis's workspace (tasks.building.instantiate.Workspace): its triggers stay on the
 connection (runtime.guard.stand), but each chain is guarded only by the triggers its own calls ask for."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from envsynth.blueprint import from_dict
 from envsynth.compiler.compile import compile_app
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, read_rows
-from envsynth.tasks.instantiate import ChainFailed, Delta, Workspace
+from envsynth.tasks.building.instantiate import ChainFailed, Delta, Workspace
 from envsynth.tasks.model import Call
 
 EXAMPLE = Path(__file__).parent.parent / "data" / "examples" / "state_machines.yaml"

@@ -14,11 +14,12 @@ from envsynth.compiler.build import BuiltApp
 from envsynth.graph import build_graph
 from envsynth.runtime.app import App
 from envsynth.runtime.state import StateBuilder
-from envsynth.tasks import Rejection, Task, instantiate, synthesize
-from envsynth.tasks.chain import plan_workflow
-from envsynth.tasks.plan import plan_task
-from envsynth.tasks.roles import chain_roles
-from envsynth.tasks.world import STEP_ATTEMPTS, WORLD_ROWS, value_pool, world_tables
+from envsynth.tasks import Rejection, Task, synthesize
+from envsynth.tasks.building import instantiate
+from envsynth.tasks.building.world import STEP_ATTEMPTS, WORLD_ROWS, value_pool, world_tables
+from envsynth.tasks.planning.chain import plan_workflow
+from envsynth.tasks.planning.plan import plan_task
+from envsynth.tasks.wording.roles import chain_roles
 
 APP_INDEX = {
     "northstar_air": 0,

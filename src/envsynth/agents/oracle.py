@@ -9,7 +9,7 @@ from envsynth.errors import EnvsynthError
 from envsynth.llm.types import Message, Usage
 from envsynth.runtime.answerpath import answer_in, has_answer
 from envsynth.tasks.model import Task
-from envsynth.tasks.refs import MISSING, resolve, where
+from envsynth.tasks.planning.refs import MISSING, resolve, where
 
 
 class OracleError(EnvsynthError, RuntimeError):

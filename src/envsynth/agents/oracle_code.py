@@ -8,7 +8,7 @@ from envsynth.agents.codeloop import CODE_SYSTEM_PROMPT
 from envsynth.llm.types import Message, Usage
 from envsynth.runtime.answerpath import answer_expr
 from envsynth.tasks.model import Task
-from envsynth.tasks.refs import source
+from envsynth.tasks.planning.refs import source
 
 
 def _arguments(items: list[tuple[str, str]]) -> str:

@@ -3,7 +3,7 @@
 The model sees every tool (description, parameters, pre-conditions, effects) and the
 edges :func:`~envsynth.graph.build_graph` found, and proposes missing ``data`` or
 ``logic`` edges. Each proposal is checked by execution on a fresh state, with the same
-machinery task synthesis uses (:func:`~envsynth.tasks.instantiate.instantiate`: the
+machinery task synthesis uses (:func:`~envsynth.tasks.building.instantiate.instantiate`: the
 fixture solver builds a state where the calls' pre-conditions hold, then the chain runs):
 
 * ``data`` ``A -> B`` (``param``): the two-step chain ``A; B`` where ``B.param`` is taken
@@ -37,9 +37,9 @@ from envsynth.graph.schema import schema_from_blueprint
 from envsynth.llmbuild.prompts import prompt
 from envsynth.runtime.app import App
 from envsynth.runtime.state import StateBuilder
-from envsynth.tasks.chain import Step
-from envsynth.tasks.instantiate import ChainFailed, execute, instantiate
+from envsynth.tasks.building.instantiate import ChainFailed, execute, instantiate
 from envsynth.tasks.model import Call, Ref
+from envsynth.tasks.planning.chain import Step
 from envsynth.tasks.synth import WORLD_ROWS, value_pool
 
 __all__ = [

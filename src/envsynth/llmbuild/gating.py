@@ -29,9 +29,9 @@ from envsynth.graph.model import ToolGraph
 from envsynth.llmbuild.prompts import prompt
 from envsynth.runtime.app import App
 from envsynth.runtime.state import StateBuilder
-from envsynth.tasks.chain import plan_chain
-from envsynth.tasks.instantiate import ChainFailed, instantiate
+from envsynth.tasks.building.instantiate import ChainFailed, instantiate
 from envsynth.tasks.model import Task, TaskKind
+from envsynth.tasks.planning.chain import plan_chain
 from envsynth.tasks.synth import MIN_VISIBLE, WORLD_ROWS, value_pool
 
 __all__ = [
@@ -117,9 +117,9 @@ def feasibility(app: App, graph: ToolGraph, tools: list[str], *, k: int = K_SEAR
     """g(D): how many of ``k`` randomized oracle searches find an executable chain in ``tools``.
 
     Search ``i`` (``random.Random(seed * 7919 + i)``) plans one action or mixed chain
-    (:func:`~envsynth.tasks.chain.plan_chain`) on the app and graph restricted to
+    (:func:`~envsynth.tasks.planning.chain.plan_chain`) on the app and graph restricted to
     ``tools``, so every step is a tool of D and at least the first is a write, then
-    instantiates it on a fresh world (:func:`~envsynth.tasks.instantiate.instantiate`).
+    instantiates it on a fresh world (:func:`~envsynth.tasks.building.instantiate.instantiate`).
     The chain is *found* when the instantiation succeeds: every call of the chain ran
     with a Success on the state built for it. Deterministic in its arguments.
     """

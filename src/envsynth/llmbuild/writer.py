@@ -3,7 +3,7 @@
 The model rewrites the procedural instruction (and may reword the user's role and add
 preferences). The rewrite is accepted only if it
 
-* leaks no id (:func:`~envsynth.tasks.instruction.leaks_id`);
+* leaks no id (:func:`~envsynth.tasks.wording.instruction.leaks_id`);
 * keeps every identifying value of the procedural instruction (see :func:`required_values`),
   compared normalized: numbers as numbers (``$1,250.00`` = ``1250``), dates as dates
   (``March 3, 2026`` = ``2026-03-03``), times as times, phones by their digits, text
@@ -30,9 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.llmbuild.prompts import prompt
 from envsynth.runtime.app import App
-from envsynth.tasks.describe import field_words, fmt_value, human
-from envsynth.tasks.instruction import ID_PATTERN, leaks_id
 from envsynth.tasks.model import Task, UserProfile
+from envsynth.tasks.wording.describe import field_words, fmt_value, human
+from envsynth.tasks.wording.instruction import ID_PATTERN, leaks_id
 
 __all__ = [
     "Rewrite",

@@ -1,4 +1,4 @@
-"""Task synthesis: seed chains, initial states with distractors, instructions, admission."""
+"""Task synthesis by stage: planning (seed chains), building (initial states with distractors), wording (instructions), admission."""
 
 from envsynth.tasks.episode import TaskEpisode
 from envsynth.tasks.model import Call, Coordinates, Ref, Rejection, RejectionReason, Task, TaskState, UserProfile

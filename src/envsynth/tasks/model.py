@@ -38,7 +38,7 @@ class Ref(_Frozen):
     """An argument taken from the result of an earlier oracle call: ``result[step][field]``.
 
     With ``item``, a field of one item of a search's result: ``result[step]["items"][item][field]``
-    (the row a lookup listed; left out of the JSON when None). :mod:`envsynth.tasks.refs` resolves refs.
+    (the row a lookup listed; left out of the JSON when None). :mod:`envsynth.tasks.planning.refs` resolves refs.
     """
 
     step: int

@@ -2,15 +2,15 @@
 
 The stages, each a function from typed artifacts to typed artifacts (or a Rejection):
 
-1. plan (:mod:`~envsynth.tasks.plan`): the task's kind and chain of tool calls;
-2. instantiate (:mod:`~envsynth.tasks.world`): a small world, the oracle's arguments and s0;
-3. core (:mod:`~envsynth.tasks.core`, :mod:`~envsynth.tasks.answer`, :mod:`~envsynth.tasks.visible`):
+1. plan (:mod:`~envsynth.tasks.planning.plan`): the task's kind and chain of tool calls;
+2. instantiate (:mod:`~envsynth.tasks.building.world`): a small world, the oracle's arguments and s0;
+3. core (:mod:`~envsynth.tasks.building.core`, :mod:`~envsynth.tasks.planning.answer`, :mod:`~envsynth.tasks.building.visible`):
    the rows the chain needs, the rows the request names, the question, the visible tools;
-4. states and distractors (:mod:`~envsynth.tasks.states`): per state, distractors the chain runs on;
-5. describe (:mod:`~envsynth.tasks.request`): a unique description of every named row (judges state 0);
-6. scenario (:mod:`~envsynth.tasks.request`): who asks, in their words, solvable from what they state;
-7. admit (:mod:`~envsynth.tasks.admission`): the sealed task, admitted, then through its variants; a later
-   state takes state 0's admitted oracle under its own ids when that checks (:mod:`~envsynth.tasks.restate`).
+4. states and distractors (:mod:`~envsynth.tasks.building.states`): per state, distractors the chain runs on;
+5. describe (:mod:`~envsynth.tasks.wording.request`): a unique description of every named row (judges state 0);
+6. scenario (:mod:`~envsynth.tasks.wording.request`): who asks, in their words, solvable from what they state;
+7. admit (:mod:`~envsynth.tasks.admission.admit`): the sealed task, admitted, then through its variants; a later
+   state takes state 0's admitted oracle under its own ids when that checks (:mod:`~envsynth.tasks.admission.restate`).
 
 ``synthesize`` is pure and deterministic in its arguments.
 """
@@ -20,21 +20,21 @@ from __future__ import annotations
 from envsynth.graph.model import ToolGraph
 from envsynth.runtime.app import App
 from envsynth.runtime.reward import effects_of
-from envsynth.tasks.admission import Admitted, Variant, admit, admit_state, vary
-from envsynth.tasks.answer import Question, ask
-from envsynth.tasks.core import core_of
-from envsynth.tasks.lookup import look_up_requester
+from envsynth.tasks.admission.admit import Admitted, Variant, admit, admit_state, vary
+from envsynth.tasks.admission.lookup import look_up_requester
+from envsynth.tasks.admission.policy import shape as shape_policy
+from envsynth.tasks.admission.restate import restate
+from envsynth.tasks.admission.routes import look_up_rows
+from envsynth.tasks.building.core import core_of
+from envsynth.tasks.building.states import TaskStateDraw, draw_state
+from envsynth.tasks.building.visible import MIN_VISIBLE, visible_tools
+from envsynth.tasks.building.world import STEP_ATTEMPTS, WORLD_ROWS, Instance, instantiate_plan, staff_names, value_pool
 from envsynth.tasks.model import Rejection, Task
-from envsynth.tasks.plan import KINDS, task_seed
-from envsynth.tasks.plan import plan_task as plan_task
-from envsynth.tasks.policy import shape as shape_policy
-from envsynth.tasks.questions import unfiltered
-from envsynth.tasks.request import Request, describer, request_of
-from envsynth.tasks.restate import restate
-from envsynth.tasks.routes import look_up_rows
-from envsynth.tasks.states import TaskStateDraw, draw_state
-from envsynth.tasks.visible import MIN_VISIBLE, visible_tools
-from envsynth.tasks.world import STEP_ATTEMPTS, WORLD_ROWS, Instance, instantiate_plan, staff_names, value_pool
+from envsynth.tasks.planning.answer import Question, ask
+from envsynth.tasks.planning.plan import KINDS, task_seed
+from envsynth.tasks.planning.plan import plan_task as plan_task
+from envsynth.tasks.wording.questions import unfiltered
+from envsynth.tasks.wording.request import Request, describer, request_of
 
 VARIANTS: tuple[Variant, ...] = (look_up_requester, look_up_rows)
 """The variant stages every admitted task goes through, in order: a new kind of task derived from an admitted one is one entry here."""
@@ -61,7 +61,7 @@ def synthesize(
     finally:
         if inst.ws0.conn is not None:
             inst.ws0.close()
-    return shape_policy(plan.app, made, plan.base)  # policy tasks (tasks/policy.py); a no-op without agent-obeyed rules
+    return shape_policy(plan.app, made, plan.base)  # policy tasks (tasks/admission/policy.py); a no-op without agent-obeyed rules
 
 
 def _tasks(inst: Instance, states: int) -> list[Task] | Rejection:

@@ -4,7 +4,7 @@ Shared by the HTML report's task pages and ``envsynth show``. Everything comes f
 stored task record and its app (blueprint and tool specs); trajectories come from run folders.
 
 Distractor rows are stored by table, not by level, so their level is read off the rows the
-way :mod:`envsynth.tasks.distractors` makes them: a row that copies a core row's facts but one
+way :mod:`envsynth.tasks.building.distractors` makes them: a row that copies a core row's facts but one
 is a near-duplicate (``d3``), one sharing a core row's label is a namesake (``d2``), a row of
 a table without core rows that refers to a core row is a decoy in a related table (``d4``),
 anything else is a plain row of the same table (``d1``).

@@ -15,10 +15,10 @@ from envsynth.blueprint.models import Blueprint, Workflow
 from envsynth.blueprint.values import ValueMaker
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, StateBuilder, ValuePool, ref_fields
-from envsynth.tasks.chain import Step, _reader
-from envsynth.tasks.instantiate import ChainFailed, Workspace, _instantiate
+from envsynth.tasks.building.instantiate import ChainFailed, Workspace, _instantiate
 from envsynth.tasks.model import Call, Rejection, TaskKind
-from envsynth.tasks.plan import Plan
+from envsynth.tasks.planning.chain import Step, _reader
+from envsynth.tasks.planning.plan import Plan
 
 WORLD_ROWS = 2
 STAFF_NAMES = 64

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.graph.model import ToolGraph
 from envsynth.runtime.app import App
-from envsynth.tasks.askable import askable
-from envsynth.tasks.instruction import refers_to
+from envsynth.tasks.admission.solvable import by_unique_value
 from envsynth.tasks.model import Ref, TaskKind
-from envsynth.tasks.roles import Roles, asked_by, fits, joint
-from envsynth.tasks.rowfacts import RowFacts
-from envsynth.tasks.solvable import by_unique_value
+from envsynth.tasks.planning.askable import askable
+from envsynth.tasks.planning.rowfacts import RowFacts
+from envsynth.tasks.wording.instruction import refers_to
+from envsynth.tasks.wording.roles import Roles, asked_by, fits, joint
 
 LENGTHS = (1, 1, 2, 2, 2, 3, 3, 4, 5, 6, 8)
 UNDO_VERBS = frozenset(("cancel", "delete", "remove", "void", "withdraw", "revoke", "discard", "undo", "abandon", "reopen", "restore"))
@@ -285,7 +285,7 @@ def _info_reads(app: App) -> list[ToolSpec]:
     """The reads information tasks go round: first those no write can be followed up with, so that the
     two kinds of task read with different tools (a mixed task ends with a read of a row its writes touched),
     then those that the fewest writes lead to (mixed tasks seldom end with them); searches over rows that
-    write tools act on come last in both, as the oracle finds such rows with them (:mod:`~envsynth.tasks.routes`).
+    write tools act on come last in both, as the oracle finds such rows with them (:mod:`~envsynth.tasks.admission.routes`).
 
     Depends only on the app: kept on the app's index.
     """
@@ -298,7 +298,7 @@ def _find_info_reads(app: App) -> list[ToolSpec]:
     acted_on = {refers_to(bp, p) for w in _tools(app).writes for p in w.params}
     acted_on -= {s.bindings[0].entity for s in app.specs if s.kind == "get" and s.bindings and by_unique_value(bp, s)}
     reads = _tools(app).reads
-    # a search over rows that writes act on is how the oracle finds those rows (tasks/routes.py): asked last,
+    # a search over rows that writes act on is how the oracle finds those rows (tasks/admission/routes.py): asked last,
     # unless a get by a unique value (a user's email) finds them instead
     finds = {s.name for s in reads if s.kind == "search" and s.query is not None and s.query.entity in acted_on}
     followed = sorted((s for s in reads if s.name in reach), key=lambda s: reach[s.name])  # those fewest writes lead to first

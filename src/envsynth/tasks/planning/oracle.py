@@ -6,7 +6,7 @@ import json
 
 from envsynth.runtime.answerpath import answer_expr
 from envsynth.tasks.model import Call
-from envsynth.tasks.refs import source
+from envsynth.tasks.planning.refs import source
 
 _JSON = json.JSONEncoder(ensure_ascii=False)  # what json.dumps(v, ensure_ascii=False) would build per value
 

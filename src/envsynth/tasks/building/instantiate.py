@@ -22,11 +22,11 @@ from envsynth.runtime.app import App
 from envsynth.runtime.episode import SUCCESS, Episode
 from envsynth.runtime.state import Rows, id_fields, insert_rows, read_rows, ref_fields, scratch_connection
 from envsynth.runtime.toolkit import Context
-from envsynth.tasks.chain import Step
+from envsynth.tasks.building.step_args import allowed_pre, bound_rows, created_rows, given_before, id_filters, oracle_call, same_actor
 from envsynth.tasks.model import Call, Ref
-from envsynth.tasks.refs import MISSING, resolve, where
+from envsynth.tasks.planning.chain import Step
+from envsynth.tasks.planning.refs import MISSING, resolve, where
 from envsynth.tasks.state import copy_rows, pure_reads, workspace_guard, writable_tables
-from envsynth.tasks.step_args import allowed_pre, bound_rows, created_rows, given_before, id_filters, oracle_call, same_actor
 from envsynth.testing.fixtures import Solver
 
 WORKSPACE_PAGE = 1024  # bytes: small states, and rolling back a use restores every page it touched (a quarter of 4096's)

@@ -1,7 +1,7 @@
 """A variant stage: the oracle finds every row it passes the id of through the visible tools, as an agent must.
 
-The solvability rule (:mod:`envsynth.tasks.solvable`) finds, for each row the request names,
-a :class:`~envsynth.tasks.solvable.Route`: a get by a value the request states, or a search
+The solvability rule (:mod:`envsynth.tasks.admission.solvable`) finds, for each row the request names,
+a :class:`~envsynth.tasks.admission.solvable.Route`: a get by a value the request states, or a search
 over the row's table whose parent rows are found first. :func:`look_up_rows` makes the
 oracle follow those routes in each state: before the first call that passes a row's id, it
 calls the route's tools (a search takes its parent's id from the parent's lookup and the
@@ -12,7 +12,7 @@ k-th row a search lists. "Add the song Borrowed Daydream to my playlist Road Tri
 
 A lookup goes before the first call that needs its row, and before any earlier call that
 writes a table it reads, so it finds what it would find on s0 (which is what lets
-:func:`envsynth.tasks.admission.vary` check the variant by running only its lookups). A row
+:func:`envsynth.tasks.admission.admit.vary` check the variant by running only its lookups). A row
 the oracle passes by id that no route reaches in a state (or that its search does not list)
 rejects the task as ``not_solvable``: the request would not let an agent find it. Only an id
 the request itself states is passed as it is (admission rejects such requests before this).
@@ -25,12 +25,12 @@ from typing import Any
 
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows
-from envsynth.tasks.admission import Admitted, written_tables
-from envsynth.tasks.instantiate import ChainFailed, Workspace, execute
-from envsynth.tasks.instruction import Requester, identify_by, refers_to
-from envsynth.tasks.lookup import requester_row, with_oracle
+from envsynth.tasks.admission.admit import Admitted, written_tables
+from envsynth.tasks.admission.lookup import requester_row, with_oracle
+from envsynth.tasks.admission.solvable import Finder, Route
+from envsynth.tasks.building.instantiate import ChainFailed, Workspace, execute
 from envsynth.tasks.model import Call, Ref, Rejection
-from envsynth.tasks.solvable import Finder, Route
+from envsynth.tasks.wording.instruction import Requester, identify_by, refers_to
 
 Row = tuple[str, Any]  # (table, id)
 
@@ -69,7 +69,7 @@ def look_up_rows(app: App, admitted: Admitted) -> Admitted | Rejection:
     """``admitted`` whose oracle finds every pre-existing row it passes the id of by the row's route (see the module).
 
     Unchanged when every such id already comes from a lookup; a Rejection (``not_solvable``) when a row has no
-    route in this state the oracle can follow. Runs after :func:`~envsynth.tasks.lookup.look_up_requester`.
+    route in this state the oracle can follow. Runs after :func:`~envsynth.tasks.admission.lookup.look_up_requester`.
     """
     task = admitted.task
     wanted = literal_rows(app, admitted.state, task.oracle, task.instruction)

@@ -14,15 +14,15 @@ from typing import Any
 from envsynth.blueprint.language import slots
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import ToolSpec
-from envsynth.tasks.describe import Description, flag, human, noun, one_of, render, without_owner
 from envsynth.tasks.model import Call
-from envsynth.tasks.questions import Questions, joined
-from envsynth.tasks.requester import Requester, greeting, identify_by, identity_fields, profile
-from envsynth.tasks.wording import and_list, counted, in_first_person, param_field, plural, refers_to
-from envsynth.tasks.wording import article as _article
-from envsynth.tasks.wording import field_of as _field_of
-from envsynth.tasks.wording import param_value as _param_value
-from envsynth.tasks.wording import verb_is as _is
+from envsynth.tasks.wording.describe import Description, flag, human, noun, one_of, render, without_owner
+from envsynth.tasks.wording.questions import Questions, joined
+from envsynth.tasks.wording.requester import Requester, greeting, identify_by, identity_fields, profile
+from envsynth.tasks.wording.words import and_list, counted, in_first_person, param_field, plural, refers_to
+from envsynth.tasks.wording.words import article as _article
+from envsynth.tasks.wording.words import field_of as _field_of
+from envsynth.tasks.wording.words import param_value as _param_value
+from envsynth.tasks.wording.words import verb_is as _is
 
 __all__ = [
     "ID_PATTERN",

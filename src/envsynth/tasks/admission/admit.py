@@ -13,16 +13,16 @@ from typing import Any
 from envsynth.runtime.app import App
 from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import Rows
-from envsynth.tasks.answer import Question, extract
-from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, execute
+from envsynth.tasks.admission.solvable import Route
+from envsynth.tasks.building.instantiate import ChainFailed, Run, Workspace, execute
+from envsynth.tasks.building.states import Descriptions, TaskStateDraw
+from envsynth.tasks.building.world import Instance
 from envsynth.tasks.model import Call, Ref, Rejection, RejectionReason, Task, TaskState
-from envsynth.tasks.oracle import oracle_program
-from envsynth.tasks.refs import MISSING, resolve
-from envsynth.tasks.request import Request
-from envsynth.tasks.solvable import Route
+from envsynth.tasks.planning.answer import Question, extract
+from envsynth.tasks.planning.oracle import oracle_program
+from envsynth.tasks.planning.refs import MISSING, resolve
 from envsynth.tasks.state import count_rows
-from envsynth.tasks.states import Descriptions, TaskStateDraw
-from envsynth.tasks.world import Instance
+from envsynth.tasks.wording.request import Request
 
 
 @dataclass(frozen=True)

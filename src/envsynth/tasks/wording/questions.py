@@ -17,9 +17,9 @@ from typing import Any
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.runtime.answerpath import group_of
-from envsynth.tasks.describe import Description, field_words, flag, fmt_value, human, noun, one_of, quoted
 from envsynth.tasks.model import Call
-from envsynth.tasks.wording import article, field_of, is_plural, param_value, plural, refers_to, verb_is
+from envsynth.tasks.wording.describe import Description, field_words, flag, fmt_value, human, noun, one_of, quoted
+from envsynth.tasks.wording.words import article, field_of, is_plural, param_value, plural, refers_to, verb_is
 
 _AGG_WORD = {"sum": "total", "avg": "average", "min": "lowest", "max": "highest"}
 _RELATIVE = ("that ", "who ", "where ")
@@ -32,7 +32,7 @@ _SCALES = ("priority", "intensity", "severity", "tier", "level")  # said with th
 
 
 class Questions:
-    """The question-asking part of :class:`~envsynth.tasks.instruction.Phraser` (a mixin: it uses the phraser's state)."""
+    """The question-asking part of :class:`~envsynth.tasks.wording.instruction.Phraser` (a mixin: it uses the phraser's state)."""
 
     bp: Blueprint
     specs: dict[str, ToolSpec]
@@ -175,7 +175,7 @@ class Questions:
     def _of_row(self, spec: ToolSpec, call: Call, calls: list[Call], descs: dict[str, Description]) -> str | None:
         """A count or total over the rows of a row an earlier call named ("How many reviews does that product have?"), or None.
 
-        The row is the only filter of such a read (see :func:`envsynth.tasks.chain.plan_chain`):
+        The row is the only filter of such a read (see :func:`envsynth.tasks.planning.chain.plan_chain`):
         the requester's own ("do I have"), one the request made, or one it named before ("that product").
         """
         q = spec.query

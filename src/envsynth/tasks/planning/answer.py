@@ -14,11 +14,11 @@ from envsynth.blueprint.spec import ToolSpec
 from envsynth.runtime.answerpath import answer_in, group_field, group_of
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows
-from envsynth.tasks.askable import ANSWER_TYPES, set_by_chain
-from envsynth.tasks.chain import Step
-from envsynth.tasks.instruction import identity_fields
+from envsynth.tasks.building.world import Instance
 from envsynth.tasks.model import Call
-from envsynth.tasks.world import Instance
+from envsynth.tasks.planning.askable import ANSWER_TYPES, set_by_chain
+from envsynth.tasks.planning.chain import Step
+from envsynth.tasks.wording.instruction import identity_fields
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Who asks and why: the requester's rows, their reason and the scenario a task carries.
 
-The requester is chosen by :func:`envsynth.tasks.instruction.profile`; this module finds
+The requester is chosen by :func:`envsynth.tasks.wording.instruction.profile`; this module finds
 the people a request concerns besides the rows it names (a search's person filter, the
 owner of a named row), which named rows are the requester's own, the reason they give,
 and the tau2-style :class:`~envsynth.tasks.model.Scenario`.
@@ -14,9 +14,9 @@ from typing import Any
 
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, id_fields, ref_fields
-from envsynth.tasks.describe import Description, noun, render, without_owner
-from envsynth.tasks.instruction import Requester, refers_to
 from envsynth.tasks.model import Call, Scenario
+from envsynth.tasks.wording.describe import Description, noun, render, without_owner
+from envsynth.tasks.wording.instruction import Requester, refers_to
 
 _WORD = re.compile(r"[a-z]+")
 STYLES = ("brief", "polite", "chatty", "in a hurry", "unsure of the details")

@@ -7,7 +7,7 @@ from typing import Any
 
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
-from envsynth.tasks.describe import field_words, fmt_value, human, one_of, quoted, singular
+from envsynth.tasks.wording.describe import field_words, fmt_value, human, one_of, quoted, singular
 
 _FIRST_PERSON = re.compile(r"\b(my|me|mine|myself|I|I'm|I'd|I've|I'll)\b")
 _SLOT = re.compile(r"\{[a-z_0-9]+\}")

@@ -9,7 +9,7 @@ After a task is synthesized (:func:`shape`, called once per task index from
 - about half of the tasks with a write (:data:`REFUSAL_SHARE`) are made *refusal* tasks: the user also asks, in the
   same message, for a call the policy forbids (on a row of their own that the oracle does not touch: one of the
   state, or a new one drawn for it: a search of the oracle that lists the new row as well has the oracle's
-  ``items[k]`` re-placed, :mod:`envsynth.tasks.refusal_rows`). The oracle's calls and
+  ``items[k]`` re-placed, :mod:`envsynth.tasks.admission.refusal_rows`). The oracle's calls and
   the expected effects stay those of the allowed part, so doing nothing scores 0 and doing the forbidden part as
   well scores 0 (the verifier compares the final state). ``Task.policy`` records the rule, the forbidden call and
   the request in the user's words.
@@ -32,11 +32,11 @@ from envsynth.compiler.codegen import py
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import SUCCESS, Episode
 from envsynth.runtime.state import Rows
-from envsynth.tasks.describe import Description, describe, noun, render
-from envsynth.tasks.instruction import Phraser, leaks_id
+from envsynth.tasks.admission.refusal_rows import carried, oracle_results, placed_replay, replay, resolved, same_outcome, with_oracle
 from envsynth.tasks.model import Call, Rejection, Task, TaskPolicy
-from envsynth.tasks.refusal_rows import carried, oracle_results, placed_replay, replay, resolved, same_outcome, with_oracle
 from envsynth.tasks.state import merged, rows_bytes
+from envsynth.tasks.wording.describe import Description, describe, noun, render
+from envsynth.tasks.wording.instruction import Phraser, leaks_id
 
 REFUSAL_SHARE = 0.5
 """Share of the tasks with a write that are tried as refusal tasks (the rest keep their request)."""
@@ -360,7 +360,7 @@ def _distinct(cx: _Ctx, table: str, row: dict[str, Any]) -> bool:
 def _tempts(cx: _Ctx, rule: PolicyRule, spec: ToolSpec, param: str, rows: Rows, key: Any) -> list[Call] | None:
     """The task's oracle on ``rows`` when the rule forbids the call there before and after it and the tools allow the
     call after it, else None. With a new row in (``rows`` not the task's own), a search of the oracle may list it too:
-    the oracle is re-placed (:func:`~envsynth.tasks.refusal_rows.placed_replay`) and must make the task's effects and
+    the oracle is re-placed (:func:`~envsynth.tasks.admission.refusal_rows.placed_replay`) and must make the task's effects and
     answer."""
     app, task = cx.app, cx.task
     call = _call(cx, spec, param, key)

@@ -1,9 +1,9 @@
 """Stages 5 and 6, describe and scenario: the targets of state 0 -> descriptions, then the request.
 
 Describe names every row the request must name by facts no other row of the state shares
-(it judges state 0's draws of distractors, see :mod:`envsynth.tasks.states`). Scenario
+(it judges state 0's draws of distractors, see :mod:`envsynth.tasks.building.states`). Scenario
 finds who is asking, phrases the request in their words, checks that the agent can solve
-it from what it states (:mod:`envsynth.tasks.solvable`), and writes the tau2-style scenario.
+it from what it states (:mod:`envsynth.tasks.admission.solvable`), and writes the tau2-style scenario.
 """
 
 from __future__ import annotations
@@ -17,22 +17,22 @@ from typing import Any
 from envsynth.runtime.answerpath import group_of
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, id_fields
-from envsynth.tasks.answer import Question
-from envsynth.tasks.core import row_asked_of
-from envsynth.tasks.describe import Description, describe
-from envsynth.tasks.instruction import Phraser, Requester, compose, greeting, leaks_id, profile
+from envsynth.tasks.admission.solvable import Route, lookups
+from envsynth.tasks.building.core import row_asked_of
+from envsynth.tasks.building.states import Describer, Descriptions, TaskStateDraw
+from envsynth.tasks.building.world import Instance, staff_names
 from envsynth.tasks.model import Call, Rejection, Scenario, UserProfile
-from envsynth.tasks.roles import chain_roles, on_own_authority, people_for
-from envsynth.tasks.scenario import acted_for, owned, owners, people_in_filters, reason_for, scenario_of
-from envsynth.tasks.solvable import Route, lookups
-from envsynth.tasks.states import Describer, Descriptions, TaskStateDraw
-from envsynth.tasks.world import Instance, staff_names
+from envsynth.tasks.planning.answer import Question
+from envsynth.tasks.wording.describe import Description, describe
+from envsynth.tasks.wording.instruction import Phraser, Requester, compose, greeting, leaks_id, profile
+from envsynth.tasks.wording.roles import chain_roles, on_own_authority, people_for
+from envsynth.tasks.wording.scenario import acted_for, owned, owners, people_in_filters, reason_for, scenario_of
 
 
 @dataclass(frozen=True)
 class Request:
     """What the user asks: the instruction, who they are, their scenario, the tools the agent sees, and the route
-    that finds each row it names in state 0 (:mod:`envsynth.tasks.solvable`)."""
+    that finds each row it names in state 0 (:mod:`envsynth.tasks.admission.solvable`)."""
 
     instruction: str
     user: UserProfile
@@ -42,7 +42,7 @@ class Request:
 
 
 def describer(app: App, question: Question) -> Describer:
-    """The describe stage for :func:`~envsynth.tasks.states.draw_state`: a description per target, or None."""
+    """The describe stage for :func:`~envsynth.tasks.building.states.draw_state`: a description per target, or None."""
 
     def describe_targets(full: Rows, targets: list[tuple[str, Any]], rng: random.Random) -> Descriptions | None:
         ids = id_fields(app.blueprint)

@@ -1,9 +1,9 @@
-"""A new row for a refusal task's forbidden request (:mod:`envsynth.tasks.policy`), and the oracle with it in.
+"""A new row for a refusal task's forbidden request (:mod:`envsynth.tasks.admission.policy`), and the oracle with it in.
 
-The oracle finds the rows it acts on through searches (``items[k]``, :mod:`envsynth.tasks.refs`): a
+The oracle finds the rows it acts on through searches (``items[k]``, :mod:`envsynth.tasks.planning.refs`): a
 new row in the state can be listed by such a search too, before the row the oracle means, and move
 it. :func:`placed_replay` re-places each such ref where the search on the new rows lists the row the
-oracle meant (as :mod:`envsynth.tasks.restate` does for a task's later states), :func:`same_outcome`
+oracle meant (as :mod:`envsynth.tasks.admission.restate` does for a task's later states), :func:`same_outcome`
 checks that the oracle so placed makes the task's effects and answer, and :func:`carried` copies
 state 0's new row into another state.
 """
@@ -20,8 +20,8 @@ from envsynth.runtime.episode import SUCCESS, Episode
 from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import Rows, read_rows
 from envsynth.tasks.model import Call, Task
-from envsynth.tasks.oracle import oracle_program
-from envsynth.tasks.refs import MISSING, placed, resolve
+from envsynth.tasks.planning.oracle import oracle_program
+from envsynth.tasks.planning.refs import MISSING, placed, resolve
 from envsynth.tasks.state import merged, rows_bytes
 
 

@@ -4,7 +4,7 @@ Every state of a task index shares the request, the chain and (after the variant
 oracle's lookups: state s is state 0's core under fresh ids, with distractors of its own. So
 state s needs no routes of its own: :func:`restate` takes state 0's varied oracle, renames the
 ids in it, runs its lookups on state s and re-places each row a search lists (``items[k]``:
-other distractors list it elsewhere). It checks what :func:`envsynth.tasks.admission.vary`
+other distractors list it elsewhere). It checks what :func:`envsynth.tasks.admission.admit.vary`
 checks of a task whose only change is its lookups: each lookup, its refs filled in from the
 earlier ones, is the call that ran, and every other step, once the lookups fill it in, is the
 call of the chain that ran on state s. Such a task scores as that chain does, so its admission
@@ -12,7 +12,7 @@ needs no replay beyond the state's own runs.
 
 When that does not hold (a row the search no longer lists on the first page, a lookup that
 fails, state 0 checked by a full replay), :func:`restate` returns None and the state goes
-through :func:`~envsynth.tasks.admission.admit_state` and the variant stages as state 0 did.
+through :func:`~envsynth.tasks.admission.admit.admit_state` and the variant stages as state 0 did.
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from typing import Any
 
 from envsynth.runtime.app import App
 from envsynth.runtime.reward import Effects
-from envsynth.tasks.admission import Admitted, admit, nonempty, resolves_to
-from envsynth.tasks.instantiate import Run
+from envsynth.tasks.admission.admit import Admitted, admit, nonempty, resolves_to
+from envsynth.tasks.admission.routes import run_reads
+from envsynth.tasks.building.instantiate import Run
+from envsynth.tasks.building.states import TaskStateDraw, remap_call
 from envsynth.tasks.model import Call, Ref, TaskState
-from envsynth.tasks.oracle import oracle_program
-from envsynth.tasks.refs import placed, resolve
-from envsynth.tasks.routes import run_reads
+from envsynth.tasks.planning.oracle import oracle_program
+from envsynth.tasks.planning.refs import placed, resolve
 from envsynth.tasks.state import count_rows
-from envsynth.tasks.states import TaskStateDraw, remap_call
 
 
 def restate(app: App, first: Admitted, draw: TaskStateDraw, field: str | None, expected: Effects, answer: Any) -> Admitted | None:

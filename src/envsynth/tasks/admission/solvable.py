@@ -12,7 +12,7 @@ this finds a route of tools that gets its id from what is stated:
 
 The tools of the routes are added to the task's visible tools; a row no route reaches
 makes the candidate unsolvable (rejection ``not_solvable``). A :class:`Route` is also what the
-oracle follows (:mod:`envsynth.tasks.lookup`): its calls find each row as an agent would.
+oracle follows (:mod:`envsynth.tasks.admission.lookup`): its calls find each row as an agent would.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from envsynth.blueprint.models import Blueprint
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, ref_fields
-from envsynth.tasks.describe import Description, noun, render
-from envsynth.tasks.instruction import Requester, identify_by, refers_to
+from envsynth.tasks.wording.describe import Description, noun, render
+from envsynth.tasks.wording.instruction import Requester, identify_by, refers_to
 
 T = TypeVar("T")
 

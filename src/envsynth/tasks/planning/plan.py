@@ -9,8 +9,8 @@ from functools import lru_cache
 from envsynth.blueprint.models import Workflow
 from envsynth.graph.model import ToolGraph
 from envsynth.runtime.app import App
-from envsynth.tasks.chain import Step, plan_chain, plan_workflow
 from envsynth.tasks.model import Coordinates, Rejection, RejectionReason, TaskKind
+from envsynth.tasks.planning.chain import Step, plan_chain, plan_workflow
 
 KINDS: tuple[tuple[TaskKind, float], ...] = (("action", 0.5), ("info", 0.25), ("mixed", 0.25))
 BLOCK = 20  # task indexes per block of kinds: each kind's share of a block is exact

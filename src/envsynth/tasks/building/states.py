@@ -19,14 +19,14 @@ from typing import Any
 
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, id_fields, ref_fields
-from envsynth.tasks.core import Core
-from envsynth.tasks.describe import Description
-from envsynth.tasks.distractors import add_distractors
-from envsynth.tasks.instantiate import ChainFailed, Run, Workspace, execute
-from envsynth.tasks.instruction import refers_to
+from envsynth.tasks.building.core import Core
+from envsynth.tasks.building.distractors import add_distractors
+from envsynth.tasks.building.instantiate import ChainFailed, Run, Workspace, execute
+from envsynth.tasks.building.world import Instance, value_pool
 from envsynth.tasks.model import Call, Rejection
 from envsynth.tasks.state import copy_rows, merged
-from envsynth.tasks.world import Instance, value_pool
+from envsynth.tasks.wording.describe import Description
+from envsynth.tasks.wording.instruction import refers_to
 
 ATTEMPTS = 3  # draws of distractors per state
 
@@ -89,7 +89,7 @@ def draw_state(
 ) -> TaskStateDraw | Rejection:
     """Task state ``index``: distractors drawn until the chain runs and the judge accepts (up to 3 draws).
 
-    ``core`` is the core stage's :class:`~envsynth.tasks.core.Core`; state 0 may widen its rows
+    ``core`` is the core stage's :class:`~envsynth.tasks.building.core.Core`; state 0 may widen its rows
     to all of s0 (when the chain does not run on the core alone). ``descs`` is None for state 0
     (``describer`` makes them) and state 0's descriptions for the others. ``unsaid`` maps a
     target (by its state-0 key) to fields no description of it may use (the answer a question

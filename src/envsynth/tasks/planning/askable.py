@@ -1,7 +1,7 @@
 """What a question about a row can ask: the fields of a row that a chain's request does not already state.
 
 Shared by planning (a chain ends with a get only when something about its row is left to ask)
-and the question stage (:mod:`envsynth.tasks.answer`).
+and the question stage (:mod:`envsynth.tasks.planning.answer`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.runtime.app import App
-from envsynth.tasks.instruction import identity_fields
+from envsynth.tasks.wording.instruction import identity_fields
 
 ANSWER_TYPES = ("money", "quantity", "int", "float", "enum", "state", "date", "string", "name", "email", "company")
 

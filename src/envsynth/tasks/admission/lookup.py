@@ -3,7 +3,7 @@
 A person who says "Hi, this is Dana Whitfield (dana@example.net)" is found with the app's get
 by that field (``find_customer_by_email``) before anything is done for them; the calls that
 act on their row then take its id from that lookup's result. Registered in
-:data:`envsynth.tasks.admission.VARIANTS`; the varied task is admitted again on its state.
+:data:`envsynth.tasks.synth.VARIANTS`; the varied task is admitted again on its state.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.runtime.app import App
-from envsynth.tasks.admission import Admitted
-from envsynth.tasks.instruction import identify_by, refers_to
+from envsynth.tasks.admission.admit import Admitted
 from envsynth.tasks.model import Call, Ref, Rejection
-from envsynth.tasks.oracle import oracle_program
+from envsynth.tasks.planning.oracle import oracle_program
+from envsynth.tasks.wording.instruction import identify_by, refers_to
 
 
 def look_up_requester(app: App, admitted: Admitted) -> Admitted | Rejection:

@@ -14,10 +14,10 @@ from typing import Any
 from envsynth.blueprint.expr import parse
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, id_fields
-from envsynth.tasks.chain import Step, row_filter
+from envsynth.tasks.building.world import Instance, per_chain, refs_of
 from envsynth.tasks.model import Call
-from envsynth.tasks.wording import refers_to
-from envsynth.tasks.world import Instance, per_chain, refs_of
+from envsynth.tasks.planning.chain import Step, row_filter
+from envsynth.tasks.wording.words import refers_to
 
 
 @dataclass
@@ -26,7 +26,7 @@ class Core:
 
     Attributes:
         rows: the core rows; the first state run widens them to all of s0 when the chain does
-            not run on the core alone (see :mod:`envsynth.tasks.states`).
+            not run on the core alone (see :mod:`envsynth.tasks.building.states`).
         guarded: tables whose rows the chain's pre-conditions count.
         targets: pre-existing rows the request must name (bound through literal id arguments).
         acted_on: every pre-existing row a step binds.
@@ -145,7 +145,7 @@ def _with_rows_asked_of(app: App, steps: list[Step], calls: list[Call], named: l
 
 def row_asked_of(app: App, step: Step, call: Call) -> tuple[str, str, Any] | None:
     """(parameter, table, key) of the row an information task's search or aggregate is about (its
-    :func:`~envsynth.tasks.chain.row_filter`: the request names it), or None."""
+    :func:`~envsynth.tasks.planning.chain.row_filter`: the request names it), or None."""
     param = row_filter(app, step.spec) if not step.pins and not step.refs else None
     value = call.args.get(param) if param is not None else None
     if param is None or not isinstance(value, str):

@@ -14,8 +14,8 @@ from envsynth.blueprint.policy import acting_user_of, agent_rules
 from envsynth.blueprint.spec import Check
 from envsynth.runtime.app import App
 from envsynth.runtime.state import id_fields
-from envsynth.tasks.chain import Step, row_filter
 from envsynth.tasks.model import Call, Ref
+from envsynth.tasks.planning.chain import Step, row_filter
 from envsynth.testing.fixtures import Fixture
 
 
@@ -38,7 +38,7 @@ def id_filters(app: App, step: Step) -> list[str]:
     """Filter parameters of a search or aggregate step left unset.
 
     Those on id or ref fields (people filter by names and values, not by ids), but the one
-    :func:`~envsynth.tasks.chain.row_filter` keeps (the row a question about rows of one row
+    :func:`~envsynth.tasks.planning.chain.row_filter` keeps (the row a question about rows of one row
     names: "how many songs are on the playlist ...?", its only filter); for a read that follows up on a row of
     an earlier step ("how many reviews does that product have now?"), every filter but the
     one naming that row.

@@ -1,6 +1,6 @@
 """Who asks: the requester of a task (a person the task names, or a staff member) and how they open.
 
-Split from :mod:`envsynth.tasks.instruction`, which re-exports these names.
+Split from :mod:`envsynth.tasks.wording.instruction`, which re-exports these names.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 
 from envsynth.blueprint.language import person_name
 from envsynth.blueprint.models import Blueprint, Entity, UserRole
-from envsynth.tasks.describe import field_words, human, quoted
 from envsynth.tasks.model import UserProfile
-from envsynth.tasks.wording import in_first_person
+from envsynth.tasks.wording.describe import field_words, human, quoted
+from envsynth.tasks.wording.words import in_first_person
 
 
 @dataclass(frozen=True)
