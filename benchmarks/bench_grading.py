@@ -42,7 +42,7 @@ from envsynth.compiler.compile import compile_app
 from envsynth.grading import AnswerSpec, answer_spec, match_answer
 from envsynth.graph import build_graph
 from envsynth.tasks import Rejection, synthesize
-from envsynth.tasks.plan import plan_task
+from envsynth.tasks.planning.plan import plan_task
 
 TARGET_US = 50.0
 FORMS = ("bare", "sentence", "money", "wrong")

@@ -33,7 +33,7 @@ from envsynth.grading import AnswerSpec, answer_spec, match_answer
 from envsynth.grading.spec import field_spec
 from envsynth.graph import build_graph
 from envsynth.tasks import Rejection, Task, synthesize
-from envsynth.tasks.plan import plan_task
+from envsynth.tasks.planning.plan import plan_task
 
 TASK_INDEXES = 400  # task indexes looked at per app (information tasks only are synthesized)
 PER_KIND = 3  # task indexes kept per app and answer kind
