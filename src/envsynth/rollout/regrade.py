@@ -23,7 +23,16 @@ from envsynth.errors import EnvsynthError
 from envsynth.grading import answer_spec, grade_task
 from envsynth.grading.userfail import internal_ids, user_failure
 from envsynth.rollout.runner import plain_texts
-from envsynth.rollout.trajectory import REGRADED, REGRADED_FIELDS, RUN_CONFIG, TRAJECTORIES, RunFolderError, read_trajectories, run_corpus
+from envsynth.rollout.trajectory import (
+    REGRADED,
+    REGRADED_FIELDS,
+    RUN_CONFIG,
+    TRAJECTORIES,
+    RunFolderError,
+    latest_records,
+    read_trajectories,
+    run_corpus,
+)
 from envsynth.runtime.parts import ALL, ScoreRule
 from envsynth.runtime.reward import Effects
 from envsynth.tasks.model import Task
@@ -129,13 +138,6 @@ def regrade_record(
     return fields, replayed
 
 
-def _latest(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    latest: dict[tuple[str, int], dict[str, Any]] = {}
-    for r in records:
-        latest[(r["task_id"], int(r["attempt"]))] = r
-    return list(latest.values())
-
-
 def _settings(run_dir: Path) -> dict[str, Any]:
     try:
         return dict(json.loads((run_dir / RUN_CONFIG).read_text(encoding="utf-8")))
@@ -172,7 +174,7 @@ async def aregrade(
 
         judge = judge.with_cache(root / JUDGE_CACHE)
     result = RegradeResult(root, root / REGRADED)
-    records = _latest(read_trajectories(root))
+    records = latest_records(read_trajectories(root))
     out: list[dict[str, Any]] = []
     for i, rec in enumerate(records):
         new = await _one(c, rec, rule, user_sim, code, judge, result)

@@ -8,7 +8,7 @@ from math import comb
 from pathlib import Path
 from typing import Any
 
-from envsynth.rollout.trajectory import counts, read_graded
+from envsynth.rollout.trajectory import counts, latest_records, read_graded
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -164,14 +164,6 @@ class RunSummary:
         return out
 
 
-def _latest(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One record per (task, attempt): the last (a pair written twice, never by run_batch, counts once)."""
-    latest: dict[tuple[str, int], dict[str, Any]] = {}
-    for r in records:
-        latest[(r["task_id"], int(r["attempt"]))] = r
-    return list(latest.values())
-
-
 def _pass_rates(recs: list[dict[str, Any]]) -> tuple[int, int, dict[int, float | None]]:
     """Tasks, n (the fewest attempts of any task) and pass@k for k in {1, n}."""
     by_task: dict[str, list[bool]] = defaultdict(list)
@@ -265,7 +257,7 @@ def _judge(recs: list[dict[str, Any]]) -> JudgeAgreement | None:
 
 def summarize_records(records: list[dict[str, Any]], include_user_failures: bool = False) -> RunSummary:
     """The summary of trajectory records (dicts as written by :func:`run_batch`); see :func:`summarize`."""
-    everything = _latest(records)
+    everything = latest_records(records)
     recs = [r for r in everything if counts(r, include_user_failures)]
     tasks, n_min, pass_at = _pass_rates(recs)
     tool_calls, codes = _call_counts(recs)

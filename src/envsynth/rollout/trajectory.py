@@ -146,6 +146,14 @@ def read_trajectories(path: str | Path) -> list[dict[str, Any]]:
     return out
 
 
+def latest_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per (task, attempt): the last (a pair written twice, never by run_batch, counts once)."""
+    latest: dict[tuple[str, int], dict[str, Any]] = {}
+    for r in records:
+        latest[(r["task_id"], int(r["attempt"]))] = r
+    return list(latest.values())
+
+
 def read_graded(path: str | Path) -> list[dict[str, Any]]:
     """The records of a run (as :func:`read_trajectories`) with the latest regrade laid over them.
 
