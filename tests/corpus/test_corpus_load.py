@@ -124,9 +124,9 @@ def test_older_format_is_refused_with_a_rebuild_hint(tmp_path: Path, reference: 
     out = tmp_path / "c"
     shutil.copytree(reference.path, out)
     manifest = json.loads((out / "corpus.json").read_text())
-    assert manifest["version"] == 3
-    for old in (1, 2):  # 1: task hashes over key-sorted JSON; 2: tasks without a scenario
+    assert manifest["version"] == 4
+    for old in (1, 2, 3):  # 1: task hashes over key-sorted JSON; 2: tasks without a scenario; 3: without difficulty
         manifest["version"] = old
         (out / "corpus.json").write_text(json.dumps(manifest))
-        with pytest.raises(CorpusError, match=rf"corpus format {old} .*reads format 3: rebuild the corpus"):
+        with pytest.raises(CorpusError, match=rf"corpus format {old} .*reads format 4: rebuild the corpus"):
             load_corpus(out)

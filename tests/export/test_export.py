@@ -151,7 +151,8 @@ def test_rl_one_row_per_task_no_ground_truth(oracle_run, tmp_path):
     c = load_corpus(corpus)
     assert s.rows == len(rows) == len(c.tasks)
     for r, t in zip(rows, c.tasks):
-        assert set(r) == {"prompt", "tools", "task_id", "task_hash", "app", "kind"}
+        assert set(r) == {"prompt", "tools", "task_id", "task_hash", "app", "kind", "difficulty", "tier", "constructs"}
+        assert (r["difficulty"], r["tier"], r["constructs"]) == (t.difficulty, t.tier, t.constructs)
         assert not set(r) & set(FORBIDDEN)
         assert [m["role"] for m in r["prompt"]] == ["system", "user"] and r["prompt"][1]["content"] == t.instruction
         assert r["task_id"] == t.id and r["tools"][-1]["function"]["name"] == "complete_task"

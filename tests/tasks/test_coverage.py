@@ -22,12 +22,17 @@ def _tasks(app: App, app_index: int, task_index: int) -> list[Task]:
 
 
 def _first_where(app: App, app_index: int, wanted: Any) -> list[Task]:
-    """The tasks of the first task index (depth 4) whose plan ``wanted(plan)`` accepts, synthesized at S=2."""
+    """The tasks of the first admitted task index (depth 4) whose plan ``wanted(plan)`` accepts, synthesized at S=2
+    (one a guessing baseline would solve is refused: the next such index is taken)."""
     graph = build_graph(app.specs)
     for t in range(400):
         plan = plan_task(app, graph, app_index=app_index, task_index=t, depth=4, seed=0)
         if not isinstance(plan, Rejection) and wanted(plan):
-            return _tasks(app, app_index, t)
+            out = synthesize(app, graph, app_index=app_index, task_index=t, states=2, depth=4)
+            if isinstance(out, Rejection) and out.reason == "guessable":
+                continue
+            assert not isinstance(out, Rejection), out
+            return out
     raise AssertionError("no such task index")
 
 

@@ -145,6 +145,16 @@ _S = Annotated[int, typer.Option("--states", "-S", help="S: initial states per t
 
 
 _D = Annotated[int, typer.Option("--distractors", "-D", help="D: distractor depth, 0 to 4.")]
+_Difficulty = Annotated[
+    str | None,
+    typer.Option(
+        "--difficulty",
+        help=(
+            "The mix of difficulty tiers to keep per app: easy, medium, hard, mix (a third each), or shares such as "
+            "easy=1,medium=2,hard=1 (default: tiers as synthesized; docs/tasks.md, Difficulty)."
+        ),
+    ),
+]
 
 
 _Workers = Annotated[
@@ -246,6 +256,7 @@ def build(
     tasks_per_app: _T = 0,
     states: _S = 1,
     distractors: _D = 0,
+    difficulty: _Difficulty = None,
     workers: _Workers = None,
     executor: _Executor = "local",
     address: _Address = None,
@@ -291,7 +302,7 @@ def build(
     try:
         config = BuildConfig.of(
             out=out, seed=seed, apps=apps, tasks_per_app=tasks_per_app, states=states, distractors=distractors,
-            workers=workers, force=force, keep_failed=keep_failed, executor=executor, address=address,
+            difficulty=difficulty, workers=workers, force=force, keep_failed=keep_failed, executor=executor, address=address,
         )  # fmt: skip
         if builder == "llm":
             _llm_flags(blueprint, executor, workers, domain, description)
@@ -457,8 +468,9 @@ def _build_llm(config: Any, options: Any, *, as_json: bool) -> None:
             if llm.blueprints:
                 with TaskBar(err, len(llm.blueprints), max(config.tasks_per_app, 1), transient=as_json, disable=quiet) as tbar:
                     summary = llm.build(
-                        tasks_per_app=config.tasks_per_app, states=config.states, distractors=config.distractors, progress=tbar.update
-                    )
+                        tasks_per_app=config.tasks_per_app, states=config.states, distractors=config.distractors,
+                        difficulty=config.difficulty, progress=tbar.update,
+                    )  # fmt: skip
         except BuildStop as exc:
             llm.write_metrics()
             warn("stopped", str(exc), "yellow")

@@ -70,14 +70,31 @@ def export_rl_cmd(
     corpus: Annotated[Path, typer.Argument(help="A corpus folder (envsynth build OUT --tasks-per-app T).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="The file to write.")],
     fmt: Annotated[str, typer.Option("--format", help="jsonl, or parquet (needs: pip install 'envsynth[datasets]').")] = "jsonl",
+    order: Annotated[
+        str, typer.Option("--order", help="corpus (the corpus's order) or difficulty (easiest first: a curriculum).")
+    ] = "corpus",
+    tier: Annotated[
+        list[str] | None, typer.Option("--tier", help="Keep only tasks of this difficulty tier: easy, medium or hard (repeatable).")
+    ] = None,
+    min_difficulty: Annotated[
+        float | None, typer.Option("--min-difficulty", help="Keep only tasks whose difficulty score is at least this.")
+    ] = None,
+    max_difficulty: Annotated[
+        float | None, typer.Option("--max-difficulty", help="Keep only tasks whose difficulty score is at most this.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """One RL prompt row per task: system prompt + instruction, tools, task_id (no oracle, no ground truth)."""
+    """One RL prompt row per task: system prompt + instruction, tools, task_id, difficulty (no oracle, no ground truth).
+
+    --order difficulty writes the easiest first (a curriculum); --tier and --min/--max-difficulty keep a slice.
+    """
     from envsynth.export import ExportError, export_rl
 
     try:
         with err.status(f"exporting RL prompts from {corpus}"):
-            summary = export_rl(corpus, out, format=fmt)
+            summary = export_rl(
+                corpus, out, format=fmt, order=order, tiers=tier, min_difficulty=min_difficulty, max_difficulty=max_difficulty
+            )  # type: ignore[arg-type]
     except (ExportError, ValueError, ImportError) as exc:
         fail(str(exc))
     _print_export(summary, as_json)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from envsynth import __version__
 from envsynth.blueprint.models import Blueprint
+from envsynth.corpus.difficulty import STEERED_BUDGET, full_tier
 from envsynth.corpus.errors import CorpusError
 from envsynth.corpus.layout import APPS_DIR, SHARD_SIZE, STATE_FILE, TASKS_DIR, attempt_budget
 from envsynth.corpus.states import StateWriter
@@ -55,6 +56,8 @@ class AppJob:
     """The builder's :class:`~envsynth.compiler.build.AppStage` (None: the procedural builder's)."""
     keep_failed: bool = False
     """Keep the folder of an app whose tests fail as ``apps/<name>.failed/``, for inspection."""
+    difficulty: dict[str, float] | None = None
+    """The share of each difficulty tier among the admitted task indexes (:mod:`envsynth.corpus.difficulty`); None: as synthesized."""
 
     @property
     def name(self) -> str:
@@ -62,7 +65,7 @@ class AppJob:
 
     @property
     def budget(self) -> int:
-        return attempt_budget(self.tasks_per_app)
+        return attempt_budget(self.tasks_per_app) * (STEERED_BUDGET if self.difficulty else 1)
 
     @property
     def app_dir(self) -> Path:
@@ -166,7 +169,7 @@ def run_app_job(job: AppJob, progress: ProgressFn | None = None) -> AppOutcome:
             result = synthesize_index(job, app, graph, t)
             if isinstance(result, list) and job.task_stage is not None:
                 result = job.task_stage(app, graph, result)  # its failures (a spent token budget) stop the job
-            reason = commit(log, states, t, result)
+            reason = commit(log, states, t, result, job)
             report(AppProgress(job.name, "tasks", log.admitted, len(log.attempts), job.tasks_per_app, reason))
         report(AppProgress(job.name, "done", log.admitted, len(log.attempts), job.tasks_per_app))
         return AppOutcome(job.name, job.index, list(log.attempts), log.records, synthesized=log.records - before)
@@ -187,8 +190,16 @@ def synthesize_index(job: AppJob, app: App, graph: ToolGraph, t: int) -> list[Ta
         return _error_rejection(job, t, exc)
 
 
-def commit(log: TaskLog, states: StateWriter, t: int, result: list[Task] | Rejection) -> str | None:
-    """Write task index ``t``'s outcome: its tasks (sealed) and their states, or its rejection; the reason, None when admitted."""
+def commit(log: TaskLog, states: StateWriter, t: int, result: list[Task] | Rejection, job: AppJob | None = None) -> str | None:
+    """Write task index ``t``'s outcome: its tasks (sealed) and their states, or its rejection; the reason, None when admitted.
+
+    With ``job``'s difficulty mix, admitted tasks whose tier has filled its quota are recorded as a ``difficulty_quota``
+    rejection instead.
+    """
+    if isinstance(result, list) and result and job is not None and job.difficulty:
+        full = full_tier(job.difficulty, job.tasks_per_app, result[0].tier, log.tiers())
+        if full is not None:
+            result = Rejection(app=job.name, coordinates=result[0].coordinates, reason="difficulty_quota", detail=full)
     if isinstance(result, list):
         sealed = [task if task.hash else task.sealed() for task in result]
         states.add(sealed)
@@ -248,6 +259,8 @@ def _check_state(job: AppJob) -> None:
         "distractors": job.distractors,
         "shard_size": job.shard_size,
     }
+    if job.difficulty:
+        state["difficulty"] = job.difficulty
     if job.task_stage is not None:
         state["task_stage"] = str(getattr(job.task_stage, "name", type(job.task_stage).__name__))
     path = job.tasks_dir / STATE_FILE

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envsynth.blueprint.models import Blueprint
 from envsynth.corpus.app_tasks import AppJob, ProgressFn, TaskStage
+from envsynth.corpus.difficulty import parse_mix
 from envsynth.corpus.errors import CorpusError
 from envsynth.corpus.index import write_index
 from envsynth.corpus.layout import INDEX_FILE, MANIFEST, SHARD_SIZE, TASKS_DIR
@@ -71,6 +72,7 @@ def build_corpus(
     force: bool = False,
     keep_failed: bool = False,
     executor: Executor | None = None,
+    difficulty: str | Mapping[str, float] | None = None,
 ) -> CorpusSummary:
     """Build (or resume) the corpus in ``out``: apps, sharded tasks and ``corpus.json``.
 
@@ -104,6 +106,9 @@ def build_corpus(
         keep_failed: keep the folder of an app whose tests fail as ``apps/<name>.failed/``.
         executor: spread app builds and task indexes over it (a Ray cluster: see
             :mod:`envsynth.corpus.spread`) instead of ``workers`` local processes; the corpus is the same.
+        difficulty: the mix of difficulty tiers to keep: ``easy``, ``medium``, ``hard``, ``mix`` (a third each),
+            shares (``"easy=1,hard=2"`` or ``{"easy": 1, "hard": 2}``), or None to keep tasks as synthesized
+            (:mod:`envsynth.corpus.difficulty`).
 
     Raises:
         ValueError: a composition out of range, or two blueprints with one name.
@@ -121,12 +126,13 @@ def build_corpus(
         )
     chosen = given[: apps if apps is not None else None]
     _check_args(chosen, apps, tasks_per_app, states, distractors, shard_size, workers)
-    composition = Composition(apps=len(chosen), tasks_per_app=tasks_per_app, states=states, distractors=distractors)
+    mix = parse_mix(difficulty) if difficulty is None or isinstance(difficulty, str) else parse_mix(_shares_text(difficulty))
+    composition = Composition(apps=len(chosen), tasks_per_app=tasks_per_app, states=states, distractors=distractors, difficulty=mix)
     _check_existing(root, composition, seed, shard_size)
     clean_temps(root, [MANIFEST])
     clean_temps(root / TASKS_DIR, [INDEX_FILE])
     jobs = [
-        AppJob(bp, i, root, tasks_per_app, states, distractors, seed, shard_size, task_stage, force, app_stage, keep_failed)
+        AppJob(bp, i, root, tasks_per_app, states, distractors, seed, shard_size, task_stage, force, app_stage, keep_failed, mix)
         for i, bp in enumerate(chosen)
     ]
     in_process = task_stage is not None or app_stage is not None
@@ -136,6 +142,11 @@ def build_corpus(
     write_index(root, manifest)  # before the manifest, which commits the build
     write_atomic(root / MANIFEST, (json.dumps(manifest.model_dump(mode="json"), indent=2) + "\n").encode())
     return CorpusSummary(root, manifest, sum(o.synthesized for o in outcomes), time.perf_counter() - started)
+
+
+def _shares_text(shares: Mapping[str, float]) -> str:
+    """Shares given as a mapping, in ``--difficulty``'s form (checked by :func:`parse_mix`)."""
+    return ",".join(f"{tier}={share}" for tier, share in shares.items())
 
 
 def _check_args(bps: list[Blueprint], apps: int | None, t: int, s: int, d: int, shard_size: int, workers: int) -> None:

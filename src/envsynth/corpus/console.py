@@ -118,7 +118,23 @@ def stats_tables(stats: dict[str, Any]) -> list[Table]:
     dist.add_row("tasks by kind", _pairs(stats["tasks_by_kind"]))
     dist.add_row("chain length", _pairs(stats["chain_length"]))
     dist.add_row("distractor rows by depth", _pairs(stats["distractor_rows"]["total"]))
-    return [apps, dist, _rejections(stats["admission"]["rejections"]), *_quality_tables(stats["quality"])]
+    d = stats["difficulty"]
+    dist.add_row("difficulty tiers", f"{_pairs(d['tiers'])} (mean score {d['mean']})")
+    dist.add_row("constructs", _pairs(d["constructs"]))
+    return [apps, dist, _rejections(stats["admission"]["rejections"]), _baselines(stats["baselines"]), *_quality_tables(stats["quality"])]
+
+
+def _baselines(b: dict[str, Any]) -> Table:
+    """Guessing baselines: the share of tasks each scores 1.0 on (admission refuses those, so 0 is the mark)."""
+    where = f"{b['tasks']} tasks{', sampled' if b['sampled'] else ''}"
+    t = Table(title=f"guessing baselines ({where}; each should solve none)")
+    t.add_column("baseline", no_wrap=True)
+    t.add_column("solved")
+    t.add_column("share")
+    for name, r in b["baselines"].items():
+        label = f"{name} ({b['most_common_answer']!r})" if name == "most common answer" else name
+        t.add_row(label, str(r["solved"]), f"{r['rate']:.1%}")
+    return t
 
 
 def _quality_tables(q: dict[str, Any]) -> list[Table]:

@@ -25,7 +25,7 @@ ATTEMPTS_FILE = "attempts.jsonl"
 INDEX_FILE = "index.sqlite"
 SHARD_SIZE = 256
 FORMAT = "envsynth-corpus"
-FORMAT_VERSION = 3  # 3: tasks carry a scenario; 2: task hashes over the record's JSON in field order (1: over key-sorted JSON)
+FORMAT_VERSION = 4  # 4: tasks carry difficulty, tier and constructs; 3: tasks carry a scenario; 2: task hashes over the record's JSON in field order (1: over key-sorted JSON)
 
 
 def attempt_budget(tasks_per_app: int) -> int:

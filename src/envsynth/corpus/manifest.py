@@ -9,7 +9,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Iterable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from envsynth.corpus.app_tasks import AppJob, AppOutcome
 from envsynth.corpus.layout import APPS_DIR, FORMAT, FORMAT_VERSION, TASKS_DIR, shard_name
@@ -26,6 +26,8 @@ class Composition(_Model):
     tasks_per_app: int
     states: int
     distractors: int
+    difficulty: dict[str, float] | None = Field(None, exclude_if=lambda v: v is None)
+    """The tier shares ``--difficulty`` asked for (None: tiers as synthesized)."""
 
 
 class AppRecord(_Model):

@@ -151,7 +151,7 @@ class _Spread:
         job, log = run.job, run.log
         while not run.finished and len(log.attempts) in run.results:
             t = len(log.attempts)
-            reason = commit(log, run.states, t, run.results.pop(t))
+            reason = commit(log, run.states, t, run.results.pop(t), job)
             self.report(AppProgress(job.name, "tasks", log.admitted, len(log.attempts), job.tasks_per_app, reason))
         self._finish_if_done(run)
 

@@ -25,8 +25,12 @@ def corpus_stats(corpus: Corpus) -> dict[str, Any]:
         ``admission`` (attempts, admitted, rate, rejections by reason...), ``apps``
         (per app: tasks, admission, graph nodes and edges from its ``graph.json``) and
         ``quality`` (the task quality linter's defect rates, chain connectedness, tool
-        coverage per app and user roles: :func:`envsynth.report.lint_corpus`).
+        coverage per app and user roles: :func:`envsynth.report.lint_corpus`), ``difficulty``
+        (tasks per tier, the mean score, tasks per construct) and ``baselines`` (the share of
+        tasks each guessing baseline scores 1.0 on: :func:`envsynth.rollout.baselines.baseline_rates`).
     """
+    from envsynth.rollout.baselines import baseline_rates
+
     m = corpus.manifest
     tasks = list(corpus.tasks)  # each record read once (corpus.tasks reads them on demand)
     kinds = Counter(t.kind for t in tasks)
@@ -47,6 +51,8 @@ def corpus_stats(corpus: Corpus) -> dict[str, Any]:
             "total": dict(sorted(depth.items())),
             "mean_per_task": {k: round(v / n, 3) for k, v in sorted(depth.items())} if n else {},
         },
+        "difficulty": _difficulty(tasks),
+        "baselines": baseline_rates(corpus, tasks),
         "admission": m.admission.model_dump(),
         "apps": [
             {
@@ -78,3 +84,18 @@ def _graph_counts(corpus: Corpus, app: str) -> dict[str, Any] | None:
         return None
     g = json.loads(path.read_text(encoding="utf-8"))
     return {"nodes": len(g.get("nodes", [])), "edges": len(g.get("edges", [])), "edge_counts": g.get("edge_counts", {})}
+
+
+def _difficulty(tasks: list[Any]) -> dict[str, Any]:
+    """Tasks per tier (every tier listed), the mean score and tasks per construct (most used first)."""
+    from envsynth.tasks.admission.difficulty import TIERS
+
+    tiers = Counter(t.tier for t in tasks)
+    used: Counter[str] = Counter()
+    for t in tasks:
+        used.update(t.constructs)
+    return {
+        "tiers": {tier: tiers.get(tier, 0) for tier in TIERS},
+        "mean": round(sum(t.difficulty for t in tasks) / len(tasks), 2) if tasks else 0.0,
+        "constructs": dict(used.most_common()),
+    }

@@ -36,6 +36,8 @@ class Attempt(BaseModel):
 
     task: int
     hashes: list[str] = []
+    tier: str | None = None
+    """The difficulty tier of an admitted index's first state (what ``--difficulty`` quotas count)."""
     reason: str | None = None
     detail: str = ""
 
@@ -124,8 +126,12 @@ class TaskLog:
             self.records += 1
         if self._shard is not None:
             self._shard.flush()
-        self._commit(Attempt(task=task_index, hashes=[t.hash for t in tasks]))
+        self._commit(Attempt(task=task_index, hashes=[t.hash for t in tasks], tier=tasks[0].tier if tasks else None))
         self._admitted += 1
+
+    def tiers(self) -> list[str | None]:
+        """The tiers of the admitted task indexes, in order."""
+        return [a.tier for a in self.attempts if a.admitted]
 
     def reject(self, task_index: int, rejection: Rejection) -> None:
         """Commit a rejected attempt of ``task_index``."""

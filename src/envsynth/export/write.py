@@ -87,6 +87,9 @@ def rl_features() -> Any:
             "task_hash": ds.Value("string"),
             "app": ds.Value("string"),
             "kind": ds.Value("string"),
+            "difficulty": ds.Value("float64"),
+            "tier": ds.Value("string"),
+            "constructs": ds.List(ds.Value("string")),
         }
     )
 

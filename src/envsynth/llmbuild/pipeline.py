@@ -311,7 +311,14 @@ class LLMBuilder:
         return self.stage
 
     def build(
-        self, *, apps: int | None = None, tasks_per_app: int = 0, states: int = 1, distractors: int = 0, progress: Any = None
+        self,
+        *,
+        apps: int | None = None,
+        tasks_per_app: int = 0,
+        states: int = 1,
+        distractors: int = 0,
+        progress: Any = None,
+        difficulty: str | None = None,
     ) -> CorpusSummary:
         """Stage 3 and on, through the one pipeline: the designed apps, sealed, and (``tasks_per_app`` > 0) their corpus.
 
@@ -326,7 +333,15 @@ class LLMBuilder:
 
         if not self.blueprints:
             raise ValueError("no domain was designed, so there is no app to build")
-        config = BuildConfig(out=self.out, seed=self.seed, apps=apps, tasks_per_app=tasks_per_app, states=states, distractors=distractors)
+        config = BuildConfig(
+            out=self.out,
+            seed=self.seed,
+            apps=apps,
+            tasks_per_app=tasks_per_app,
+            states=states,
+            distractors=distractors,
+            difficulty=difficulty,
+        )
         summary = build(config, self, progress=progress)
         for record in summary.manifest.apps:
             result = next(r for r in self.results if r.blueprint is not None and r.blueprint.name == record.name)

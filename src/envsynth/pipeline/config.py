@@ -16,6 +16,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from envsynth.config import Config, describe_errors, ray_address
 from envsynth.config import ConfigProblems as ConfigError
 from envsynth.corpus.build import MAX_DEPTH
+from envsynth.corpus.difficulty import parse_mix
 
 __all__ = ["BuildConfig", "ConfigError", "LLMOptions", "describe_errors"]
 
@@ -38,6 +39,8 @@ class BuildConfig(Config):
             indexes spread over a Ray cluster, ``workers`` tasks in flight at most, 0: its
             CPUs; the same files; see docs/scale.md).
         address: ``ray`` only: the cluster (default ``RAY_ADDRESS``, else a local instance).
+        difficulty: the mix of difficulty tiers to keep (``easy``, ``medium``, ``hard``, ``mix`` or shares
+            such as ``easy=1,hard=2``; see :mod:`envsynth.corpus.difficulty`); None: as synthesized.
     """
 
     out: Path
@@ -51,6 +54,13 @@ class BuildConfig(Config):
     keep_failed: bool = False
     executor: Literal["local", "ray"] = "local"
     address: str | None = None
+    difficulty: str | None = None
+
+    @field_validator("difficulty")
+    @classmethod
+    def _mix(cls, difficulty: str | None) -> str | None:
+        parse_mix(difficulty)  # its ValueError names the problem
+        return difficulty
 
     @model_validator(mode="after")
     def _folder(self) -> BuildConfig:

@@ -29,6 +29,7 @@ FLAGS = {
     "tasks_per_app": "--tasks-per-app (-T)",
     "states": "--states (-S)",
     "distractors": "--distractors (-D)",
+    "difficulty": "--difficulty",
     "workers": "--workers (-w)",
     "executor": "--executor",
     "address": "--address",

@@ -63,6 +63,7 @@ def _build(config: BuildConfig, builder: Builder, progress: ProgressFn | None, e
         tasks_per_app=config.tasks_per_app,
         states=config.states,
         distractors=config.distractors,
+        difficulty=config.difficulty,
         seed=config.seed,
         workers=1 if config.workers is None else config.workers,
         progress=progress,

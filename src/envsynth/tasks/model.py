@@ -13,6 +13,8 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field
 
 TaskKind = Literal["action", "info", "mixed"]
+Tier = Literal["easy", "medium", "hard"]
+"""A task's difficulty tier (:mod:`envsynth.tasks.admission.difficulty` cuts the score into tiers)."""
 
 
 class _Frozen(BaseModel):
@@ -141,6 +143,9 @@ class Task(_Frozen):
     seed: int
     stats: dict[str, Any] = Field(default_factory=dict)
     policy: TaskPolicy | None = Field(None, exclude_if=lambda v: v is None, description="the policy rule the task involves, if any")
+    difficulty: float = Field(0.0, description="the difficulty score (tasks/admission/difficulty.py): what makes the task hard, added up")
+    tier: Tier = Field("easy", description="the score's tier: easy, medium or hard")
+    constructs: list[str] = Field(default_factory=list, description="the constructs the task uses (lookup, computed, policy...)")
     hash: str = ""
 
     def content_hash(self) -> str:
@@ -172,6 +177,8 @@ RejectionReason = Literal[
     "verifier_passes_on_s0",
     "oracle_not_rewarded",
     "policy_forbids_oracle",
+    "guessable",
+    "difficulty_quota",
     "synthesis_error",
 ]
 """Why a candidate task was not admitted: a closed set, checked when a :class:`Rejection` is made

@@ -10,7 +10,10 @@ The stages, each a function from typed artifacts to typed artifacts (or a Reject
 5. describe (:mod:`~envsynth.tasks.wording.request`): a unique description of every named row (judges state 0);
 6. scenario (:mod:`~envsynth.tasks.wording.request`): who asks, in their words, solvable from what they state;
 7. admit (:mod:`~envsynth.tasks.admission.admit`): the sealed task, admitted, then through its variants; a later
-   state takes state 0's admitted oracle under its own ids when that checks (:mod:`~envsynth.tasks.admission.restate`).
+   state takes state 0's admitted oracle under its own ids when that checks (:mod:`~envsynth.tasks.admission.restate`);
+   a task a guess would pass is refused (:mod:`~envsynth.tasks.admission.baselines`), and every admitted task is
+   rated (:mod:`~envsynth.tasks.admission.difficulty`). Count questions get rows that spread their count
+   (:mod:`~envsynth.tasks.building.matches`) before they are asked.
 
 ``synthesize`` is pure and deterministic in its arguments.
 """
@@ -21,11 +24,13 @@ from envsynth.graph.model import ToolGraph
 from envsynth.runtime.app import App
 from envsynth.runtime.reward import effects_of
 from envsynth.tasks.admission.admit import Admitted, Variant, admit, admit_state, vary
+from envsynth.tasks.admission.difficulty import rated
 from envsynth.tasks.admission.lookup import look_up_requester
 from envsynth.tasks.admission.policy import shape as shape_policy
 from envsynth.tasks.admission.restate import restate
 from envsynth.tasks.admission.routes import look_up_rows
 from envsynth.tasks.building.core import core_of
+from envsynth.tasks.building.matches import spread_count
 from envsynth.tasks.building.states import TaskStateDraw, draw_state
 from envsynth.tasks.building.visible import MIN_VISIBLE, visible_tools
 from envsynth.tasks.building.world import STEP_ATTEMPTS, WORLD_ROWS, Instance, instantiate_plan, staff_names, value_pool
@@ -61,7 +66,10 @@ def synthesize(
     finally:
         if inst.ws0.conn is not None:
             inst.ws0.close()
-    return shape_policy(plan.app, made, plan.base)  # policy tasks (tasks/admission/policy.py); a no-op without agent-obeyed rules
+    shaped = shape_policy(plan.app, made, plan.base)  # policy tasks (tasks/admission/policy.py); a no-op without agent-obeyed rules
+    if isinstance(shaped, Rejection):
+        return shaped
+    return [rated(plan.app, t).sealed() for t in shaped]  # difficulty, tier and constructs (tasks/admission/difficulty.py)
 
 
 def _tasks(inst: Instance, states: int) -> list[Task] | Rejection:
@@ -69,6 +77,7 @@ def _tasks(inst: Instance, states: int) -> list[Task] | Rejection:
     plan = inst.plan
     core = core_of(inst)
     question = ask(inst, core.rows, core.targets)
+    spread_count(inst, core, question)  # a count reaches a number drawn for it (tasks/building/matches.py)
     if question.step is not None and unfiltered(
         plan.app.spec_by_name[inst.calls[question.step].tool], inst.calls[question.step], question.field
     ):

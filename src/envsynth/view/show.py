@@ -26,6 +26,7 @@ def _scenario(view: dict[str, Any]) -> RenderableType:
     t.add_column(style="bold")
     t.add_column()
     t.add_row("kind", f"{view['kind']}, chain of {view['chain_length']}")
+    t.add_row("difficulty", f"{view['tier']} ({view['difficulty']}): {', '.join(view['constructs']) or 'no construct'}")
     if s:
         t.add_row("persona", s["persona"])
         if s["identity"]:

@@ -13,6 +13,7 @@ from typing import Any
 from envsynth.runtime.app import App
 from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import Rows
+from envsynth.tasks.admission.baselines import first_candidate_wins, guessed_by
 from envsynth.tasks.admission.solvable import Route
 from envsynth.tasks.building.instantiate import ChainFailed, Run, Workspace, execute
 from envsynth.tasks.building.states import Descriptions, TaskStateDraw
@@ -85,6 +86,10 @@ def vary(app: App, admitted: Admitted, variants: tuple[Variant, ...], workspace:
     if not changed or admitted.task == original:
         return Admitted(task, admitted.state, admitted.descs, lookups=admitted.lookups)
     found = _looks_up(app, original, task, admitted, workspace) if workspace is not None else None
+    if found is not None:
+        by_step = dict(zip(sorted(admitted.lookups), (result for _, result in found), strict=True))
+        if first_candidate_wins(task.oracle, by_step.get):
+            return Rejection(app=app.name, coordinates=task.coordinates, reason="guessable", detail="first candidate")
     if found is None:
         problem = admit(app, task, admitted.state, workspace=workspace)
         if problem:
@@ -234,7 +239,8 @@ def admit(
 ) -> RejectionReason | None:
     """The admission rule; None when admitted, else the reason.
 
-    The verifier must fail on s0 (a do-nothing agent scores 0), every oracle tool must be
+    The verifier must fail on s0 (a do-nothing agent scores 0), no other guessing baseline
+    may score 1 (:mod:`envsynth.tasks.admission.baselines`), every oracle tool must be
     visible, and the oracle, replayed with another episode seed than the one the chain
     was built with (so generated ids differ, and an oracle that hard-codes an id the
     chain itself created fails), must score 1.0. ``replay`` is that run when the caller
@@ -260,4 +266,6 @@ def admit(
     answer = extract(run.results, task.answer_step, task.answer_field)
     if compare(expected, actual, expected_answer=task.expected_answer, answer=answer).score != 1.0:
         return "oracle_not_rewarded"
+    if guessed_by(app, task, lambda step: run.results[step]) is not None:
+        return "guessable"  # a guessing baseline scores 1 (tasks/admission/baselines.py)
     return None

@@ -22,6 +22,7 @@ from typing import Any
 from envsynth.runtime.app import App
 from envsynth.runtime.reward import Effects
 from envsynth.tasks.admission.admit import Admitted, admit, nonempty, resolves_to
+from envsynth.tasks.admission.baselines import constant_guess, first_candidate_wins
 from envsynth.tasks.admission.routes import run_reads
 from envsynth.tasks.building.instantiate import Run
 from envsynth.tasks.building.states import TaskStateDraw, remap_call
@@ -53,6 +54,8 @@ def restate(app: App, first: Admitted, draw: TaskStateDraw, field: str | None, e
     oracle = _carried(app, task0.oracle, at, [r for _, r in first.runs], results, draw.mapping)
     if oracle is None or not _checked(oracle, ran, results, draw.calls, at):
         return None
+    if first_candidate_wins(oracle, lambda step: results[at[step]] if step in at else None):
+        return None  # admitted on its own, it is refused as guessable
     task = task0.model_copy(
         update={
             "id": f"{app.name}-t{task0.coordinates.task:05d}-s{draw.index}",
@@ -67,6 +70,8 @@ def restate(app: App, first: Admitted, draw: TaskStateDraw, field: str | None, e
             "hash": "",
         }
     )
+    if constant_guess(app, task) is not None:
+        return None  # likewise
     if draw.check is not draw.run:  # a chain with code of its own: its replay under seed 1 must score as well
         chain = iter(draw.check.results)  # the lookups' results in their places
         replay = Run([results[at[i]] if i in at else next(chain) for i in range(len(oracle))], draw.check.final)
