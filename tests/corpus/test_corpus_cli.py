@@ -8,8 +8,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from corpus_helpers import DATA, snapshot
 
+from envsynth import catalog
 from envsynth.corpus import load_corpus
 
 
@@ -83,3 +85,27 @@ def test_force_reaches_a_corpus_build(with_apps: Callable[[str], Path]) -> None:
     assert res.returncode == 0, res.stderr
     assert (app / "notes.txt").read_text() == "mine"
     assert json.loads((app / "app.json").read_text())["provenance"]["seed"] == 0
+
+
+def test_more_apps_than_blueprints_is_an_error_naming_the_catalogue(tmp_path: Path) -> None:
+    shipped = len(catalog.names())
+    res = run("build", str(tmp_path / "c"), "--apps", str(shipped + 54), "-T", "1")
+    lines = [x for x in res.stderr.splitlines() if x.strip()]
+    assert res.returncode == 2 and len(lines) == 1, res.stderr
+    assert f"apps is {shipped + 54} but there are only {shipped} blueprints" in lines[0], lines[0]
+    assert f"catalogue holds {shipped} domains" in lines[0] and not (tmp_path / "c").exists()
+
+    res = run("build", str(tmp_path / "c"), "-b", str(DATA / "bookshop.yaml"), "--apps", "2")
+    assert res.returncode == 2 and "there are only 1 blueprints" in res.stderr, res.stderr
+    res = run("build", str(tmp_path / "c"), "--builder", "llm", "--domain", "vet clinic", "--model", "m", "--apps", "3")
+    assert res.returncode == 2 and "1 --domain keywords" in res.stderr, res.stderr
+    assert not (tmp_path / "c").exists()
+
+
+def test_build_refuses_more_apps_than_blueprints_in_the_python_api(tmp_path: Path) -> None:
+    from envsynth.pipeline import ProceduralBuilder, build
+    from envsynth.pipeline.config import BuildConfig
+
+    with pytest.raises(ValueError, match="apps is 2 but there are only 1 blueprints to build"):
+        build(BuildConfig.of(out=tmp_path / "c", apps=2), ProceduralBuilder([catalog.load("tempo_music")]))
+    assert not (tmp_path / "c").exists()

@@ -135,7 +135,7 @@ _Force = Annotated[
 _Json = Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")]
 
 
-_Apps = Annotated[int | None, typer.Option("--apps", "-A", help="A: build only the first A domains (default: all).")]
+_Apps = Annotated[int | None, typer.Option("--apps", "-A", help="A: build only the first A domains (default: all); more than there are is an error naming how many.")]
 
 
 _T = Annotated[int, typer.Option("--tasks-per-app", "-T", help="T: tasks per app; 0 builds apps only.")]
@@ -306,6 +306,8 @@ def build(
         )  # fmt: skip
         if builder == "llm":
             _llm_flags(blueprint, executor, workers, domain, description)
+            if apps is not None and apps > len(domain or []):
+                fail(f"--apps (-A): asks for {apps} apps but {len(domain or [])} --domain keywords are given (one app per keyword)")
             options = LLMOptions.of(
                 domains=list(domain or [])[:apps], descriptions=dict(zip(domain or [], description or [])), model=model,
                 base_url=base_url, api_key=api_key, cache_dir=cache_dir, max_tokens_total=max_tokens_total,

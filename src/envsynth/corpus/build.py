@@ -119,10 +119,13 @@ def build_corpus(
     root = Path(out)
     given = list(blueprints)
     if apps is not None and apps > len(given):
+        from envsynth import catalog
+
         raise ValueError(
             f"apps is {apps} but there are only {len(given)} blueprints to build "
             f"({', '.join(b.name for b in given[:12])}{', ...' if len(given) > 12 else ''}): "
-            f"ask for at most {len(given)}, or add blueprints (your own, or ones the LLM builder writes)"
+            f"ask for at most {len(given)}, or add blueprints (your own, or ones the LLM builder writes); "
+            f"the shipped catalogue holds {len(catalog.names())} domains"
         )
     chosen = given[: apps if apps is not None else None]
     _check_args(chosen, apps, tasks_per_app, states, distractors, shard_size, workers)
