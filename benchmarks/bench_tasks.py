@@ -28,6 +28,7 @@ from envsynth.runtime.state import StateBuilder, open_state, read_rows
 from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synthesize
 from envsynth.tasks.building.instantiate import ChainFailed, execute
 from envsynth.tasks.episode import EpisodePool
+from envsynth.tasks.planning.refs import resolve
 from envsynth.tasks.state import merged
 from envsynth.tasks.synth import value_pool
 
@@ -63,7 +64,7 @@ def replay(ep: TaskEpisode, task: Task) -> Any:
     for c in task.oracle:
         args = dict(c.args)
         for p, ref in c.refs.items():
-            args[p] = results[ref.step][ref.field]
+            args[p] = resolve(ref, results)  # a field of an earlier result, or of one item of a search's result
         results.append(ep.call(c.tool, args).data)
     return answer_in(results[task.answer_step], task.answer_field) if task.answer_step is not None else None
 

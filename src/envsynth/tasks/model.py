@@ -178,6 +178,7 @@ RejectionReason = Literal[
     "oracle_not_rewarded",
     "policy_forbids_oracle",
     "guessable",
+    "requester_not_findable",
     "difficulty_quota",
     "synthesis_error",
 ]

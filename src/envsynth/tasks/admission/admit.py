@@ -14,6 +14,7 @@ from envsynth.runtime.app import App
 from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import Rows
 from envsynth.tasks.admission.baselines import first_candidate_wins, guessed_by
+from envsynth.tasks.admission.findable import requester_findable
 from envsynth.tasks.admission.solvable import Route
 from envsynth.tasks.building.instantiate import ChainFailed, Run, Workspace, execute
 from envsynth.tasks.building.states import Descriptions, TaskStateDraw
@@ -239,7 +240,8 @@ def admit(
 ) -> RejectionReason | None:
     """The admission rule; None when admitted, else the reason.
 
-    The verifier must fail on s0 (a do-nothing agent scores 0), no other guessing baseline
+    The verifier must fail on s0 (a do-nothing agent scores 0), the requester must be findable
+    (:mod:`envsynth.tasks.admission.findable`), no other guessing baseline
     may score 1 (:mod:`envsynth.tasks.admission.baselines`), every oracle tool must be
     visible, and the oracle, replayed with another episode seed than the one the chain
     was built with (so generated ids differ, and an oracle that hard-codes an id the
@@ -256,6 +258,8 @@ def admit(
         return "verifier_passes_on_s0"
     if not {c.tool for c in task.oracle} <= set(task.visible_tools):
         return "tool_not_visible"
+    if not requester_findable(app.blueprint, task, s0):
+        return "requester_not_findable"  # namesakes of the requester, nothing said tells them apart (admission/findable.py)
     run = replay
     if run is None:
         try:
