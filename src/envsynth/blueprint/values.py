@@ -39,7 +39,7 @@ def email_names() -> tuple[str, ...]:
     names = []
     for _ in range(EMAIL_NAMES):
         fake.seed_instance(rng.getrandbits(32))
-        names.append(fake.name())
+        names.append(f"{fake.first_name()} {fake.last_name()}")
     return tuple(names)
 
 
@@ -82,7 +82,14 @@ class ValueMaker:
         self._fake.seed_instance(self.rng.getrandbits(32))
         return getattr(self._fake, provider)(**args)
 
+    def person_name(self) -> str:
+        """A first and a last name, as people give them: never Faker's prefixes or suffixes ("Dr.", "MD", "Jr.")."""
+        self._fake.seed_instance(self.rng.getrandbits(32))
+        return f"{self._fake.first_name()} {self._fake.last_name()}"
+
     def draw_gen(self, g: Generator, f: FieldDef | None = None) -> Any:
+        if g.faker == "name" and not g.args:
+            return self.person_name()
         if g.faker is not None:
             v = self.fake(g.faker, **g.args)
             if isinstance(v, str):
@@ -138,7 +145,7 @@ class ValueMaker:
     def _text(self, t: str, row: dict[str, Any] | None) -> str:
         """A value of a text type: Faker's, or an email or phone number made here."""
         if t == "name":
-            return self.fake("name")
+            return self.person_name()
         if t == "email":
             return self._email(row)
         if t == "phone":

@@ -135,7 +135,10 @@ _Force = Annotated[
 _Json = Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")]
 
 
-_Apps = Annotated[int | None, typer.Option("--apps", "-A", help="A: build only the first A domains (default: all); more than there are is an error naming how many.")]
+_Apps = Annotated[
+    int | None,
+    typer.Option("--apps", "-A", help="A: build only the first A domains (default: all); more than there are is an error naming how many."),
+]
 
 
 _T = Annotated[int, typer.Option("--tasks-per-app", "-T", help="T: tasks per app; 0 builds apps only.")]

@@ -104,7 +104,7 @@ def staff_names(app: App) -> list[str]:
 
 def _draw_staff_names(app: App) -> list[str]:
     values = ValueMaker(app.blueprint, 104729)
-    return [values.fake("name") for _ in range(STAFF_NAMES)]
+    return [values.person_name() for _ in range(STAFF_NAMES)]
 
 
 def per_chain(app: App, steps: list[Step], memo_name: str, make: Callable[[], _T]) -> _T:
