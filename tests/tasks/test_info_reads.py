@@ -63,7 +63,7 @@ def test_a_count_of_one_rows_rows_names_that_row() -> None:
         call = task.oracle[task.answer_step or 0]
         assert call.tool == "list_playlist_entries" and set(call.args) | set(call.refs) == {"playlist_id", "limit", "offset"}
         playlist = next(p for p in _rows(task, "playlist") if f'"{p["name"]}"' in task.instruction)
-        assert "How many songs are on my" in task.instruction
+        assert "how many songs are on my" in task.instruction.lower()
         entries = [e for e in _rows(task, "playlist_entry") if e["playlist_id"] == playlist["playlist_id"]]
         assert task.expected_answer == len(entries) > 0
 
@@ -87,7 +87,7 @@ def test_a_grouped_aggregate_narrowed_to_a_row_asks_in_the_tools_words() -> None
     for task in _asking("brightline_utilities", "latest_reading_per_meter"):
         assert task.oracle[task.answer_step or 0].tool == "latest_reading_per_meter"
         meter = next(m for m in _rows(task, "meter") if f'for the meter "{m["serial_number"]}"?' in task.instruction)
-        assert task.answer_field == group_field("meter_id", meter["meter_id"]) and "What's the latest reading you have" in task.instruction
+        assert task.answer_field == group_field("meter_id", meter["meter_id"]) and "what's the latest reading you have" in task.instruction.lower()
         readings = [r["reading_value"] for r in _rows(task, "meter_reading") if r["meter_id"] == meter["meter_id"]]
         assert task.expected_answer == max(readings)
 
@@ -103,7 +103,7 @@ def test_the_requester_as_the_subject_reads_in_the_first_person() -> None:
     """circle_social's list_follows of the requester: "How many members do I follow?", not "... does my account follow?"."""
     for task in _asking("circle_social", "list_follows"):
         assert task.oracle[task.answer_step or 0].tool == "list_follows"
-        assert "How many members do I follow?" in task.instruction
+        assert "how many members do i follow?" in task.instruction.lower()
 
 
 def test_the_info_rotation_reaches_reads_grouped_by_a_row() -> None:

@@ -19,6 +19,7 @@ from envsynth.compiler.compile import compile_app
 from envsynth.runtime.app import App
 from envsynth.tasks.model import Call, UserProfile
 from envsynth.tasks.wording.describe import Description, render
+from envsynth.tasks.wording.frames import STYLES
 from envsynth.tasks.wording.instruction import Phraser, Requester, compose
 from envsynth.tasks.wording.scenario import reason_for
 
@@ -118,9 +119,10 @@ def test_a_status_comes_first_and_a_phrase_value_is_hyphenated() -> None:
 
 def test_the_frame_is_polite_once() -> None:
     """A say phrase that starts with "please" in a frame that is polite already: never "Please please update"."""
-    for seed in range(10):
-        text = compose(["please update my profile"], None, random.Random(seed), "")
-        assert "please please" not in text.lower() and "update my profile" in text
+    for style in STYLES:
+        for seed in range(10):
+            text = compose(["please update my profile"], None, random.Random(seed), "", style)
+            assert "please please" not in text.lower() and "update my profile" in text.lower(), text
 
 
 def test_a_reason_matches_what_the_request_changes() -> None:

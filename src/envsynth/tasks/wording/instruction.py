@@ -16,6 +16,7 @@ from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import ToolSpec
 from envsynth.tasks.model import Call
 from envsynth.tasks.wording.describe import Description, flag, human, noun, one_of, render, without_owner
+from envsynth.tasks.wording.frames import framed
 from envsynth.tasks.wording.questions import Questions, joined
 from envsynth.tasks.wording.requester import Requester, greeting, identify_by, identity_fields, profile
 from envsynth.tasks.wording.words import and_list, counted, in_first_person, param_field, plural, refers_to
@@ -40,10 +41,6 @@ __all__ = [
 ]
 
 ID_PATTERN = re.compile(r"\b[a-z]{2,5}_\d{6}\b")
-_OPEN = ("Please {x}.", "Could you {x}?", "I need you to {x}.", "Can you {x}?", "I'd like you to {x}.")
-_THEN = ("Then {x}.", "After that, {x}.", "Next, {x}.", "Once that's done, {x}.")
-_LAST = ("Finally, {x}.", "And lastly, {x}.", "To finish, {x}.")
-_ASK = ("{q}", "Also, {q_lower}", "One more thing: {q_lower}")
 
 
 def _verb(spec: ToolSpec) -> str:
@@ -397,17 +394,10 @@ def _mine_said(phrase: str, fill: dict[str, str]) -> str:
     return phrase
 
 
-def compose(clauses: list[str], question: str | None, rng: random.Random, greeting: str) -> str:
+def compose(clauses: list[str], question: str | None, rng: random.Random, greeting: str, style: str = "brief") -> str:
+    """The request's text: the greeting, then its clauses and question framed the way a person of ``style`` talks."""
     sentences = [greeting] if greeting else []
-    for i, c in enumerate(clauses):
-        pool = _OPEN if i == 0 else _LAST if i == len(clauses) - 1 and i > 1 else _THEN
-        sentences.append(rng.choice(pool).format(x=c.removeprefix("please ")))  # the frame is polite already: never "Please please"
-    if question:
-        if clauses:
-            pick = rng.choice(_ASK)
-            sentences.append(pick.format(q=question, q_lower=question[0].lower() + question[1:]))
-        else:
-            sentences.append(question)
+    sentences += framed(clauses, question, rng, style)
     text = " ".join(s[0].upper() + s[1:] if s else s for s in sentences)
     text = _THAT_THAT.sub(lambda m: f"{m.group(1)} the same", text)  # "record that that customer ...": "that the same customer"
     return " ".join(text.split())  # runs of white space made one space, none at the ends

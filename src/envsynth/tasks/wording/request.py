@@ -24,6 +24,7 @@ from envsynth.tasks.building.world import Instance, staff_names
 from envsynth.tasks.model import Call, Rejection, Scenario, UserProfile
 from envsynth.tasks.planning.answer import Question
 from envsynth.tasks.wording.describe import Description, describe
+from envsynth.tasks.wording.frames import STYLES
 from envsynth.tasks.wording.instruction import Phraser, Requester, compose, greeting, leaks_id, profile
 from envsynth.tasks.wording.roles import chain_roles, on_own_authority, people_for
 from envsynth.tasks.wording.scenario import acted_for, owned, owners, people_in_filters, reason_for, scenario_of
@@ -79,7 +80,8 @@ def request_of(inst: Instance, draw: TaskStateDraw, question: Question, visible:
     clauses = [phraser.clause(i, calls, params[i]) for i in range(n_writes)]
     asked = phraser.question(calls[question.step], question.field, params[question.step], calls) if question.step is not None else None
     opening, reason, client = _opening(inst, full, targets, requester, rng)
-    instruction = compose(clauses, asked, rng, opening.strip())
+    style = rng.choice(STYLES)
+    instruction = compose(clauses, asked, rng, opening.strip(), style)
     if leaks_id(instruction):
         return plan.reject("id_in_instruction", instruction)
     if says_answer(instruction, answer) or _set_by_request(calls, answer):
@@ -88,7 +90,7 @@ def request_of(inst: Instance, draw: TaskStateDraw, question: Question, visible:
     if found.lost:
         return plan.reject("not_solvable", f"nothing the request states finds {found.lost[0]}")
     visible = [*visible, *(t for t in found.tools if t not in visible)]  # the tools that find them are visible
-    scenario = scenario_of(app, requester, reason, descs, mine, instruction, plan.kind, rng, client[1] if client else None)
+    scenario = scenario_of(app, requester, reason, descs, mine, instruction, plan.kind, style, client[1] if client else None)
     user = requester.user.model_copy(update={"knows": [instruction, *requester.user.knows]})
     return Request(instruction, user, scenario, visible, found.routes)
 

@@ -19,7 +19,6 @@ from envsynth.tasks.wording.describe import Description, noun, render, without_o
 from envsynth.tasks.wording.instruction import Requester, refers_to
 
 _WORD = re.compile(r"[a-z]+")
-STYLES = ("brief", "polite", "chatty", "in a hurry", "unsure of the details")
 
 
 def reason_for(app: App, calls: list[Call], requester: Requester, rng: random.Random) -> str | None:
@@ -56,7 +55,7 @@ def scenario_of(
     mine: frozenset[Any],
     instruction: str,
     kind: str,
-    rng: random.Random,
+    style: str,
     client: str | None = None,
 ) -> Scenario:
     """The task as the requester brings it: who they are, why, what they can tell and what they cannot.
@@ -80,7 +79,7 @@ def scenario_of(
     return Scenario(
         persona=persona,
         identity=list(requester.identity),
-        style=rng.choice(STYLES),
+        style=style,
         reason=reason,
         knows=[*user.knows, *([f"I act for {client}"] if client else []), *(f"I mean {r}" for r in rows)],  # as the user says it
         unknowns=unknowns,

@@ -1,0 +1,90 @@
+"""How a request is framed, by the requester's style: the sentences around what they ask for.
+
+A request is its clauses ("cancel my pending order placed on March 3") and its question, each put in
+a frame ("Could you {x}?", "Then {x}.", "Also, {q}"). The frames depend on how the person talks
+(:data:`STYLES`, the scenario's ``style``, which a user simulator also plays): a brief person says
+"Cancel ..." and stops, a polite one asks and thanks, a chatty one wraps the request in a few words
+of their own, one in a hurry says so, one unsure of the details hedges. Every style has several
+frames of each place, so no one frame opens most of an app's requests.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Frames:
+    """The frames of one style: the first clause's, the middle ones', the last of three or more, the question's, a sign-off."""
+
+    first: tuple[str, ...]
+    then: tuple[str, ...]
+    last: tuple[str, ...]
+    ask: tuple[str, ...]
+    ask_alone: tuple[str, ...] = ("{q}",)
+    sign_off: tuple[str, ...] = ("",)
+
+
+_THEN = ("Then {x}.", "After that, {x}.", "Next, {x}.", "Once that's done, {x}.")
+_LAST = ("Finally, {x}.", "And lastly, {x}.", "To finish, {x}.")
+
+FRAMES: dict[str, Frames] = {
+    "brief": Frames(
+        first=("{X}.", "Please {x}.", "I need to {x}.", "{X}, please."),
+        then=("Then {x}.", "Also {x}.", "Next, {x}."),
+        last=("Finally, {x}.", "Last, {x}."),
+        ask=("{q}", "Also: {q_lower}"),
+    ),
+    "polite": Frames(
+        first=("Could you please {x}?", "Would you be able to {x}?", "I'd be grateful if you could {x}.", "May I ask you to {x}?"),
+        then=_THEN,
+        last=_LAST,
+        ask=("I'd also like to know: {q_lower}", "Could you also tell me: {q_lower}", "{q}"),
+        ask_alone=("{q}", "Could you tell me: {q_lower}", "I'd like to know: {q_lower}"),
+        sign_off=("Thank you.", "Thank you very much.", "Many thanks."),
+    ),
+    "chatty": Frames(
+        first=("I was hoping you could {x}.", "Any chance you could {x}?", "So, I'd like you to {x}.", "Can you {x}?"),
+        then=("Oh, and then {x}.", "After that, {x}.", "Once that's done, {x}.", "Then {x}."),
+        last=("And to finish, {x}.", "Finally, {x}.", "And lastly, {x}."),
+        ask=("Oh, and one more thing: {q_lower}", "Also, I was wondering: {q_lower}", "{q}"),
+        ask_alone=("{q}", "I was wondering: {q_lower}", "Quick question: {q_lower}"),
+        sign_off=("Thanks so much!", "Thanks a lot, I appreciate it!", "Thanks!"),
+    ),
+    "in a hurry": Frames(
+        first=("Quick one: {x}.", "I need you to {x}, please.", "Can you {x}? It's urgent.", "Please {x} as soon as you can."),
+        then=("Then {x}.", "Right after, {x}.", "Next, {x}."),
+        last=("Then finally {x}.", "Last thing: {x}."),
+        ask=("And quickly: {q_lower}", "{q}"),
+        ask_alone=("{q}", "Quick question: {q_lower}"),
+        sign_off=("Thanks, I'm short on time.", "Thanks, I'm in a rush.", ""),
+    ),
+    "unsure of the details": Frames(
+        first=("I think I need to {x}, if that's possible.", "Could you help me {x}?", "I'm not sure how this works, but I'd like to {x}."),
+        then=("Then I think {x}.", "After that, {x}, if you can.", "Then {x}."),
+        last=("And finally, {x}, I believe.", "Finally, {x}."),
+        ask=("Also, I'm not sure: {q_lower}", "And could you check: {q_lower}", "{q}"),
+        ask_alone=("I'm not sure, so could you check: {q_lower}", "{q}", "I can't remember: {q_lower}"),
+        sign_off=("I hope that makes sense.", "Thanks for your patience.", ""),
+    ),
+}
+"""The frames of each style (the scenario's ``style``)."""
+
+STYLES: tuple[str, ...] = tuple(FRAMES)
+"""How requesters talk, drawn once per request."""
+
+
+def framed(clauses: list[str], question: str | None, rng: random.Random, style: str) -> list[str]:
+    """The sentences of a request in ``style``: each clause and the question in a frame of that style, then a sign-off."""
+    frames = FRAMES[style]
+    out = []
+    for i, clause in enumerate(clauses):
+        pool = frames.first if i == 0 else frames.last if i == len(clauses) - 1 and i > 1 else frames.then
+        x = clause.removeprefix("please ")  # the frame is polite already: never "Please please"
+        out.append(rng.choice(pool).format(x=x, X=x[:1].upper() + x[1:]))
+    if question:
+        pick = rng.choice(frames.ask if clauses else frames.ask_alone)
+        out.append(pick.format(q=question, q_lower=question[0].lower() + question[1:]))
+    sign_off = rng.choice(frames.sign_off)
+    return [*out, sign_off] if sign_off else out
