@@ -87,7 +87,10 @@ def test_a_grouped_aggregate_narrowed_to_a_row_asks_in_the_tools_words() -> None
     for task in _asking("brightline_utilities", "latest_reading_per_meter"):
         assert task.oracle[task.answer_step or 0].tool == "latest_reading_per_meter"
         meter = next(m for m in _rows(task, "meter") if f'for the meter "{m["serial_number"]}"?' in task.instruction)
-        assert task.answer_field == group_field("meter_id", meter["meter_id"]) and "what's the latest reading you have" in task.instruction.lower()
+        assert (
+            task.answer_field == group_field("meter_id", meter["meter_id"])
+            and "what's the latest reading you have" in task.instruction.lower()
+        )
         readings = [r["reading_value"] for r in _rows(task, "meter_reading") if r["meter_id"] == meter["meter_id"]]
         assert task.expected_answer == max(readings)
 
