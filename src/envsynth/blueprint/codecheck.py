@@ -245,7 +245,9 @@ def _attribute_problems(node: ast.Attribute) -> list[str]:
     receiver = node.value
     if isinstance(receiver, ast.Constant) and isinstance(receiver.value, str):
         return _format_string_problems(receiver.value, node.attr)
-    return [f"str.{node.attr} on a format string built at run time ({_short(ast.unparse(receiver))}) is not allowed: use an f-string or a literal"]
+    return [
+        f"str.{node.attr} on a format string built at run time ({_short(ast.unparse(receiver))}) is not allowed: use an f-string or a literal"
+    ]
 
 
 def _format_string_problems(text: str, method: str) -> list[str]:
