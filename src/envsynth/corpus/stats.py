@@ -27,9 +27,9 @@ def corpus_stats(corpus: Corpus) -> dict[str, Any]:
         ``quality`` (the task quality linter's defect rates, chain connectedness, tool
         coverage per app and user roles: :func:`envsynth.report.lint_corpus`), ``difficulty``
         (tasks per tier, the mean score, tasks per construct) and ``baselines`` (the share of
-        tasks each guessing baseline scores 1.0 on: :func:`envsynth.rollout.baselines.baseline_rates`).
+        tasks each guessing baseline scores 1.0 on: :func:`envsynth.corpus.baselines.baseline_rates`).
     """
-    from envsynth.rollout.baselines import baseline_rates
+    from envsynth.corpus.baselines import baseline_rates
 
     m = corpus.manifest
     tasks = list(corpus.tasks)  # each record read once (corpus.tasks reads them on demand)

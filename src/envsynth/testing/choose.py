@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
+import math
 import random
 from typing import Any
 
@@ -71,7 +72,39 @@ def filter_value(flt: Any, target: dict[str, Any], rng: random.Random) -> Any:
         return rng.choice(words).lower()
     if flt.op == "in":
         return [v]
+    if flt.op in _BOUNDS:
+        return round_bound(v, flt.op)
     return v
+
+
+_BOUNDS = frozenset(("gte", "gt", "lte", "lt"))
+
+
+def round_bound(v: Any, op: str) -> Any:
+    """A bound a person would say for a row's value ``v`` that the value still passes: "at most $65", not "at most $61.81".
+
+    A lower bound (``gte``/``gt``) is rounded down, an upper one (``lte``/``lt``) up, to a step that grows with the
+    value (1 under 10, 5 under 100, 10 under 1,000, 50 under 10,000, then 100; whole integers under 20 stay as they
+    are); a strict bound that lands on ``v`` moves one step further. Anything but a number is returned as it is.
+    """
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return v
+    step = _step(abs(v), isinstance(v, int))
+    lower = op in ("gte", "gt")
+    bound = math.floor(v / step) * step if lower else math.ceil(v / step) * step
+    if op in ("gt", "lt") and bound == v:
+        bound += -step if lower else step
+    return int(bound) if isinstance(v, int) else float(bound)
+
+
+def _step(size: float, whole: bool) -> int:
+    """The rounding step of a bound near ``size`` (1 for a small whole number: a person says it as it is)."""
+    if whole and size < 20:
+        return 1
+    for below, step in ((10, 1), (100, 5), (1_000, 10), (10_000, 50)):
+        if size < below:
+            return step
+    return 100
 
 
 def draw_number(p: ParamSpec, rng: random.Random) -> int | float:

@@ -10,7 +10,7 @@ it with reason ``guessable``. The baselines:
   when each row the oracle picks out of several is the first listed, so such a task is refused (a
   row found by a search that lists only that row is found, not guessed).
 
-:mod:`envsynth.rollout.baselines` runs the same agents on a built corpus for ``envsynth inspect``
+:mod:`envsynth.corpus.baselines` runs the same agents on a built corpus for ``envsynth inspect``
 and the report, and adds the corpus's most common answer, which admission cannot know.
 """
 
