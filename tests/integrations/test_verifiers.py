@@ -67,6 +67,13 @@ def _last_call(output: dict[str, Any]) -> dict[str, Any]:
     return json.loads(call) if isinstance(call, str) else call
 
 
+def _tools(corpus_dir: Path, task_id: str) -> list[dict[str, Any]]:
+    """The tools an episode of the task offers."""
+    ep = envsynth.load_corpus(corpus_dir).start(task_id)
+    ep.finish()
+    return ep.tools
+
+
 def test_rows_are_the_tasks_prompts_and_tools(corpus_dir):
     corpus = envsynth.load_corpus(corpus_dir)
     rows = task_rows(corpus)
@@ -75,7 +82,7 @@ def test_rows_are_the_tasks_prompts_and_tools(corpus_dir):
         info = json.loads(row["info"])
         assert row["prompt"] == [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task.instruction}]
         ep = corpus.start(task)
-        assert info["oai_tools"] == ep.tools  # the visible tools and complete_task
+        assert json.loads(row["tools"]) == ep.tools  # the visible tools and complete_task
         ep.finish()
         assert info["task_id"] == task.id and info["tier"] == task.tier and info["difficulty"] == task.difficulty
         assert not {"oracle", "expected_effects", "expected_answer", "answer"} & set(info) and "answer" not in row
@@ -103,6 +110,7 @@ def test_oracle_rollouts_score_one(corpus_dir):
     assert len(outputs) == 2
     for o in outputs:
         assert o["reward"] == 1.0, o["completion"]
+        assert o["oai_tools"] == _tools(corpus_dir, o["info"]["task_id"])  # what the model was offered
         assert o["metrics"]["envsynth_completed"] == 1.0
         assert o["stop_condition"] == "has_final_env_response"
         assert _last_call(o)["function"]["name"] == "complete_task"

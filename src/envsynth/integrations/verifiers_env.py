@@ -2,8 +2,8 @@
 
 ``load_environment(corpus, app=, kind=, tier=, limit=)`` gives a ``vf.MultiTurnEnv`` whose
 dataset has one row per corpus task (the agents' system prompt, the app's policy, the
-instruction; the task's visible tools and ``complete_task`` as the row's tools; the task id
-in ``info``). Each rollout plays its own envsynth episode (``corpus.start(task)``: a fresh
+instruction; the task's visible tools and ``complete_task`` as the row's ``tools``; the task
+id in ``info``). Each rollout plays its own envsynth episode (``corpus.start(task)``: a fresh
 copy of the task's initial state), kept in the rollout's state dict; each tool call is one
 ``TaskEpisode.step``; ``complete_task`` ends the rollout. The rubric's one reward is the
 episode's ``reward.score``: the database state compared with the ground truth, and for a
@@ -40,7 +40,7 @@ EPISODE_KEY = "envsynth_episode"
 RESULT_KEY = "envsynth"
 """The rollout state's key holding what the episode ended with: ``task_id``, ``calls``, ``completed``, ``reward``."""
 ROW_FIELDS = ("app", "kind", "tier", "difficulty")
-"""Task fields copied into each row's ``info`` (besides ``task_id`` and the tools)."""
+"""Task fields copied into each row's ``info`` (besides ``task_id``)."""
 
 
 def _import_verifiers() -> Any:
@@ -67,11 +67,12 @@ def task_rows(
     tier: str | Collection[str] | None = None,
     limit: int | None = None,
 ) -> list[dict[str, Any]]:
-    """The dataset rows of a corpus: ``prompt`` (chat messages) and ``info`` (JSON text).
+    """The dataset rows of a corpus: ``prompt`` (chat messages), ``info`` and ``tools`` (JSON text).
 
-    ``info`` holds ``task_id``, ``oai_tools`` (the task's tools, as verifiers reads them per
-    row) and the task's ``app``, ``kind``, ``tier`` and ``difficulty``; it is JSON text so rows
-    whose tools differ share one dataset schema (verifiers parses it back in each rollout).
+    ``info`` holds ``task_id`` and the task's ``app``, ``kind``, ``tier`` and ``difficulty``;
+    ``tools`` the task's visible tools and ``complete_task`` (OpenAI schemas, as
+    ``corpus.start(task).tools``). Both are JSON text, so rows whose tools differ share one
+    dataset schema; a rollout takes its tools from its episode, so it never parses them.
     The prompt is the RL export's (:func:`envsynth.export.rl_rows`): no ground truth.
 
     Args:
@@ -91,11 +92,13 @@ def task_rows(
     apps, kinds = _as_set(app), _as_set(kind)
     rows = []
     for r in rl_rows(corpus, tiers=_as_set(tier)):
-        if (apps is None or r["app"] in apps) and (kinds is None or r["kind"] in kinds):
-            info = {"task_id": r["task_id"], "oai_tools": r["tools"], **{k: r[k] for k in ROW_FIELDS}}
-            rows.append({"prompt": r["prompt"], "info": json.dumps(info, ensure_ascii=False)})
         if limit is not None and len(rows) >= limit:
             break
+        if (apps is None or r["app"] in apps) and (kinds is None or r["kind"] in kinds):
+            info = {"task_id": r["task_id"], **{k: r[k] for k in ROW_FIELDS}}
+            rows.append(
+                {"prompt": r["prompt"], "info": json.dumps(info, ensure_ascii=False), "tools": json.dumps(r["tools"], ensure_ascii=False)}
+            )
     return rows
 
 
@@ -164,8 +167,9 @@ def _env_class(vf: Any) -> type:
             super().__init__(**kwargs)
 
         async def setup_state(self, state: vf.State) -> vf.State:
-            """Start this rollout's own episode on the row's task."""
-            state[EPISODE_KEY] = self.corpus.start(state["info"]["task_id"])
+            """Start this rollout's own episode on the row's task; the model sees the episode's tools."""
+            episode = self.corpus.start(state["info"]["task_id"])
+            state[EPISODE_KEY], state["oai_tools"] = episode, episode.tools
             return state
 
         async def env_response(self, messages: vf.Messages, state: vf.State, **kwargs: Any) -> vf.Messages:
