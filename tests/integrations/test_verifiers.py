@@ -158,6 +158,8 @@ def test_verifiers_finds_the_module_by_name(corpus_dir):
     env = vf.load_environment(MODULE, corpus=str(corpus_dir), limit=1)
     assert isinstance(env, vf.MultiTurnEnv)
     assert len(env.get_dataset()) == 1 and env.env_args == {"corpus": str(corpus_dir), "limit": 1}
+    # vf-eval's env server loads the environment again by its env_id: it must name this module
+    assert env.env_id == load_environment(corpus_dir, limit=1).env_id == MODULE
 
 
 def test_a_missing_verifiers_says_which_extra(monkeypatch, corpus_dir):

@@ -228,4 +228,4 @@ def load_environment(
         raise ValueError(f"no task of the corpus at {c.path} passes the filters app={app!r} kind={kind!r} tier={tier!r} limit={limit!r}")
     rubric = vf.Rubric(funcs=[envsynth_reward], weights=[1.0])
     rubric.add_metric(envsynth_completed)
-    return _env_class(vf)(c, dataset=Dataset.from_list(rows), rubric=rubric, max_turns=max_turns, env_id="envsynth")
+    return _env_class(vf)(c, dataset=Dataset.from_list(rows), rubric=rubric, max_turns=max_turns, env_id=__name__)
