@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -160,6 +161,12 @@ def test_verifiers_finds_the_module_by_name(corpus_dir):
     assert len(env.get_dataset()) == 1 and env.env_args == {"corpus": str(corpus_dir), "limit": 1}
     # vf-eval's env server loads the environment again by its env_id: it must name this module
     assert env.env_id == load_environment(corpus_dir, limit=1).env_id == MODULE
+
+
+def test_importing_the_module_imports_no_verifiers():
+    code = f"import sys, {MODULE}\nassert 'verifiers' not in sys.modules and 'datasets' not in sys.modules"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
 
 
 def test_a_missing_verifiers_says_which_extra(monkeypatch, corpus_dir):
