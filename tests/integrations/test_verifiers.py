@@ -149,6 +149,29 @@ def test_a_wrong_answer_scores_zero(corpus_dir):
     assert [o["reward"] for o in outputs] == [0.0]
 
 
+def test_rejected_calls_come_back_as_tool_messages_and_the_rollout_goes_on(corpus_dir):
+    def fumble_first(task: Any, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        if not any(m["role"] == "tool" for m in messages):
+            calls = [
+                {"id": "bad-0", "type": "function", "function": {"name": "drop_all_tables", "arguments": "{}"}},
+                {"id": "bad-1", "type": "function", "function": {"name": task.oracle[0].tool, "arguments": "{not json"}},
+            ]
+            return {"role": "assistant", "content": None, "tool_calls": calls}
+        return OracleAgent(task).reply(messages)
+
+    outputs = _evaluate(corpus_dir, fumble_first)
+    assert [o["reward"] for o in outputs] == [1.0, 1.0]
+    rejected = outputs[0]["completion"][1:3]
+    assert [m["role"] for m in rejected] == ["tool", "tool"] and "Unknown tool" in rejected[0]["content"]
+
+
+def test_max_turns_ends_the_rollout_unfinished(corpus_dir):
+    outputs = _evaluate(corpus_dir, _oracle, max_turns=1)
+    assert [(o["reward"], o["metrics"]["envsynth_completed"], o["stop_condition"]) for o in outputs] == [
+        (0.0, 0.0, "max_turns_reached")
+    ] * 2
+
+
 def test_rollouts_of_one_task_play_isolated_episodes(corpus_dir):
     # three concurrent rollouts of the action task each write the same rows to their own copy of s0
     outputs = _evaluate(corpus_dir, _oracle, rollouts=3, kind="action")
