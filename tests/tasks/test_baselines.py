@@ -73,3 +73,6 @@ def test_the_first_candidate_wins_only_by_picking_the_first_of_several() -> None
     later = [pick[0], Call(tool="close", args={}, refs={"task_id": Ref(step=0, field="task_id", item=2)})]
     assert not first_candidate_wins(later, {0: _search(3)}.get)  # the third of three: taking the first is wrong
     assert not first_candidate_wins([Call(tool="search", args={})], {0: _search(5)}.get)  # no pick at all
+    # a lookup's first of several, then a pick out of a result not known here (a for-each goal's search): not shown
+    both = [*pick, Call(tool="search", args={}), Call(tool="close", args={}, refs={"task_id": Ref(step=2, field="task_id", item=1)})]
+    assert not first_candidate_wins(both, {0: _search(3)}.get)

@@ -184,7 +184,9 @@ def test_no_question_follows_up_on_a_row_the_request_deleted(built_catalog: dict
     app, tasks = _admitted(built_catalog, "circle_social", "delete_draft", tries=1)
     for task in tasks:
         writes = [c.tool for c in task.oracle if app.spec_by_name[c.tool].mode == "write"]  # the lookups come first
-        assert writes == ["delete_draft"] and task.oracle[-1].tool == "delete_draft" and task.expected_answer is None
+        assert (
+            set(writes) == {"delete_draft"} and task.oracle[-1].tool == "delete_draft" and task.expected_answer is None
+        )  # (all my drafts, for a for-each goal)
 
 
 def test_staff_actions_are_asked_for_by_staff(built_catalog: dict[str, BuiltApp]) -> None:

@@ -30,6 +30,7 @@ from envsynth.tasks.admission.policy import shape as shape_policy
 from envsynth.tasks.admission.restate import restate
 from envsynth.tasks.admission.routes import look_up_rows
 from envsynth.tasks.building.core import core_of
+from envsynth.tasks.building.foreach import expand_for_each
 from envsynth.tasks.building.matches import spread_count
 from envsynth.tasks.building.states import TaskStateDraw, draw_state
 from envsynth.tasks.building.visible import MIN_VISIBLE, visible_tools
@@ -77,6 +78,7 @@ def _tasks(inst: Instance, states: int) -> list[Task] | Rejection:
     plan = inst.plan
     core = core_of(inst)
     question = ask(inst, core.rows, core.targets)
+    inst.for_each = expand_for_each(inst, core, question)  # "cancel all my pending orders" (tasks/building/foreach.py)
     spread_count(inst, core, question)  # a count reaches a number drawn for it (tasks/building/matches.py)
     if question.step is not None and unfiltered(
         plan.app.spec_by_name[inst.calls[question.step].tool], inst.calls[question.step], question.field

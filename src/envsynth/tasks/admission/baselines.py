@@ -54,7 +54,9 @@ def first_candidate_wins(oracle: list[Call], result_of: Callable[[int], Any]) ->
             if ref.item is None:
                 continue
             items = _items(result_of(ref.step))
-            if items is None or len(items) < 2:
+            if items is None:
+                return False  # a pick out of a result not known here: not shown to be the first candidate's
+            if len(items) < 2:
                 continue
             if ref.item != 0:
                 return False

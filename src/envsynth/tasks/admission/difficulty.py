@@ -40,6 +40,7 @@ BONUS: dict[str, float] = {
     "count": 0.5,  # how many rows meet the request's criteria
     "question_and_action": 1.0,  # an answer and an effect in one request
     "multi_row": 1.0,  # several rows of one table change
+    "for_each": 0.5,  # the same write on every row a search lists ("cancel all my pending orders")
     "policy": 1.0,  # a rule of the app's policy governs the outcome
     "refusal": 2.0,  # part of the request must be refused under that rule
 }
@@ -63,6 +64,8 @@ def constructs(app: App, task: Task) -> list[str]:
         out.append("multi_write")
     if any(n >= 2 for n in _changed_rows(task.expected_effects).values()):
         out.append("multi_row")
+    if _for_each(task):
+        out.append("for_each")
     if task.state.distractors:
         out.append("distractors")
     if task.policy is not None:
@@ -118,3 +121,13 @@ def _picks(task: Task) -> int:
 def _changed_rows(effects: dict[str, Any]) -> dict[str, int]:
     """Rows changed per table in a task's expected effects (updated, added and deleted)."""
     return {t: len(e.get("updated", {})) + len(e.get("added", [])) + len(e.get("deleted", [])) for t, e in effects.items()}
+
+
+def _for_each(task: Task) -> bool:
+    """Whether two or more calls of one tool act on items of one search's result (a for-each goal)."""
+    seen: dict[tuple[str, int], set[int]] = {}
+    for call in task.oracle:
+        for ref in call.refs.values():
+            if ref.item is not None:
+                seen.setdefault((call.tool, ref.step), set()).add(ref.item)
+    return any(len(items) >= 2 and sum(c.tool == tool for c in task.oracle) >= 2 for (tool, _), items in seen.items())

@@ -121,7 +121,7 @@ def _identity_gets(app: App) -> list[tuple[ToolSpec, str, str]]:
 def _shifted(app: App, call: Call, table: str, key: Any, id_field: str) -> Call:
     """``call`` one step later: earlier results one step on, the requester's id taken from the lookup (step 0)."""
     spec = app.spec_by_name[call.tool]
-    refs = {k: Ref(step=r.step + 1, field=r.field) for k, r in call.refs.items()}
+    refs = {k: r.model_copy(update={"step": r.step + 1}) for k, r in call.refs.items()}  # a ref into a search's items keeps its item
     args = dict(call.args)
     for p in spec.params:
         if args.get(p.name) == key and refers_to(app.blueprint, p) == table:

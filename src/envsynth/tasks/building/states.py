@@ -158,6 +158,10 @@ def _distractors(
     )
     if descs is not None:  # the instruction is fixed: drop distractors its descriptions would also match
         extra = _without_matches(app, frame.core, extra, [descs[tk] for tk in core.targets])
+    fe = inst.for_each
+    if fe is not None:  # "all my pending orders": no distractor may be one more of them (tasks/building/foreach.py)
+        owner = frame.mapping.get((fe.owner_table, fe.owner), fe.owner) if frame.mapping else fe.owner
+        extra = _without_matches(app, frame.core, extra, [Description(fe.entity, fe.criteria(owner))])
     return extra, per_level
 
 

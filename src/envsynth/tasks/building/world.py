@@ -40,6 +40,7 @@ class Instance:
     s0: Rows
     calls: list[Call]
     bound: list[dict[str, Any]]
+    for_each: Any = None  # a ForEach goal (tasks/building/foreach.py) once the core stage made one
 
 
 def instantiate_plan(plan: Plan) -> Instance | Rejection:

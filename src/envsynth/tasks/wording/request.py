@@ -24,6 +24,7 @@ from envsynth.tasks.building.world import Instance, staff_names
 from envsynth.tasks.model import Call, Rejection, Scenario, UserProfile
 from envsynth.tasks.planning.answer import Question
 from envsynth.tasks.wording.describe import Description, describe
+from envsynth.tasks.wording.foreach import for_each_clause, said_of_many
 from envsynth.tasks.wording.frames import STYLES
 from envsynth.tasks.wording.instruction import Phraser, Requester, compose, greeting, leaks_id, profile
 from envsynth.tasks.wording.roles import chain_roles, on_own_authority, people_for
@@ -77,7 +78,14 @@ def request_of(inst: Instance, draw: TaskStateDraw, question: Question, visible:
     params = _param_descriptions(app, calls, descs)
     _add_asked_rows(inst, calls, question, targets, descs, params)
     n_writes = len(calls) - (1 if question.step is not None else 0)
-    clauses = [phraser.clause(i, calls, params[i]) for i in range(n_writes)]
+    fe = inst.for_each
+    if fe is not None:  # "cancel all my pending orders" (tasks/wording/foreach.py)
+        each = for_each_clause(phraser, fe, calls, params[fe.write]) if requester.key == fe.owner else None
+        if each is None:
+            return plan.reject("target_not_describable", "the rows of a for-each goal")
+        clauses = [each]
+    else:
+        clauses = [phraser.clause(i, calls, params[i]) for i in range(n_writes)]
     asked = phraser.question(calls[question.step], question.field, params[question.step], calls) if question.step is not None else None
     opening, reason, client = _opening(inst, full, targets, requester, rng)
     style = rng.choice(STYLES)
@@ -149,6 +157,8 @@ def _opening(
         reason: str | None = rng.choice(flow.reasons)
     else:
         reason = reason_for(app, inst.calls, requester, rng)
+    if inst.for_each is not None and reason is not None and not said_of_many(reason):
+        reason = None  # "I'd like to stop it before it ships" is said of one order, not of all of them
     writes = [c.tool for c in inst.calls if app.spec_by_name[c.tool].mode == "write"]
     client = None if on_own_authority(app.blueprint, writes) else _client(app, full, targets, requester, rng)
     opening = greeting(requester, rng) + (f" {reason[0].upper()}{reason[1:]}." if reason else "")
