@@ -29,6 +29,7 @@ from envsynth.blueprint.models import (
     TransitionAction,
     UpdateAction,
 )
+from envsynth.blueprint.nouns import plural, row_noun
 from envsynth.blueprint.spec import Check, Effect, FilterSpec, ParamSpec, Query, ToolSpec
 
 
@@ -79,7 +80,7 @@ def _filters(x: _Expander, ent: Entity, filters: list[Filter]) -> list[FilterSpe
                 raise x.err(f"filters[{j}].op", f"{flt.op} needs a numeric or date field")
             word = {"eq": "Only rows whose", "gte": "Minimum", "lte": "Maximum"}[flt.op]
             desc = flt.description or (
-                f"Only {human(ent.name)}s whose {human(f.name)} equals this." if flt.op == "eq" else f"{word} {human(f.name)}."
+                f"Only {plural(row_noun(ent.name))} whose {human(f.name)} equals this." if flt.op == "eq" else f"{word} {human(f.name)}."
             )
             p = x.param_from_field(pname, f, ent, required=False, description=desc)
             if flt.op != "eq":
