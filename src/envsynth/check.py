@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from envsynth.blueprint.collect import collect
+from envsynth.blueprint.defaults import default_warnings
 from envsynth.blueprint.effects import increment
 from envsynth.blueprint.errors import BlueprintError
 from envsynth.blueprint.load import read_blueprint_file
@@ -34,6 +35,7 @@ class CheckReport:
 
     file: str
     problems: list[BlueprintError] = field(default_factory=list)
+    warnings: list[BlueprintError] = field(default_factory=list)
     name: str | None = None
     entities: int = 0
     actions: int = 0
@@ -42,13 +44,19 @@ class CheckReport:
 
     @property
     def ok(self) -> bool:
+        """Whether the file has no problem (warnings do not count)."""
         return not self.problems
 
+    def passes(self, strict: bool = False) -> bool:
+        """Whether the check passes: no problem, and with ``strict`` no warning either."""
+        return self.ok and not (strict and self.warnings)
+
     def lines(self) -> list[str]:
-        """One line per problem (``<file>: <path>: <message>``), or one ``ok`` line."""
+        """One line per problem (``<file>: <path>: <message>``), or one per warning
+        (``<file>: warning: <path>: <message>``) and then one ``ok`` line."""
         if self.problems:
             return [one_line(p.line()) for p in self.problems]
-        return [
+        return [one_line(f"{self.file}: warning: {w.path}: {w.message}") for w in self.warnings] + [
             f"{self.file}: ok: {self.name}: {self.entities} entities, {self.actions} actions, "
             f"{self.tools} tools ({self.writes} write, {self.tools - self.writes} read)"
         ]
@@ -63,6 +71,7 @@ class CheckReport:
             "actions": self.actions,
             "tools": self.tools,
             "problems": [{"path": p.path, "message": p.message, "line": p.line()} for p in self.problems],
+            "warnings": [{"path": w.path, "message": w.message} for w in self.warnings],
         }
 
 
@@ -131,6 +140,7 @@ def check_data(data: Any, source: str) -> CheckReport:
     return CheckReport(
         source,
         problems,
+        warnings=default_warnings(data, bp, source),
         name=bp.name,
         entities=len(bp.entities),
         actions=len(bp.actions),

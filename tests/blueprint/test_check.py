@@ -77,8 +77,8 @@ def test_a_clean_blueprint_is_one_ok_line_and_exit_0(tmp_path: Path, bookshop_bl
     good = tmp_path / "permits.yaml"
     good.write_text(yaml.safe_dump(_base()))
     rc, out = _run(str(good), str(bookshop_blueprint_path))
-    assert rc == 0, out
-    assert out.splitlines() == [
+    assert rc == 0, out  # the words these blueprints leave out are warnings (tests/blueprint/test_defaults.py), not problems
+    assert [x for x in out.splitlines() if ": warning: " not in x] == [
         f"{good}: ok: permits_office: 4 entities, 4 actions, 4 tools (3 write, 1 read)",
         f"{bookshop_blueprint_path}: ok: corner_bookshop: 6 entities, 16 actions, 16 tools (11 write, 5 read)",
     ]
@@ -317,8 +317,9 @@ def test_random_conditions_and_messages_never_crash_the_check(tmp_path: Path, ch
 def test_the_docs_quote_what_the_check_prints(bookshop_blueprint_path: Path) -> None:
     doc = (Path(__file__).parent.parent.parent / "docs" / "blueprints.md").read_text()
     assert "envsynth check my.yaml" in doc
-    (ok,) = check_file(bookshop_blueprint_path.parent / "vet_clinic.yaml").lines()
+    *warnings, ok = check_file(bookshop_blueprint_path.parent / "vet_clinic.yaml").lines()
     assert "`my.yaml: " + ok.split(": ", 1)[1] + "`" in doc
+    assert all(": warning: " in w for w in warnings)
     for name in ("yaml_unclosed_bracket", "typo_top_level_key", "missing_title"):
         (want,) = _expected(BROKEN / f"{name}.yaml")
         assert f"`{want}" in doc, want
@@ -378,5 +379,8 @@ GOOD = sorted(
 @pytest.mark.parametrize("path", GOOD, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_shipped_and_example_blueprint_checks_clean(path: Path) -> None:
     # an increment ("+= amount") in an example's also once made the checker's sample run an internal error
-    lines = check_file(path).lines()
-    assert len(lines) == 1 and ": ok: " in lines[0], lines
+    report = check_file(path)
+    *warnings, ok = report.lines()
+    assert report.ok and ": ok: " in ok and all(": warning: " in w for w in warnings), report.lines()
+    if path.parent.name == "catalog":
+        assert not warnings  # the catalogue gives every word (docs/blueprints.md section 10)

@@ -29,6 +29,7 @@ from envsynth.blueprint.models import (
     TransitionAction,
     UpdateAction,
 )
+from envsynth.blueprint.nouns import plural, row_noun
 from envsynth.blueprint.spec import Check, Effect, FilterSpec, ParamSpec, Query, ToolSpec
 
 
@@ -43,7 +44,9 @@ def _get(x: _Expander, a: GetAction) -> ToolSpec:
     x.bind_param(ent.name, ent, p, "by", key=by)
     x.explicit_params()
     x.extra_bindings()
-    return x.build(query=Query(op="get", entity=ent.name, alias=ent.name), returns=ent.name, returns_doc=f"The {human(ent.name)} record.")
+    return x.build(
+        query=Query(op="get", entity=ent.name, alias=ent.name), returns=ent.name, returns_doc=f"The {row_noun(ent.name)} record."
+    )
 
 
 def _filters(x: _Expander, ent: Entity, filters: list[Filter]) -> list[FilterSpec]:
@@ -79,7 +82,7 @@ def _filters(x: _Expander, ent: Entity, filters: list[Filter]) -> list[FilterSpe
                 raise x.err(f"filters[{j}].op", f"{flt.op} needs a numeric or date field")
             word = {"eq": "Only rows whose", "gte": "Minimum", "lte": "Maximum"}[flt.op]
             desc = flt.description or (
-                f"Only {human(ent.name)}s whose {human(f.name)} equals this." if flt.op == "eq" else f"{word} {human(f.name)}."
+                f"Only {plural(row_noun(ent.name))} whose {human(f.name)} equals this." if flt.op == "eq" else f"{word} {human(f.name)}."
             )
             p = x.param_from_field(pname, f, ent, required=False, description=desc)
             if flt.op != "eq":
@@ -123,7 +126,7 @@ def _search(x: _Expander, a: SearchAction) -> ToolSpec:
     )
     x.explicit_params()
     q = Query(op="search", entity=ent.name, filters=filters, sort=sort, descending=a.descending)
-    return x.build(query=q, returns="query", returns_doc=f"{{'total': number of matches, 'items': matching {human(ent.name)} records}}.")
+    return x.build(query=q, returns="query", returns_doc=f"{{'total': number of matches, 'items': matching {row_noun(ent.name)} records}}.")
 
 
 def _aggregate(x: _Expander, a: AggregateAction) -> ToolSpec:
@@ -163,7 +166,7 @@ def _create(x: _Expander, a: CreateAction) -> ToolSpec:
     x.effects.append(Effect(op="insert", alias="new", entity=ent.name, values=values))
     V2.write_extras(x, a, None)
     x.derive_post()
-    return x.build(returns="new", returns_doc=f"The new {human(ent.name)} record.")
+    return x.build(returns="new", returns_doc=f"The new {row_noun(ent.name)} record.")
 
 
 def _update(x: _Expander, a: UpdateAction) -> ToolSpec:
@@ -201,7 +204,7 @@ def _update(x: _Expander, a: UpdateAction) -> ToolSpec:
     x.effects.append(Effect(op="update", alias=ent.name, entity=ent.name, values=values, when_given=when))
     V2.write_extras(x, a, ent.name)
     x.derive_post()
-    return x.build(returns=ent.name, returns_doc=f"The updated {human(ent.name)} record.")
+    return x.build(returns=ent.name, returns_doc=f"The updated {row_noun(ent.name)} record.")
 
 
 def _delete(x: _Expander, a: DeleteAction) -> ToolSpec:
@@ -225,14 +228,14 @@ def _delete(x: _Expander, a: DeleteAction) -> ToolSpec:
                         Check(
                             id=f"children:{other.name}.{f.name}",
                             check=f"not exists({other.name}, {f.name}={ent.name}.{ent.id_field})",
-                            message=f"This {human(ent.name)} cannot be deleted: {human(other.name)} records still refer to it.",
+                            message=f"This {row_noun(ent.name)} cannot be deleted: {human(other.name)} records still refer to it.",
                             origin="implicit",
                         )
                     )
     V2.write_extras(x, a, ent.name)
     x.effects.append(Effect(op="delete", alias=ent.name, entity=ent.name, cascade=cascade))
     x.derive_post()
-    return x.build(returns="none", returns_doc=f"{{'deleted': id of the removed {human(ent.name)}}}.")
+    return x.build(returns="none", returns_doc=f"{{'deleted': id of the removed {row_noun(ent.name)}}}.")
 
 
 def _transition(x: _Expander, a: TransitionAction) -> ToolSpec:
@@ -268,7 +271,7 @@ def _transition(x: _Expander, a: TransitionAction) -> ToolSpec:
         Check(
             id="state",
             check=f"{ent.name}.{f.name} in {froms!r}",
-            message=f"This {human(ent.name)} is '{{{ent.name}.{f.name}}}'; {human(a.name)} needs it to be {need}.",
+            message=f"This {row_noun(ent.name)} is '{{{ent.name}.{f.name}}}'; {human(a.name)} needs it to be {need}.",
             origin="implicit",
         )
     )
@@ -281,7 +284,7 @@ def _transition(x: _Expander, a: TransitionAction) -> ToolSpec:
     x.effects.append(Effect(op="update", alias=ent.name, entity=ent.name, values=values))
     V2.write_extras(x, a, ent.name)
     x.derive_post()
-    return x.build(returns=ent.name, returns_doc=f"The {human(ent.name)} record after the change.")
+    return x.build(returns=ent.name, returns_doc=f"The {row_noun(ent.name)} record after the change.")
 
 
 def _money_round(f: FieldDef, source: str) -> str:
@@ -298,7 +301,7 @@ def _transfer(x: _Expander, a: TransferAction) -> ToolSpec:
             f"{'from' if where == 'source' else 'to'}_{ent.id_field}",
             ent.fields[0],
             ent,
-            description=f"Id of the {human(ent.name)} to move {human(f.name)} {'from' if where == 'source' else 'to'}.",
+            description=f"Id of the {row_noun(ent.name)} to move {human(f.name)} {'from' if where == 'source' else 'to'}.",
         )
         x.add_param(p, where)
         x.bind_param(alias, ent, p, where)
@@ -312,7 +315,7 @@ def _transfer(x: _Expander, a: TransferAction) -> ToolSpec:
         Check(
             id="distinct",
             check=f"{a.source}.{idf} != {a.target}.{idf}",
-            message=f"The source and the target {human(ent.name)} must be different.",
+            message=f"The source and the target {row_noun(ent.name)} must be different.",
             origin="implicit",
         )
     )
@@ -336,7 +339,7 @@ def _transfer(x: _Expander, a: TransferAction) -> ToolSpec:
         x.effects.append(Effect(op="insert", alias="new", entity=log_ent.name, values=values))
     V2.write_extras(x, a, None)
     x.derive_post()
-    return x.build(returns=a.source, returns_doc=f"The source {human(ent.name)} record after the transfer.")
+    return x.build(returns=a.source, returns_doc=f"The source {row_noun(ent.name)} record after the transfer.")
 
 
 def _book(x: _Expander, a: BookAction) -> ToolSpec:
@@ -380,7 +383,7 @@ def _book(x: _Expander, a: BookAction) -> ToolSpec:
     x.effects.append(Effect(op="insert", alias="new", entity=ent.name, values=values))
     V2.write_extras(x, a, None)
     x.derive_post()
-    return x.build(returns="new", returns_doc=f"The new {human(ent.name)} record.")
+    return x.build(returns="new", returns_doc=f"The new {row_noun(ent.name)} record.")
 
 
 def _custom(x: _Expander, a: CustomAction) -> ToolSpec:

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from envsynth.blueprint.correlate import check_correlations
+from envsynth.blueprint.defaults import fill_defaults
 from envsynth.blueprint.errors import BlueprintError
 from envsynth.blueprint.expand import expand_all
 from envsynth.blueprint.models import Blueprint, Generator
@@ -52,6 +53,7 @@ def collect(data: Any, source: str | None = None) -> tuple[Blueprint | None, lis
             _, more = _cross_problems(partial.blueprint)
             problems += [partial.renumbered(p, source) for p in more if partial.own(p)]
         return None, [], problems
+    bp = fill_defaults(bp)  # the words it leaves out that its names do not give (blueprint/defaults.py)
     specs, problems = _cross_problems(bp)
     if problems:
         return None, [], [p.located(source) if source else p for p in problems]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from envsynth.blueprint import expr as X
 from envsynth.blueprint.fieldtypes import DATE_PATTERN, DATETIME_PATTERN, EMAIL_PATTERN, GENERATED_LOCALS, human, json_type
 from envsynth.blueprint.models import Entity, FieldDef, ForEach, Param
+from envsynth.blueprint.nouns import plural, row_noun, words
 from envsynth.blueprint.spec import Binding, Check, EachEffect, Effect, ParamSpec
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def list_param(x: _Expander, p: Param, where: str) -> None:
     bounds: dict[str, Any] = {"min_items": p.min_items, "max_items": p.max_items}
     if p.ref is not None:
         ent = x.entity(p.ref, where + ".ref")
-        desc = p.description or f"Ids of the {human(ent.name)}s (like '{ent.prefix}_104233'), each at most once."
+        desc = p.description or f"Ids of the {plural(row_noun(ent.name))} (like '{ent.prefix}_104233'), each at most once."
         spec = ParamSpec(
             name=p.name,
             type="array",
@@ -76,7 +77,7 @@ def _bind_listed_rows(
         Check(
             id=f"exists:{alias}",
             check=f"{alias} is not None",
-            message=f"No {human(ent.name)} with one of the {human(named_by)}s given in {p.name}.",
+            message=f"No {row_noun(ent.name)} with one of the {plural(words(named_by))} given in {p.name}.",
             origin="implicit",
         )
     )

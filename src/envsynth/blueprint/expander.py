@@ -36,6 +36,7 @@ from envsynth.blueprint.models import (
     Entity,
     FieldDef,
 )
+from envsynth.blueprint.nouns import row_noun
 from envsynth.blueprint.problems import suggest
 from envsynth.blueprint.spec import Binding, Check, EachEffect, Effect, ParamSpec, ToolSpec
 
@@ -92,7 +93,7 @@ class _Expander:
 
     def _default_desc(self, f: FieldDef, ent: Entity) -> str:
         if f.type == "id":
-            return f"Id of the {human(ent.name)} (like '{ent.prefix}_104233')."
+            return f"Id of the {row_noun(ent.name)} (like '{ent.prefix}_104233')."
         if f.type == "ref":
             target = self.bp.entity(f.ref) if self.bp.has_entity(f.ref or "") else None
             prefix = target.prefix if target else "id"
@@ -101,7 +102,7 @@ class _Expander:
             return f"{human(f.name).capitalize()} as YYYY-MM-DD."
         if f.type == "datetime":
             return f"{human(f.name).capitalize()} as YYYY-MM-DDTHH:MM:SS."
-        return f"{human(f.name).capitalize()} of the {human(ent.name)}."
+        return f"{human(f.name).capitalize()} of the {row_noun(ent.name)}."
 
     def add_param(self, p: ParamSpec, where: str) -> None:
         own = self.a.kind == "search" and where in ("limit", "offset")  # the paging parameters search adds itself
@@ -118,7 +119,7 @@ class _Expander:
             raise self.err(where, f"two rows would be called {alias!r}; give the parameter an explicit alias")
         self.bindings.append(Binding(alias=alias, entity=ent.name, key=key or ent.id_field, param=p.name, optional=not p.required))
         label = ent.label
-        what = f"No {human(ent.name)} with {human(key or ent.id_field)} '{{{p.name}}}'."
+        what = f"No {row_noun(ent.name)} with {human(key or ent.id_field)} '{{{p.name}}}'."
         self.pre.append(
             Check(
                 id=f"exists:{alias}",
@@ -315,7 +316,7 @@ class _Expander:
                 Check(
                     id=f"unique:{fname}",
                     check=check,
-                    message=f"{article(human(ent.name)).capitalize()} {human(ent.name)} with {human(fname)} '{{{fname}}}' already exists.",
+                    message=f"{article(row_noun(ent.name)).capitalize()} {row_noun(ent.name)} with {human(fname)} '{{{fname}}}' already exists.",
                     origin="implicit",
                 )
             )

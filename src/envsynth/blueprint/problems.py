@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from envsynth.blueprint.errors import BlueprintError
+from envsynth.blueprint.nouns import plural
 
 
 @dataclass
@@ -165,7 +166,7 @@ def _unknown_key(key: str, where: _Where) -> str:
     msg += f" (a {tag} {noun} takes: {', '.join(allowed)})"
     others = [t for m in where.members if m is not where.model and (t := _tag_of(m)) and key in keys_of(m)]
     if others:
-        msg += f"; {key!r} is a key of {', '.join(others)} {noun}s only"
+        msg += f"; {key!r} is a key of {', '.join(others)} {plural(noun)} only"
     return msg
 
 

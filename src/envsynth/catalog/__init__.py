@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from envsynth.blueprint.errors import BlueprintError
-from envsynth.blueprint.load import load_blueprint, read_yaml
+from envsynth.blueprint.load import load_blueprint, read_yaml, tool_specs
 from envsynth.blueprint.models import Blueprint
 
 CATALOG_DIR = Path(__file__).parent
@@ -37,7 +38,37 @@ def entries() -> tuple[CatalogEntry, ...]:
 
 
 def names() -> list[str]:
+    """The names of the shipped blueprints, sorted."""
     return [e.name for e in entries()]
+
+
+SUMMARY_FIELDS = ("name", "title", "category", "tables", "tools", "writes", "policy_rules", "description")
+"""The keys of a :func:`summary`, in the order ``envsynth catalog`` shows them."""
+
+
+def summary(bp: Blueprint) -> dict[str, Any]:
+    """What ``envsynth catalog`` lists of an app: its name, title and category, the number of its
+    tables (entities), tools (and how many write) and policy rules, and its description."""
+    specs = tool_specs(bp)
+    return {
+        "name": bp.name,
+        "title": bp.title,
+        "category": bp.category,
+        "tables": len(bp.entities),
+        "tools": len(specs),
+        "writes": sum(s.mode == "write" for s in specs),
+        "policy_rules": len(bp.policy.rules) if bp.policy is not None else 0,
+        "description": bp.description,
+    }
+
+
+def summaries() -> list[dict[str, Any]]:
+    """The :func:`summary` of every shipped app, sorted by name.
+
+    Raises:
+        BlueprintError: a shipped blueprint is invalid.
+    """
+    return [summary(load(e.name)) for e in entries()]
 
 
 def load(name: str) -> Blueprint:

@@ -10,7 +10,7 @@ import sys
 
 from envsynth.cli.common import app, err
 
-for _group in ("build", "run", "serve", "data", "plan"):  # each module registers its commands, in this order
+for _group in ("build", "catalogue", "run", "serve", "data", "plan"):  # each module registers its commands, in this order
     importlib.import_module(f"envsynth.cli.{_group}")
 
 __all__ = ["app", "main"]
