@@ -93,7 +93,7 @@ class EnvsynthEnvironment(Environment[EnvsynthAction, EnvsynthObservation, Envsy
         """Start an episode: on ``task_id`` if given, else the task at ``seed`` (see :meth:`CorpusSource.pick`).
 
         The episode seed (ids and the clock inside tools) is ``seed`` (0 when None). An
-        episode still running is ended unscored first.
+        episode still running is ended first (its reward is not reported).
 
         Raises:
             ValueError: an unknown ``task_id`` or an unknown keyword argument.
@@ -150,7 +150,7 @@ class EnvsynthEnvironment(Environment[EnvsynthAction, EnvsynthObservation, Envsy
         return EnvironmentMetadata(name="envsynth", description=f"envsynth tool-use tasks over SQLite ({n} tasks)", version=__version__)
 
     def close(self) -> None:
-        """End the episode still running (unscored), giving its state back."""
+        """End the episode still running (its reward is not reported), giving its state back."""
         self._end()
 
     def _end(self) -> None:
