@@ -89,7 +89,9 @@ class EnvsynthEnvironment(Environment[EnvsynthAction, EnvsynthObservation, Envsy
         self._episode_id: str | None = None
         self._steps = 0
 
-    def reset(self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None, **kwargs: Any) -> EnvsynthObservation:
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None, **kwargs: Any
+    ) -> EnvsynthObservation:
         """Start an episode: on ``task_id`` if given, else the task at ``seed`` (see :meth:`CorpusSource.pick`).
 
         The episode seed (ids and the clock inside tools) is ``seed`` (0 when None). An
@@ -165,9 +167,7 @@ def environment_factory(corpus: CorpusSource | Corpus | str | Path) -> functools
     return functools.partial(EnvsynthEnvironment, open_source(corpus))
 
 
-def create_app(
-    corpus: CorpusSource | Corpus | str | Path, *, max_concurrent_envs: int = 1024, session_timeout: float | None = None
-) -> Any:
+def create_app(corpus: CorpusSource | Corpus | str | Path, *, max_concurrent_envs: int = 1024, session_timeout: float | None = None) -> Any:
     """OpenEnv's FastAPI app (``openenv.core.env_server.create_app``) serving ``corpus``.
 
     Args:
@@ -176,7 +176,9 @@ def create_app(
         session_timeout: seconds without a message before OpenEnv ends a session (None: never).
     """
     config = ConcurrencyConfig(max_concurrent_envs=max_concurrent_envs, session_timeout=session_timeout)
-    return openenv_create_app(environment_factory(corpus), EnvsynthAction, EnvsynthObservation, env_name="envsynth", concurrency_config=config)
+    return openenv_create_app(
+        environment_factory(corpus), EnvsynthAction, EnvsynthObservation, env_name="envsynth", concurrency_config=config
+    )
 
 
 class EnvsynthEnvClient(EnvClient[EnvsynthAction, EnvsynthObservation, EnvsynthState]):

@@ -73,7 +73,9 @@ def _parse_one(n: int, body: str) -> Action | str:
     try:
         value = json.loads(body)
     except (json.JSONDecodeError, RecursionError) as exc:
-        return f"Tool call {n} is not valid JSON ({exc.msg if isinstance(exc, json.JSONDecodeError) else 'nested too deeply'}): {_quote(body)}"
+        return (
+            f"Tool call {n} is not valid JSON ({exc.msg if isinstance(exc, json.JSONDecodeError) else 'nested too deeply'}): {_quote(body)}"
+        )
     if not isinstance(value, dict) or not isinstance(value.get("name"), str):
         return f'Tool call {n} must be a JSON object with a string "name" and an "arguments" object: {_quote(body)}'
     extra = set(value) - {"name", "arguments"}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+
 from envsynth.corpus.load import Corpus, load_corpus
 from envsynth.tasks.episode import TaskEpisode
 from envsynth.tasks.model import Task
