@@ -160,3 +160,13 @@ def test_server_describes_itself(server: _Server) -> None:
         schema = c.get("/schema").json()
         assert {"name", "arguments"} <= set(schema["action"]["properties"])
         json.dumps(schema)
+
+
+def test_app_from_env_needs_the_variable(monkeypatch: pytest.MonkeyPatch, integration_corpus_path: Path) -> None:
+    from envsynth.integrations.openenv_env import CORPUS_VARIABLE, app_from_env
+
+    monkeypatch.delenv(CORPUS_VARIABLE, raising=False)
+    with pytest.raises(RuntimeError, match=CORPUS_VARIABLE):
+        app_from_env()
+    monkeypatch.setenv(CORPUS_VARIABLE, str(integration_corpus_path))
+    assert any(getattr(r, "path", None) == "/ws" for r in app_from_env().routes)

@@ -21,6 +21,7 @@ reward's parts (``{name: passed}``) and never the ground truth.
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,10 @@ from envsynth.serve.registry import public_parts
 from envsynth.tasks.episode import TaskEpisode
 from envsynth.tasks.trainer import Action as TrainerAction
 
+CORPUS_VARIABLE = "ENVSYNTH_CORPUS"
+"""The environment variable :func:`app_from_env` reads the corpus folder from."""
+SESSIONS_VARIABLE = "ENVSYNTH_MAX_SESSIONS"
+"""The environment variable :func:`app_from_env` reads the session cap from (default 1024)."""
 NO_EPISODE = "No episode is running: reset the environment first."
 """The observation of a step before any reset."""
 
@@ -179,6 +184,18 @@ def create_app(corpus: CorpusSource | Corpus | str | Path, *, max_concurrent_env
     return openenv_create_app(
         environment_factory(corpus), EnvsynthAction, EnvsynthObservation, env_name="envsynth", concurrency_config=config
     )
+
+
+def app_from_env() -> Any:
+    """:func:`create_app` over the corpus folder in ``$ENVSYNTH_CORPUS`` (``uvicorn --factory`` calls it; see the Dockerfile).
+
+    Raises:
+        RuntimeError: the variable is not set.
+    """
+    folder = os.environ.get(CORPUS_VARIABLE)
+    if not folder:
+        raise RuntimeError(f"set {CORPUS_VARIABLE} to a corpus folder (envsynth build OUT ...) to serve it")
+    return create_app(folder, max_concurrent_envs=int(os.environ.get(SESSIONS_VARIABLE, "1024")))
 
 
 class EnvsynthEnvClient(EnvClient[EnvsynthAction, EnvsynthObservation, EnvsynthState]):
