@@ -170,3 +170,24 @@ def test_app_from_env_needs_the_variable(monkeypatch: pytest.MonkeyPatch, integr
         app_from_env()
     monkeypatch.setenv(CORPUS_VARIABLE, str(integration_corpus_path))
     assert any(getattr(r, "path", None) == "/ws" for r in app_from_env().routes)
+
+
+def test_sessions_in_parallel_threads_each_score_their_own(integration_corpus: Corpus) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    source = open_source(integration_corpus)
+    tasks = list(integration_corpus)
+
+    def play(k: int) -> tuple[float, float]:
+        env = EnvsynthEnvironment(source)
+        task = tasks[k % len(tasks)]
+        env.reset(task_id=task.id, seed=k)
+        won = _play_oracle(env, task).reward
+        env.reset(task_id=task.id, seed=k)
+        lost = env.step(EnvsynthAction(name="complete_task")).reward
+        env.close()
+        return won, lost
+
+    with ThreadPoolExecutor(8) as pool:
+        scores = list(pool.map(play, range(24)))
+    assert scores == [(1.0, 0.0)] * 24
