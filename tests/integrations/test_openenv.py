@@ -191,3 +191,17 @@ def test_sessions_in_parallel_threads_each_score_their_own(integration_corpus: C
     with ThreadPoolExecutor(8) as pool:
         scores = list(pool.map(play, range(24)))
     assert scores == [(1.0, 0.0)] * 24
+
+
+def test_an_invalid_action_is_an_error_and_the_session_goes_on(server: _Server, integration_corpus: Corpus) -> None:
+    class RawClient(EnvsynthEnvClient):
+        def _step_payload(self, action: Any) -> dict[str, Any]:
+            return action  # sent as is: what a client of another language may send
+
+    task = integration_corpus.tasks[0]
+    with RawClient(base_url=server.url).sync() as env:
+        env.reset(task_id=task.id)
+        with pytest.raises(RuntimeError, match="VALIDATION_ERROR"):
+            env.step({"name": "complete_task", "arguments": [1], "colour": "red"})
+        assert env.state().calls == 0
+        assert env.step({"name": "complete_task", "arguments": {}}).reward == 0.0
