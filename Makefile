@@ -9,7 +9,7 @@ OUT ?= out
 $(BIN)/envsynth: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev,serve,llm,mcp,datasets,report,ray,verifiers]"
+	$(BIN)/pip install --quiet -e ".[dev,serve,llm,mcp,datasets,report,ray,verifiers,openenv,skyrl]"
 	touch $(BIN)/envsynth
 
 # Build every shipped domain offline into a corpus in $(OUT)/ (apps, 10 verified tasks per
