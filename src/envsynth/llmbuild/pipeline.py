@@ -37,7 +37,7 @@ from envsynth.corpus.layout import APPS_DIR
 from envsynth.errors import ConfigError
 from envsynth.llm.types import ChatModel
 from envsynth.llmbuild.client import BuilderClient
-from envsynth.llmbuild.design import DomainDesign, design_domain
+from envsynth.llmbuild.design import DESIGN_ROUNDS, DomainDesign, design_domain
 from envsynth.llmbuild.runner import LoopRunner
 from envsynth.llmbuild.tooldev import DEFAULT_ROUNDS, ToolOutcome, develop_tool
 
@@ -70,6 +70,7 @@ class DomainResult:
         design: the designer's reply.
         tools: each custom tool's outcome.
         error: why the domain produced no app (None if it did).
+        design_rounds: per designer reply checked, its problems (``envsynth check`` lines; the last is empty when it loaded).
         metrics: the operational metrics (see the module docstring).
     """
 
@@ -78,6 +79,7 @@ class DomainResult:
     design: DomainDesign | None = None
     tools: list[ToolOutcome] = field(default_factory=list)
     error: str | None = None
+    design_rounds: list[list[str]] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
 
 
@@ -107,20 +109,31 @@ def _totals(roles: dict[str, dict[str, int]]) -> dict[str, int]:
 
 
 async def synthesize_domain(
-    client: BuilderClient, keyword: str, description: str | None = None, *, rounds: int = DEFAULT_ROUNDS, seed: int = 0
+    client: BuilderClient,
+    keyword: str,
+    description: str | None = None,
+    *,
+    rounds: int = DEFAULT_ROUNDS,
+    seed: int = 0,
+    design_rounds: int = DESIGN_ROUNDS,
 ) -> DomainResult:
-    """Design a domain and develop its custom tools concurrently (stages 1 and 2)."""
-    from envsynth.llmbuild.client import RoleError, StructuredOutputError
+    """Design a domain (up to ``design_rounds`` checked replies) and develop its custom tools concurrently (stages 1 and 2)."""
+    from envsynth.llmbuild.client import DesignProblems, RoleError, StructuredOutputError
 
     result = DomainResult(keyword)
     try:
-        result.design = await design_domain(client, keyword, description)
+        designed = await design_domain(client, keyword, description, max_rounds=design_rounds)
+    except DesignProblems as exc:
+        result.design_rounds = exc.history
+        result.error = str(exc)
+        return result
     except StructuredOutputError as exc:
         result.error = f"the designer gave no valid blueprint: {exc.errors[-1] if exc.errors else exc}"
         return result
     except RoleError as exc:
         result.error = f"the designer gave no blueprint: {exc}"
         return result
+    result.design, result.design_rounds = designed.design, designed.rounds
     design = result.design
     result.tools = await _gather_all([develop_tool(client, design, t.name, rounds=rounds, seed=seed) for t in design.custom_tools])
     shipped = {o.name: o.code for o in result.tools if o.passed and o.code is not None}
@@ -156,6 +169,9 @@ def domain_metrics(result: DomainResult, roles: dict[str, dict[str, int]], secon
         "cache_hits": total.get("cache_hits", 0),
         "tokens": total.get("total_tokens", 0),
         "custom_tools": {"designed": designed, "shipped": shipped, "success_rate": round(shipped / designed, 4) if designed else 1.0},
+        "design_rounds": len(result.design_rounds),
+        "design_problems": [len(p) for p in result.design_rounds],
+        "design_problems_left": result.design_rounds[-1] if result.design_rounds else [],
         "debug_rounds": {o.name: o.debug_rounds for o in result.tools},
         "tools_dropped": {o.name: o.dropped for o in result.tools if o.dropped},
         "tools": {o.name: o.metrics() for o in result.tools},
@@ -215,8 +231,13 @@ class LLMBuilder:
         tau: float = 0.5,
         rewrite: bool = True,
         gate: bool = True,
+        design_rounds: int = DESIGN_ROUNDS,
     ) -> None:
+        """``rounds``: debug rounds per custom tool; ``design_rounds``: the designer's replies checked at most (``--max-rounds``)."""
+        if design_rounds < 1:
+            raise ConfigError(f"must be at least 1, got {design_rounds}", "max_rounds")
         self.client = client
+        self.design_rounds = design_rounds
         self.out = Path(out)
         self.seed = seed
         self.rounds = rounds
@@ -261,7 +282,14 @@ class LLMBuilder:
             before = self.client.metrics()
             self._progress(keyword, "design")
             result = self.runner.run(
-                synthesize_domain(self.client, keyword, (descriptions or {}).get(keyword), rounds=self.rounds, seed=self.seed)
+                synthesize_domain(
+                    self.client,
+                    keyword,
+                    (descriptions or {}).get(keyword),
+                    rounds=self.rounds,
+                    seed=self.seed,
+                    design_rounds=self.design_rounds,
+                )
             )
             result.metrics = domain_metrics(result, _role_delta(before, self.client.metrics()), time.perf_counter() - started)
             result.metrics["dependencies"] = {"kept": [], "rejected": []}
@@ -444,6 +472,7 @@ def build_llm_corpus(
     tau: float = 0.5,
     rewrite: bool = True,
     gate: bool = True,
+    design_rounds: int = DESIGN_ROUNDS,
 ) -> LLMBuildResult:
     """Apps for ``domains``, then (``tasks_per_app`` > 0) a corpus over them, then the metrics file.
 
@@ -454,7 +483,7 @@ def build_llm_corpus(
             down (rerun: the replies so far are cached).
         ValueError: no domains, two domains with one app name, or tasks asked and no app built.
     """
-    with LLMBuilder(client, out, seed=seed, rounds=rounds, tau=tau, rewrite=rewrite, gate=gate) as builder:
+    with LLMBuilder(client, out, seed=seed, rounds=rounds, tau=tau, rewrite=rewrite, gate=gate, design_rounds=design_rounds) as builder:
         status = None
         try:
             results = builder.design(domains, descriptions)
