@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 
 from chat_server import chat_server, completion
 from envsynth import cli
+from envsynth.errors import ConfigError
 from envsynth.llm.retry import RetryPolicy
 from envsynth.llmbuild.client import EndpointUnavailable
 from envsynth.llmbuild.command import DEFAULT_TIMEOUT, builder_client
-from envsynth.errors import ConfigError
 
 pytest.importorskip("openai")
 
