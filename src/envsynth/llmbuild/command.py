@@ -97,9 +97,9 @@ def metrics_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
     rows = [
         ("model", str(metrics["model"])),
         ("domains built", f"{len(metrics['app_names'])} of {len(metrics['domains'])}"),
-        ("model calls (cache hits)", f"{total.get('calls', 0)} ({total.get('cache_hits', 0)})"),
-        ("tokens (prompt / completion)", f"{total.get('prompt_tokens', 0)} / {total.get('completion_tokens', 0)}"),
-        ("invalid replies corrected", str(total.get("invalid_outputs", 0))),
+        ("this run: model calls (cache hits)", f"{total.get('calls', 0)} ({total.get('cache_hits', 0)})"),
+        ("this run: tokens (prompt / completion)", f"{total.get('prompt_tokens', 0)} / {total.get('completion_tokens', 0)}"),
+        ("this run: invalid replies", str(total.get("invalid_outputs", 0))),
     ]
     cumulative = metrics.get("cumulative")
     if cumulative:
@@ -114,6 +114,9 @@ def metrics_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
         ct = m.get("custom_tools", {})
         dropped = ", ".join(m.get("tools_dropped", {})) or "none"
         rows.append((f"{keyword}: custom tools shipped", f"{ct.get('shipped', 0)} of {ct.get('designed', 0)} (dropped: {dropped})"))
+        if m.get("design_rounds"):
+            problems = " -> ".join(str(n) for n in m.get("design_problems", []))
+            rows.append((f"{keyword}: design rounds (problems)", f"{m['design_rounds']} ({problems})"))
         rows.append((f"{keyword}: debug rounds", ", ".join(f"{k} {v}" for k, v in m.get("debug_rounds", {}).items()) or "-"))
         if m.get("error"):
             rows.append((f"{keyword}: failed", str(m["error"])[:200]))

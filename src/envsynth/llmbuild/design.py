@@ -75,8 +75,9 @@ class DomainDesign(BaseModel):
     def data(self, code: dict[str, str], keep: set[str] | None = None) -> dict[str, Any]:
         """The blueprint as plain data, with the custom tools in ``keep`` (default: all), bodies from ``code``."""
         data = json.loads(json.dumps(self.blueprint))  # a deep copy
-        if not isinstance(data.get("actions"), list):
-            data["actions"] = []
+        data.setdefault("actions", [])
+        if not isinstance(data["actions"], list):
+            return data  # left as it is: the check reports it, and there is no list to add the custom tools to
         for t in self.custom_tools:
             if keep is None or t.name in keep:
                 data["actions"].append(t.action(code.get(t.name, PLACEHOLDER)))

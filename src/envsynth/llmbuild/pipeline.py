@@ -386,8 +386,9 @@ class LLMBuilder:
     def write_metrics(self, status: str | None = None) -> dict[str, Any]:
         """Write ``out/llm_build.json`` and return it.
 
-        It holds this run's metrics (per domain, per role, the task stage) and every run's
-        record: ``runs`` (each run's calls, requests and tokens per role, and how it ended,
+        It holds this run's metrics (per domain, per role, the task stage; ``client`` has
+        ``scope: "this run"``: cached replies are ``cache_hits`` and move no other counter)
+        and every run's record: ``runs`` (each run's calls, requests and tokens per role, and how it ended,
         the earlier runs read back from the file) and ``cumulative`` (their sums: what the
         endpoint was sent over every run). Writing again in the same run replaces its record.
 
@@ -414,7 +415,7 @@ class LLMBuilder:
             "domains": {r.keyword: r.metrics for r in self.results},
             "app_names": {r.keyword: r.blueprint.name for r in self.results if r.blueprint is not None and r.error is None},
             "generation_success_rate": round(sum(r.error is None for r in self.results) / len(self.results), 4) if self.results else None,
-            "client": client,
+            "client": {**client, "scope": "this run"},
             "task_stage": self.stage.metrics() if self.stage is not None else None,
             "runs": runs,
             "cumulative": _cumulative(runs),
@@ -455,7 +456,7 @@ def _cumulative(runs: list[dict[str, Any]]) -> dict[str, Any]:
             for k, v in stats.items():
                 if isinstance(v, int):
                     mine[k] = mine.get(k, 0) + v
-    return {"runs": len(runs), "roles": dict(sorted(roles.items())), "total": _totals(roles)}
+    return {"scope": "every run", "runs": len(runs), "roles": dict(sorted(roles.items())), "total": _totals(roles)}
 
 
 def build_llm_corpus(
