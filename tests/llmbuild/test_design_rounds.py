@@ -141,3 +141,14 @@ def test_a_replayed_invalid_reply_is_not_counted_again(tmp_path: Path) -> None:
     )
     designer = rerun.metrics["client"]["roles"]["designer"]
     assert designer["calls"] == 0 and designer["cache_hits"] == 2 and designer["invalid_outputs"] == 0
+
+
+def test_a_long_problem_list_is_bounded_and_says_what_it_leaves_out() -> None:
+    from envsynth.llmbuild.design import problem_list
+
+    problems = [f"design: actions[{i}].entity: unknown entity 'e{i}'" for i in range(500)]
+    text = problem_list(problems, limit=2000)
+    assert len(text) < 2100 and text.startswith("- design: actions[0].entity")
+    shown = text.count("\n")
+    assert text.endswith(f"- ... and {500 - shown} more problem(s), shown once these are fixed")
+    assert problem_list(problems[:3]) == "\n".join(f"- {p}" for p in problems[:3])

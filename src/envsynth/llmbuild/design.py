@@ -118,15 +118,31 @@ class Designed:
     rounds: list[list[str]] = field(default_factory=list)
 
 
+MAX_NOTE_CHARS = 6000
+"""The problem list of a correction at most (a design with more shows the first ones and how many are left out)."""
+
+
+def problem_list(problems: list[str], limit: int = MAX_NOTE_CHARS) -> str:
+    """``problems`` one a line (``- ...``), as many as fit ``limit`` characters, then how many are not shown."""
+    lines: list[str] = []
+    size = 0
+    for p in problems:
+        if lines and size + len(p) + 3 > limit:
+            lines.append(f"- ... and {len(problems) - len(lines)} more problem(s), shown once these are fixed")
+            break
+        lines.append(f"- {p}")
+        size += len(p) + 3
+    return "\n".join(lines)
+
+
 def correction_note(problems: list[str], round_no: int, max_rounds: int) -> str:
     """The request to fix ``problems`` (all of them, one a line) after reply ``round_no`` of ``max_rounds``."""
-    listed = "\n".join(f"- {p}" for p in problems)
     left = max_rounds - round_no
     return (
         f"Your design loads as JSON but its blueprint has {len(problems)} problem(s), as `envsynth check` reports them:\n"
-        f"{listed}\n"
+        f"{problem_list(problems)}\n"
         f"Fix every one of them (you have {left} more {'reply' if left == 1 else 'replies'}) and reply with the WHOLE "
-        'corrected design: ONE JSON object {"blueprint": ..., "custom_tools": [...]}, and nothing else.'
+        "corrected design: ONE JSON object {\"blueprint\": ..., \"custom_tools\": [...]}, and nothing else."
     )
 
 
