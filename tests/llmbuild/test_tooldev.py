@@ -129,8 +129,10 @@ def test_a_verdicts_detail_is_the_same_in_every_run() -> None:
 
     one = 'File "/home/a/src/envsynth/runtime/toolkit.py", line 3\nTypeError: <sqlite3.Cursor object at 0x7f3a2b1c9d40>'
     two = 'File "/srv/b/envsynth/runtime/toolkit.py", line 3\nTypeError: <sqlite3.Cursor object at 0x7ffe00112233>'
-    assert stable_detail(one) == stable_detail(two) == (
-        'File "envsynth/runtime/toolkit.py", line 3\nTypeError: <sqlite3.Cursor object at 0x...>'
+    assert (
+        stable_detail(one)
+        == stable_detail(two)
+        == ('File "envsynth/runtime/toolkit.py", line 3\nTypeError: <sqlite3.Cursor object at 0x...>')
     )
     assert stable_detail('File "/sandbox/worker.py", line 9') == 'File "/sandbox/worker.py", line 9'
     assert stable_detail("x" * 2000) == "x" * 1500

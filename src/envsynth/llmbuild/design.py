@@ -142,7 +142,7 @@ def correction_note(problems: list[str], round_no: int, max_rounds: int) -> str:
         f"Your design loads as JSON but its blueprint has {len(problems)} problem(s), as `envsynth check` reports them:\n"
         f"{problem_list(problems)}\n"
         f"Fix every one of them (you have {left} more {'reply' if left == 1 else 'replies'}) and reply with the WHOLE "
-        "corrected design: ONE JSON object {\"blueprint\": ..., \"custom_tools\": [...]}, and nothing else."
+        'corrected design: ONE JSON object {"blueprint": ..., "custom_tools": [...]}, and nothing else.'
     )
 
 
