@@ -68,7 +68,7 @@ class DomainDesign(BaseModel):
     def _located(self, line: str) -> str:
         """A problem line with ``actions[i]`` of a custom tool renamed ``custom_tools[j]``."""
         n = len(self.blueprint.get("actions") or [])
-        for j in reversed(range(len(self.custom_tools))):  # actions[12] before actions[1]
+        for j in range(len(self.custom_tools)):
             line = line.replace(f"actions[{n + j}]", f"custom_tools[{j}]")
         return line
 

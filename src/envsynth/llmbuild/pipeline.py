@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from envsynth.blueprint.errors import BlueprintError
 from envsynth.blueprint.models import Blueprint
 from envsynth.corpus.layout import APPS_DIR
 from envsynth.errors import ConfigError
@@ -137,7 +138,10 @@ async def synthesize_domain(
     design = result.design
     result.tools = await _gather_all([develop_tool(client, design, t.name, rounds=rounds, seed=seed) for t in design.custom_tools])
     shipped = {o.name: o.code for o in result.tools if o.passed and o.code is not None}
-    result.blueprint = design.to_blueprint(shipped, keep=set(shipped))  # type: ignore[arg-type]
+    try:
+        result.blueprint = design.to_blueprint(shipped, keep=set(shipped))  # type: ignore[arg-type]
+    except BlueprintError as exc:  # what the shipped tools leave does not load (a dropped tool was needed)
+        result.error = f"the blueprint with the custom tools that passed does not load: {exc}"
     return result
 
 
