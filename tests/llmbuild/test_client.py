@@ -200,7 +200,7 @@ def test_a_second_client_on_the_same_cache_replays_without_model_calls(tmp_path:
     assert replay_llm.requests == [] and replay_llm.usage.requests == 0
     m = replay.metrics()
     assert m["total"]["calls"] == 0 and m["total"]["cache_hits"] == 7 and m["spent_tokens"] == 0
-    assert m["roles"]["designer"]["invalid_outputs"] == 1  # the replayed invalid reply is still counted
+    assert m["roles"]["designer"]["invalid_outputs"] == 0  # the replayed invalid reply is a cache hit: the endpoint sent nothing
     assert len(list(tmp_path.glob("*/*.json"))) == 7 and not list(tmp_path.glob("*/.*"))
 
 

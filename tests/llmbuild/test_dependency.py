@@ -115,6 +115,40 @@ def test_proposals_beyond_the_limit_and_duplicates_are_rejected(harbor: tuple[Ap
     app, graph = harbor
     edge = ProposedEdge(source="add_product", target="get_product_by_sku", kind="data", param="sku", reason="Look up by SKU.")
     other = ProposedEdge(source="register_customer", target="find_customer_by_email", kind="data", param="email", reason="x")
-    result = apply_proposal(app, graph, [edge, edge, other], max_edges=2)
-    assert [k["target"] for k in result.kept] == ["get_product_by_sku"]
-    assert [r["why"] for r in result.rejected] == ["duplicate of an earlier proposal", "beyond the first 2 proposals"]
+    third = ProposedEdge(source="cancel_order", target="ship_order", kind="logic", reason="y")
+    result = apply_proposal(app, graph, [edge, edge, other, third], max_edges=2)
+    assert [k["target"] for k in result.kept] == ["get_product_by_sku", "find_customer_by_email"]  # a duplicate is not checked
+    assert [(r["proposal"], r["why"]) for r in result.rejected] == [
+        (2, "duplicate of proposal 1"),
+        (4, "beyond the first 2 proposals checked"),
+    ]
+
+
+def test_every_rejection_says_its_true_reason(harbor: tuple[App, ToolGraph]) -> None:
+    """A made-up tool is unknown (even when repeated); only a repeat is a duplicate; a corrected field is checked anew."""
+    app, graph = harbor
+    made_up = ProposedEdge(source="register_customer", target="send_welcome_email", kind="data", param="email", reason="a")
+    bad_field = ProposedEdge(
+        source="register_customer", target="find_customer_by_email", kind="data", param="email", field="nope", reason="b"
+    )
+    good = bad_field.model_copy(update={"field": "email"})
+    again = good.model_copy(update={"field": None})
+    loop = ProposedEdge(source="place_order", target="place_order", kind="logic", reason="c")
+    result = apply_proposal(app, graph, [made_up, made_up, bad_field, good, good, again, loop])
+    why = {r["proposal"]: r["why"] for r in result.rejected}
+    assert why[1] == why[2] == "unknown tool 'send_welcome_email'"
+    assert "has no field 'nope'" in why[3]
+    assert [k["proposal"] for k in result.kept] == [4]  # the corrected proposal is no duplicate of the wrong one
+    assert why[5] == "duplicate of proposal 4"
+    assert why[6] == "the same edge as proposal 4, already kept"
+    assert why[7] == "self-loop"
+    assert not any("duplicate" in w for n, w in why.items() if n != 5)
+
+
+def test_proposals_beyond_a_groups_limit_are_recorded(harbor: tuple[App, ToolGraph]) -> None:
+    app, graph = harbor
+    many = {"edges": [{"source": "made_up", "target": f"tool_{i}", "kind": "logic"} for i in range(5)]}
+    llm = ScriptedProvider(lambda m, t, i: json.dumps(many))
+    result = asyncio.run(propose_dependencies(BuilderClient(llm, context_tokens=200_000), app, graph, max_edges=3))
+    assert result.groups == 1 and len(result.rejected) == 5  # none vanishes
+    assert [r["why"] for r in result.rejected] == ["unknown tool 'made_up'"] * 3 + ["beyond the first 3 proposals of its tool group"] * 2

@@ -121,3 +121,18 @@ def test_the_code_and_test_agents_get_only_the_tools_tables_when_the_schema_does
     small, passed = coder_prompt(5000)
     assert passed and 'CREATE TABLE "interview"' not in small and "2 other tables not shown: interview, saved_job" in small
     assert 'CREATE TABLE "application"' in small and 'CREATE TABLE "job_posting"' in small
+
+
+def test_a_verdicts_detail_is_the_same_in_every_run() -> None:
+    """What changes between runs (an object's address, the checkout's path) is not in the debug agent's prompt: its cache key holds."""
+    from envsynth.llmbuild.tooldev import stable_detail
+
+    one = 'File "/home/a/src/envsynth/runtime/toolkit.py", line 3\nTypeError: <sqlite3.Cursor object at 0x7f3a2b1c9d40>'
+    two = 'File "/srv/b/envsynth/runtime/toolkit.py", line 3\nTypeError: <sqlite3.Cursor object at 0x7ffe00112233>'
+    assert (
+        stable_detail(one)
+        == stable_detail(two)
+        == ('File "envsynth/runtime/toolkit.py", line 3\nTypeError: <sqlite3.Cursor object at 0x...>')
+    )
+    assert stable_detail('File "/sandbox/worker.py", line 9') == 'File "/sandbox/worker.py", line 9'
+    assert stable_detail("x" * 2000) == "x" * 1500

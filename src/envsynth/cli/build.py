@@ -223,6 +223,14 @@ _CacheDir = Annotated[Path | None, typer.Option("--cache-dir", help=_LLM + "the 
 _Rounds = Annotated[int, typer.Option("--debug-rounds", help=_LLM + "debug agent rounds per custom tool.")]
 
 
+_MaxRounds = Annotated[
+    int, typer.Option("--max-rounds", help=_LLM + "designer replies checked at most: each correction lists every problem of the blueprint.")
+]
+
+
+_Timeout = Annotated[float, typer.Option("--timeout", help=_LLM + "seconds a model request may take before it is retried.")]
+
+
 _Writer = Annotated[bool, typer.Option("--task-writer/--no-task-writer", help=_LLM + "the model rewrites each task's instruction.")]
 
 
@@ -278,6 +286,8 @@ def build(
     max_output_tokens: _MaxOut = None,
     temperature: _Temperature = 0.2,
     llm_seed: _LLMSeed = 0,
+    max_rounds: _MaxRounds = 4,
+    timeout: _Timeout = 120.0,
 ) -> None:
     """Compile blueprints into apps and test every tool procedurally; with -T, build a corpus of tasks.
 
@@ -316,6 +326,7 @@ def build(
                 base_url=base_url, api_key=api_key, cache_dir=cache_dir, max_tokens_total=max_tokens_total,
                 debug_rounds=debug_rounds, task_writer=task_writer, gating=gating, tau=tau, context_tokens=context_tokens,
                 max_output_tokens=max_output_tokens, temperature=temperature, llm_seed=llm_seed,
+                max_rounds=max_rounds, timeout=timeout,
             )  # fmt: skip
             _build_llm(config, options, as_json=as_json)
             return
@@ -451,14 +462,21 @@ def _build_llm(config: Any, options: Any, *, as_json: bool) -> None:
 
     try:
         llm_options = options.model_dump(include={"model", "base_url", "api_key", "cache_dir", "max_tokens_total", "context_tokens"})
-        llm_options |= options.model_dump(include={"max_output_tokens", "temperature", "llm_seed"})
+        llm_options |= options.model_dump(include={"max_output_tokens", "temperature", "llm_seed", "timeout"})
         client = builder_client(config.out, **llm_options)
     except ValueError as exc:
         fail(error_line(exc))
     summary = None
     quiet = not err.is_terminal and as_json
     llm = LLMBuilder(
-        client, config.out, seed=config.seed, rounds=options.debug_rounds, tau=options.tau, rewrite=options.task_writer, gate=options.gating
+        client,
+        config.out,
+        seed=config.seed,
+        rounds=options.debug_rounds,
+        tau=options.tau,
+        rewrite=options.task_writer,
+        gate=options.gating,
+        design_rounds=options.max_rounds,
     )
     with llm:
         try:

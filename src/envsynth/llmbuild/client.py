@@ -32,6 +32,7 @@ from envsynth.llmbuild.errors import (  # re-exported: callers import them from 
     BudgetExceeded,
     BuildStop,
     CallFailed,
+    DesignProblems,
     EndpointUnavailable,
     PromptTooLong,
     RoleError,
@@ -53,6 +54,7 @@ __all__ = [
     "BuildStop",
     "BuilderClient",
     "CallFailed",
+    "DesignProblems",
     "EndpointUnavailable",
     "PromptTooLong",
     "RoleError",
@@ -78,7 +80,8 @@ class RoleStats:
         cache_hits: replies served from the cache, at no token cost.
         prompt_tokens: tokens sent in real calls.
         completion_tokens: tokens generated in real calls.
-        invalid_outputs: replies that failed JSON parsing or pydantic validation.
+        invalid_outputs: replies the endpoint sent in this run that failed JSON parsing or pydantic validation
+            (a cached reply replayed is a cache hit, not counted again: so it never exceeds ``calls``).
         retries: transient failures retried by the chat client (each one a request the endpoint got).
         failures: calls that failed for good (after retries), or that the server refused as too long.
     """
@@ -127,6 +130,15 @@ def estimate_tokens(messages: list[Message]) -> int:
     return 3 + sum(4 + -(-len(message_text(m.get("content"))) // CHARS_PER_TOKEN) for m in messages)
 
 
+def timeout_hint(exc: LLMError, timeout: float | None) -> str:
+    """What to say when a call failed because its requests timed out: the per-request limit and its flag."""
+    names = {c.__name__ for e in (exc, exc.__cause__) if e is not None for c in type(e).__mro__}
+    if not ({"APITimeoutError", "ReadTimeout", "TimeoutError", "TimeoutException"} & names or "timed out" in str(exc).lower()):
+        return ""
+    limit = f"{timeout:g} s" if isinstance(timeout, int | float) else "the limit"
+    return f" (each request timed out after {limit}: raise --timeout for a slow model)"
+
+
 def clip_text(text: str, limit: int) -> str:
     """``text`` cut to about ``limit`` characters: its head and its tail, with what was left out said in between."""
     if len(text) <= limit:
@@ -135,6 +147,10 @@ def clip_text(text: str, limit: int) -> str:
         return f"[{len(text)} characters omitted]"
     head, tail = limit * 2 // 3, limit // 3 - 60
     return f"{text[:head]}\n[... {len(text) - head - tail} characters omitted ...]\n{text[len(text) - tail :]}"
+
+
+class _Replayed(ChatResponse):
+    """A reply served from the cache (no request this run: the endpoint's counters do not move)."""
 
 
 # --- the client -------------------------------------------------------------------------
@@ -280,7 +296,8 @@ class BuilderClient:
                 error = str(exc)
             if resp.finish_reason == "length":
                 error += " (the reply was cut off at the token limit: answer more briefly)"
-            stats.invalid_outputs += 1
+            if not isinstance(resp, _Replayed):
+                stats.invalid_outputs += 1
             errors.append(error)
             convo = self._correction(messages, text, schema, schema_json, error)
         raise StructuredOutputError(role, self.max_invalid + 1, errors)
@@ -289,16 +306,23 @@ class BuilderClient:
         self, messages: list[Message], text: str, schema: type[BaseModel], schema_json: dict[str, Any], error: str
     ) -> list[Message]:
         """``messages``, the invalid reply (clipped to fit the prompt budget) and the request to correct it."""
-        correction = {
-            "role": "user",
-            "content": f"Your reply could not be used as a {schema.__name__}: {clip_text(error, 3000)}\n"
-            "Reply again with ONE corrected JSON object that matches the schema, and nothing else.",
-        }
+        note = (
+            f"Your reply could not be used as a {schema.__name__}: {clip_text(error, 3000)}\n"
+            "Reply again with ONE corrected JSON object that matches the schema, and nothing else."
+        )
+        return self.follow_up(messages, text, note, schema_json)
+
+    def follow_up(self, messages: list[Message], reply: str, note: str, schema_json: dict[str, Any] | None = None) -> list[Message]:
+        """``messages``, then ``reply`` as the assistant's turn (clipped so the whole fits the prompt budget), then ``note``.
+
+        ``schema_json``: the structured output's schema, whose instruction prompt mode adds (room is kept for it).
+        """
+        correction = {"role": "user", "content": note}
         rest = [*messages, correction]
-        if self._mode == "prompt":
+        if self._mode == "prompt" and schema_json is not None:
             rest = with_schema_instruction(rest, schema_json)
         room = (self.prompt_budget - estimate_tokens(rest) - 4) * CHARS_PER_TOKEN - 80
-        echo = clip_text(text, max(0, min(MAX_ECHO_CHARS, room)))
+        echo = clip_text(reply, max(0, min(MAX_ECHO_CHARS, room)))
         return [*messages, {"role": "assistant", "content": echo}, correction]
 
     async def _structured_reply(
@@ -361,7 +385,7 @@ class BuilderClient:
             cached = None
         if cached is not None:
             stats.cache_hits += 1
-            return ChatResponse(cached["message"], Usage(), cached.get("finish_reason"))
+            return _Replayed(cached["message"], Usage(), cached.get("finish_reason"))
         reserved = prompt_tokens + params["max_tokens"]
         self._reserve(reserved)
         stats.calls += 1
@@ -400,6 +424,7 @@ class BuilderClient:
         self._failures += 1
         if not fallback or self._failures >= MAX_FAILURES:
             why = f" ({self._failures} calls in a row failed)" if fallback else ""
+            why += timeout_hint(exc, getattr(self.chat, "timeout", None))
             self._stopped = EndpointUnavailable(role, exc, why)
             raise self._stopped from exc
         log.warning("%s: the model call failed (%s); using the fallback", role, exc)

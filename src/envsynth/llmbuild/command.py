@@ -10,12 +10,17 @@ from envsynth.llm.types import ChatModel
 from envsynth.llmbuild.client import CONTEXT_TOKENS, BuilderClient
 from envsynth.llmbuild.pipeline import make_client
 
+DEFAULT_TIMEOUT = 120.0
+"""``--timeout``: seconds one model request may take (a request that times out is retried, then fails)."""
+
 SCRIPTED_MODEL = "scripted"
 """``--model scripted``: the shipped scripted builder (offline; designs a job board whatever the keyword)."""
 
 
-def chat_model(model: str | None, base_url: str | None, api_key: str | None, concurrency: int = 8) -> ChatModel:
-    """The chat model behind the builder: ``scripted`` (offline) or an OpenAI-compatible endpoint.
+def chat_model(
+    model: str | None, base_url: str | None, api_key: str | None, concurrency: int = 8, timeout: float = DEFAULT_TIMEOUT
+) -> ChatModel:
+    """The chat model behind the builder: ``scripted`` (offline) or an OpenAI-compatible endpoint (``timeout`` s a request).
 
     Raises:
         ConfigError: no model, no endpoint or key, or the openai package is missing (a ValueError).
@@ -30,7 +35,7 @@ def chat_model(model: str | None, base_url: str | None, api_key: str | None, con
 
     check_endpoint("the LLM builder", api_key, base_url)
 
-    return OpenAIChat(model, base_url=base_url, api_key=api_key, concurrency=concurrency)
+    return OpenAIChat(model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout)
 
 
 DEFAULT_TEMPERATURE = 0.2
@@ -53,6 +58,7 @@ def builder_client(
     max_output_tokens: int | None = None,
     temperature: float = DEFAULT_TEMPERATURE,
     llm_seed: int = DEFAULT_LLM_SEED,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> BuilderClient:
     """The builder client for a CLI run (see :func:`chat_model`); the cache defaults to ``OUT/.llm-cache``.
 
@@ -71,8 +77,10 @@ def builder_client(
         raise ConfigError(f"must be between 0 and 2, got {temperature}", "temperature")
     if llm_seed < 0:
         raise ConfigError(f"must be 0 or more, got {llm_seed}", "llm_seed")
+    if not 0 < timeout <= 3600:
+        raise ConfigError(f"must be more than 0 and at most 3600 seconds, got {timeout:g}", "timeout")
     return make_client(
-        chat_model(model, base_url, api_key, concurrency),
+        chat_model(model, base_url, api_key, concurrency, timeout),
         out,
         cache_dir=cache_dir,
         max_tokens_total=max_tokens_total,
@@ -89,9 +97,9 @@ def metrics_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
     rows = [
         ("model", str(metrics["model"])),
         ("domains built", f"{len(metrics['app_names'])} of {len(metrics['domains'])}"),
-        ("model calls (cache hits)", f"{total.get('calls', 0)} ({total.get('cache_hits', 0)})"),
-        ("tokens (prompt / completion)", f"{total.get('prompt_tokens', 0)} / {total.get('completion_tokens', 0)}"),
-        ("invalid replies corrected", str(total.get("invalid_outputs", 0))),
+        ("this run: model calls (cache hits)", f"{total.get('calls', 0)} ({total.get('cache_hits', 0)})"),
+        ("this run: tokens (prompt / completion)", f"{total.get('prompt_tokens', 0)} / {total.get('completion_tokens', 0)}"),
+        ("this run: invalid replies", str(total.get("invalid_outputs", 0))),
     ]
     cumulative = metrics.get("cumulative")
     if cumulative:
@@ -106,6 +114,9 @@ def metrics_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
         ct = m.get("custom_tools", {})
         dropped = ", ".join(m.get("tools_dropped", {})) or "none"
         rows.append((f"{keyword}: custom tools shipped", f"{ct.get('shipped', 0)} of {ct.get('designed', 0)} (dropped: {dropped})"))
+        if m.get("design_rounds"):
+            problems = " -> ".join(str(n) for n in m.get("design_problems", []))
+            rows.append((f"{keyword}: design rounds (problems)", f"{m['design_rounds']} ({problems})"))
         rows.append((f"{keyword}: debug rounds", ", ".join(f"{k} {v}" for k, v in m.get("debug_rounds", {}).items()) or "-"))
         if m.get("error"):
             rows.append((f"{keyword}: failed", str(m["error"])[:200]))

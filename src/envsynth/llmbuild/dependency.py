@@ -113,7 +113,7 @@ async def propose_dependencies(client: Any, app: App, graph: ToolGraph, *, seed:
         app: the built app.
         graph: its static tool graph (not changed).
         seed: seeds the fresh worlds the edges are executed on.
-        max_edges: proposals per group; beyond this many are rejected unchecked.
+        max_edges: proposals per group; beyond this many are rejected unchecked (and recorded).
 
     Returns:
         The augmented graph, the kept edges, the rejected proposals and the failed groups.
@@ -125,6 +125,7 @@ async def propose_dependencies(client: Any, app: App, graph: ToolGraph, *, seed:
 
     groups = tool_groups(app, graph, client.prompt_budget - _schema_tokens(), max_edges)
     edges: list[ProposedEdge] = []
+    over: list[ProposedEdge] = []
     failures: list[str] = []
     for i, group in enumerate(groups):
         text = dependency_prompt(app, graph, group, max_edges, whole=len(groups) == 1)
@@ -134,7 +135,10 @@ async def propose_dependencies(client: Any, app: App, graph: ToolGraph, *, seed:
             failures.append(f"tool group {i + 1} of {len(groups)} ({group[0]}...): {exc}")
             continue
         edges += proposal.edges[:max_edges]
+        over += proposal.edges[max_edges:]
     result = apply_proposal(app, graph, edges, seed=seed, max_edges=max_edges * len(groups))
+    why = f"beyond the first {max_edges} proposals of its tool group"
+    result.rejected += [{**e.model_dump(exclude_none=True), "why": why} for e in over]
     result.failures = failures
     result.groups = len(groups)
     return result
@@ -189,29 +193,66 @@ def tool_groups(app: App, graph: ToolGraph, budget: int, max_edges: int = 20) ->
 
 
 def apply_proposal(app: App, graph: ToolGraph, edges: Iterable[ProposedEdge], *, seed: int = 0, max_edges: int = 20) -> DependencyResult:
-    """Check each proposed edge (see :func:`check_edge`) and add the kept ones to a copy of ``graph``."""
+    """Check each proposed edge (see :func:`check_edge`) and add the kept ones to a copy of ``graph``.
+
+    Every rejection says its true reason, in this order: a tool the app does not have
+    (``unknown tool``) or a self-loop; a repeat of an earlier proposal (the same source,
+    target, kind, parameter and field) or the same edge as one already kept; beyond the
+    first ``max_edges`` proposals checked by execution; then what the execution found.
+    Each record carries ``proposal``, its number in ``edges`` (from 1).
+    """
     g = nx.MultiDiGraph(graph.g)
     kept: list[dict[str, Any]] = []
     rejected: list[dict[str, Any]] = []
-    seen: set[tuple[str, str, str, str | None]] = set()
-    for i, edge in enumerate(edges):
-        record = edge.model_dump(exclude_none=True)
-        ident = (edge.source, edge.target, edge.kind, edge.param if edge.kind == "data" else None)
-        if i >= max_edges:
-            rejected.append({**record, "why": f"beyond the first {max_edges} proposals"})
+    asked: dict[tuple[Any, ...], int] = {}  # a proposal's exact terms -> its number
+    added: dict[tuple[Any, ...], int] = {}  # a kept edge's identity -> its proposal's number
+    checked = 0
+    for number, edge in enumerate(edges, start=1):
+        record = {"proposal": number, **edge.model_dump(exclude_none=True)}
+        why = _names_problem(app, edge) or _repeat(edge, asked, added)
+        asked.setdefault(_terms(edge), number)
+        if not why and checked >= max_edges:
+            why = f"beyond the first {max_edges} proposals checked"
+        if why:
+            rejected.append({**record, "why": why})
             continue
-        if ident in seen:
-            rejected.append({**record, "why": "duplicate of an earlier proposal"})
-            continue
-        seen.add(ident)
-        attrs, why = check_edge(app, graph, edge, seed=seed * 1009 + i)
+        checked += 1
+        attrs, why = check_edge(app, graph, edge, seed=seed * 1009 + number - 1)
         if attrs is None:
             rejected.append({**record, "why": why})
             continue
         key = f"data:{edge.param}" if edge.kind == "data" else f"logic:llm:{attrs['entity']}"
         g.add_edge(edge.source, edge.target, key=key, **attrs)
-        kept.append({"source": edge.source, "target": edge.target, "key": key, **attrs})
+        added[_identity(edge)] = number
+        kept.append({"proposal": number, "source": edge.source, "target": edge.target, "key": key, **attrs})
     return DependencyResult(ToolGraph(g, graph.name), kept, rejected)
+
+
+def _terms(edge: ProposedEdge) -> tuple[Any, ...]:
+    """What a proposal asks, exactly: two proposals with the same terms are duplicates."""
+    return (edge.source, edge.target, edge.kind, edge.param, edge.field if edge.kind == "data" else None)
+
+
+def _identity(edge: ProposedEdge) -> tuple[Any, ...]:
+    """The graph edge a proposal would add: a data edge per target parameter, one logic edge per pair."""
+    return (edge.source, edge.target, edge.kind, edge.param if edge.kind == "data" else None)
+
+
+def _repeat(edge: ProposedEdge, asked: dict[tuple[Any, ...], int], added: dict[tuple[Any, ...], int]) -> str:
+    """Why ``edge`` repeats an earlier proposal or a kept edge ("" if it does not)."""
+    if _terms(edge) in asked:
+        return f"duplicate of proposal {asked[_terms(edge)]}"
+    if _identity(edge) in added:
+        return f"the same edge as proposal {added[_identity(edge)]}, already kept"
+    return ""
+
+
+def _names_problem(app: App, edge: ProposedEdge) -> str:
+    """Why the tools an edge names make it impossible: an unknown tool, or a self-loop ("" if neither)."""
+    for name in (edge.source, edge.target):
+        if name not in app.spec_by_name:
+            return f"unknown tool {name!r}"
+    return "self-loop" if edge.source == edge.target else ""
 
 
 def write_augmented_graph(app_dir: str | Path, graph: ToolGraph) -> Path:
@@ -230,13 +271,10 @@ def check_edge(app: App, graph: ToolGraph, edge: ProposedEdge, *, seed: int = 0)
     Returns:
         ``(edge attrs, "")`` for an edge to keep, else ``(None, why)``.
     """
-    specs = app.spec_by_name
-    for name in (edge.source, edge.target):
-        if name not in specs:
-            return None, f"unknown tool {name!r}"
-    if edge.source == edge.target:
-        return None, "self-loop"
-    src, tgt = specs[edge.source], specs[edge.target]
+    why = _names_problem(app, edge)
+    if why:
+        return None, why
+    src, tgt = app.spec_by_name[edge.source], app.spec_by_name[edge.target]
     if edge.kind == "data":
         return _check_data(app, graph, src, tgt, edge, seed)
     return _check_logic(app, graph, src, tgt, edge, seed)

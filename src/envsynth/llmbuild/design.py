@@ -1,24 +1,34 @@
 """The domain designer: a keyword becomes a blueprint (archetype actions) and custom tool designs.
 
-The designer's reply is validated twice: by its pydantic schema, and by the blueprint
-loader (every reference, condition and generator), with the custom tools inserted as
-actions whose body is a placeholder. A loader error goes back to the model with its path
-(``custom_tools[1].pre[0]: ...``) through the client's bounded retry on invalid output.
-The placeholder body is compiled for syntax only, never run.
+The designer's reply is checked twice: by its pydantic schema (the client's bounded
+retry on invalid output), then by what ``envsynth check`` runs on a blueprint file (every
+reference, condition and generator, then compiling the app and running each
+expression once; :func:`envsynth.check.check_data`), with the custom tools inserted as
+actions whose body is a placeholder. Every problem found goes back to the model at
+once, one line each as ``envsynth check`` prints it (``design: custom_tools[1].pre[0]:
+...``), for up to ``max_rounds`` replies; a design still wrong after the last round fails
+with the problems left (:class:`~envsynth.llmbuild.errors.DesignProblems`). The
+placeholder body is compiled for syntax only, never run.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from envsynth.blueprint.errors import BlueprintError
 from envsynth.blueprint.load import from_dict
 from envsynth.blueprint.models import Blueprint
-from envsynth.llmbuild.client import BuilderClient
+from envsynth.llmbuild.client import BuilderClient, DesignProblems
 from envsynth.llmbuild.prompts import prompt
+
+DESIGN_ROUNDS = 4
+"""``--max-rounds``: the designer's replies checked at most (the first and its corrections)."""
+
+SOURCE = "design"
+"""How the problems name the design (``envsynth check`` names the file)."""
 
 PLACEHOLDER = "return {}"
 """The body custom tools carry until the code agent writes theirs (validation only, never run)."""
@@ -55,47 +65,111 @@ class DomainDesign(BaseModel):
     blueprint: dict[str, Any]
     custom_tools: list[CustomToolDesign] = Field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _loads(self) -> DomainDesign:
-        try:
-            self.to_blueprint({})
-        except BlueprintError as exc:
-            raise ValueError(self._located(exc)) from None
-        return self
-
-    def _located(self, exc: BlueprintError) -> str:
-        """The loader's message, with ``actions[i]`` of a custom tool renamed ``custom_tools[j]``."""
-        text = str(exc)
+    def _located(self, line: str) -> str:
+        """A problem line with ``actions[i]`` of a custom tool renamed ``custom_tools[j]``."""
         n = len(self.blueprint.get("actions") or [])
         for j in range(len(self.custom_tools)):
-            text = text.replace(f"actions[{n + j}]", f"custom_tools[{j}]")
-        return text
+            line = line.replace(f"actions[{n + j}]", f"custom_tools[{j}]")
+        return line
+
+    def data(self, code: dict[str, str], keep: set[str] | None = None) -> dict[str, Any]:
+        """The blueprint as plain data, with the custom tools in ``keep`` (default: all), bodies from ``code``."""
+        data = json.loads(json.dumps(self.blueprint))  # a deep copy
+        data.setdefault("actions", [])
+        if not isinstance(data["actions"], list):
+            return data  # left as it is: the check reports it, and there is no list to add the custom tools to
+        for t in self.custom_tools:
+            if keep is None or t.name in keep:
+                data["actions"].append(t.action(code.get(t.name, PLACEHOLDER)))
+        return data
+
+    def problems(self) -> list[str]:
+        """Every problem of the design, one line each as ``envsynth check`` reports them (none: it builds)."""
+        from envsynth.check import check_data, one_line
+
+        try:
+            report = check_data(self.data({}), SOURCE)
+        except Exception as exc:  # the checker itself failed on this data: that is the problem to report
+            return [f"{SOURCE}: the blueprint cannot be checked: {type(exc).__name__}: {one_line(str(exc))[:300]}"]
+        return [self._located(one_line(p.line())) for p in report.problems]
 
     def to_blueprint(self, code: dict[str, str], keep: set[str] | None = None) -> Blueprint:
         """The blueprint with the custom tools in ``keep`` (default: all), bodies from ``code``.
 
         Raises:
-            BlueprintError: the design does not load (see the module docstring).
+            BlueprintError: the design does not load (see :meth:`problems`).
         """
-        data = json.loads(json.dumps(self.blueprint))  # a deep copy
-        data.setdefault("actions", [])
-        for t in self.custom_tools:
-            if keep is None or t.name in keep:
-                data["actions"].append(t.action(code.get(t.name, PLACEHOLDER)))
-        return from_dict(data, source="design")
+        return from_dict(self.data(code, keep), source=SOURCE)
 
     def tool(self, name: str) -> CustomToolDesign:
         return next(t for t in self.custom_tools if t.name == name)
 
 
-async def design_domain(client: BuilderClient, keyword: str, description: str | None = None) -> DomainDesign:
-    """Ask the designer for a domain (role ``designer``).
+@dataclass
+class Designed:
+    """The designer's outcome: the design that checks, and the problems each round's reply had.
+
+    Attributes:
+        design: the last reply (it has no problem).
+        rounds: per reply checked, its problems (the last is empty).
+    """
+
+    design: DomainDesign
+    rounds: list[list[str]] = field(default_factory=list)
+
+
+MAX_NOTE_CHARS = 6000
+"""The problem list of a correction at most (a design with more shows the first ones and how many are left out)."""
+
+
+def problem_list(problems: list[str], limit: int = MAX_NOTE_CHARS) -> str:
+    """``problems`` one a line (``- ...``), as many as fit ``limit`` characters, then how many are not shown."""
+    lines: list[str] = []
+    size = 0
+    for p in problems:
+        if lines and size + len(p) + 3 > limit:
+            lines.append(f"- ... and {len(problems) - len(lines)} more problem(s), shown once these are fixed")
+            break
+        lines.append(f"- {p}")
+        size += len(p) + 3
+    return "\n".join(lines)
+
+
+def correction_note(problems: list[str], round_no: int, max_rounds: int) -> str:
+    """The request to fix ``problems`` (all of them, one a line) after reply ``round_no`` of ``max_rounds``."""
+    left = max_rounds - round_no
+    return (
+        f"Your design loads as JSON but its blueprint has {len(problems)} problem(s), as `envsynth check` reports them:\n"
+        f"{problem_list(problems)}\n"
+        f"Fix every one of them (you have {left} more {'reply' if left == 1 else 'replies'}) and reply with the WHOLE "
+        'corrected design: ONE JSON object {"blueprint": ..., "custom_tools": [...]}, and nothing else.'
+    )
+
+
+async def design_domain(
+    client: BuilderClient, keyword: str, description: str | None = None, *, max_rounds: int = DESIGN_ROUNDS
+) -> Designed:
+    """Ask the designer for a domain (role ``designer``), with every problem sent back, for up to ``max_rounds`` replies.
 
     Raises:
-        envsynth.llmbuild.client.StructuredOutputError: no valid design within the retries.
+        envsynth.llmbuild.client.StructuredOutputError: a reply that is no valid JSON design within the client's retries.
+        DesignProblems: the last round's design still has problems (listed).
     """
+    if max_rounds < 1:
+        raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
     ask = f"Domain keyword: {keyword}"
     if description:
         ask += f"\nDescription: {description}"
     messages = [{"role": "system", "content": prompt("designer")}, {"role": "user", "content": ask}]
-    return await client.structured("designer", messages, DomainDesign)
+    out: list[list[str]] = []
+    convo = messages
+    for round_no in range(1, max_rounds + 1):
+        design = await client.structured("designer", convo, DomainDesign)
+        problems = design.problems()
+        out.append(problems)
+        if not problems:
+            return Designed(design, out)
+        if round_no < max_rounds:
+            reply = json.dumps(design.model_dump(), indent=1, ensure_ascii=False)
+            convo = client.follow_up(messages, reply, correction_note(problems, round_no, max_rounds), DomainDesign.model_json_schema())
+    raise DesignProblems(out)

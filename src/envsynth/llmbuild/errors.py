@@ -125,5 +125,28 @@ class StructuredOutputError(RoleError):
         self.errors = list(errors)
 
 
+class DesignProblems(RoleError):
+    """The designer's blueprint still has problems after its last correction round.
+
+    Attributes:
+        role: ``designer``.
+        history: per reply checked, its problems (one line each in ``envsynth check``'s form).
+        rounds: the replies checked (``--max-rounds``).
+        problems: what the last one still has.
+    """
+
+    def __init__(self, history: list[list[str]]) -> None:
+        problems = history[-1]
+        listed = "; ".join(problems[:20]) + (f"; and {len(problems) - 20} more" if len(problems) > 20 else "")
+        super().__init__(
+            f"designer: the blueprint still has {len(problems)} problem(s) after {len(history)} round(s) "
+            f"(--max-rounds {len(history)}): {listed}"
+        )
+        self.role = "designer"
+        self.history = [list(h) for h in history]
+        self.rounds = len(history)
+        self.problems = list(problems)
+
+
 class _FormatRejected(LLMBuildError):
     """The server rejected ``response_format`` (internal: ``auto`` switches to prompt mode)."""

@@ -32,12 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from envsynth.blueprint.errors import BlueprintError
 from envsynth.blueprint.models import Blueprint
 from envsynth.corpus.layout import APPS_DIR
 from envsynth.errors import ConfigError
 from envsynth.llm.types import ChatModel
 from envsynth.llmbuild.client import BuilderClient
-from envsynth.llmbuild.design import DomainDesign, design_domain
+from envsynth.llmbuild.design import DESIGN_ROUNDS, DomainDesign, design_domain
 from envsynth.llmbuild.runner import LoopRunner
 from envsynth.llmbuild.tooldev import DEFAULT_ROUNDS, ToolOutcome, develop_tool
 
@@ -70,6 +71,7 @@ class DomainResult:
         design: the designer's reply.
         tools: each custom tool's outcome.
         error: why the domain produced no app (None if it did).
+        design_rounds: per designer reply checked, its problems (``envsynth check`` lines; the last is empty when it loaded).
         metrics: the operational metrics (see the module docstring).
     """
 
@@ -78,6 +80,7 @@ class DomainResult:
     design: DomainDesign | None = None
     tools: list[ToolOutcome] = field(default_factory=list)
     error: str | None = None
+    design_rounds: list[list[str]] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
 
 
@@ -107,24 +110,38 @@ def _totals(roles: dict[str, dict[str, int]]) -> dict[str, int]:
 
 
 async def synthesize_domain(
-    client: BuilderClient, keyword: str, description: str | None = None, *, rounds: int = DEFAULT_ROUNDS, seed: int = 0
+    client: BuilderClient,
+    keyword: str,
+    description: str | None = None,
+    *,
+    rounds: int = DEFAULT_ROUNDS,
+    seed: int = 0,
+    design_rounds: int = DESIGN_ROUNDS,
 ) -> DomainResult:
-    """Design a domain and develop its custom tools concurrently (stages 1 and 2)."""
-    from envsynth.llmbuild.client import RoleError, StructuredOutputError
+    """Design a domain (up to ``design_rounds`` checked replies) and develop its custom tools concurrently (stages 1 and 2)."""
+    from envsynth.llmbuild.client import DesignProblems, RoleError, StructuredOutputError
 
     result = DomainResult(keyword)
     try:
-        result.design = await design_domain(client, keyword, description)
+        designed = await design_domain(client, keyword, description, max_rounds=design_rounds)
+    except DesignProblems as exc:
+        result.design_rounds = exc.history
+        result.error = str(exc)
+        return result
     except StructuredOutputError as exc:
         result.error = f"the designer gave no valid blueprint: {exc.errors[-1] if exc.errors else exc}"
         return result
     except RoleError as exc:
         result.error = f"the designer gave no blueprint: {exc}"
         return result
+    result.design, result.design_rounds = designed.design, designed.rounds
     design = result.design
     result.tools = await _gather_all([develop_tool(client, design, t.name, rounds=rounds, seed=seed) for t in design.custom_tools])
     shipped = {o.name: o.code for o in result.tools if o.passed and o.code is not None}
-    result.blueprint = design.to_blueprint(shipped, keep=set(shipped))  # type: ignore[arg-type]
+    try:
+        result.blueprint = design.to_blueprint(shipped, keep=set(shipped))  # type: ignore[arg-type]
+    except BlueprintError as exc:  # what the shipped tools leave does not load (a dropped tool was needed)
+        result.error = f"the blueprint with the custom tools that passed does not load: {exc}"
     return result
 
 
@@ -156,6 +173,9 @@ def domain_metrics(result: DomainResult, roles: dict[str, dict[str, int]], secon
         "cache_hits": total.get("cache_hits", 0),
         "tokens": total.get("total_tokens", 0),
         "custom_tools": {"designed": designed, "shipped": shipped, "success_rate": round(shipped / designed, 4) if designed else 1.0},
+        "design_rounds": len(result.design_rounds),
+        "design_problems": [len(p) for p in result.design_rounds],
+        "design_problems_left": result.design_rounds[-1] if result.design_rounds else [],
         "debug_rounds": {o.name: o.debug_rounds for o in result.tools},
         "tools_dropped": {o.name: o.dropped for o in result.tools if o.dropped},
         "tools": {o.name: o.metrics() for o in result.tools},
@@ -215,8 +235,13 @@ class LLMBuilder:
         tau: float = 0.5,
         rewrite: bool = True,
         gate: bool = True,
+        design_rounds: int = DESIGN_ROUNDS,
     ) -> None:
+        """``rounds``: debug rounds per custom tool; ``design_rounds``: the designer's replies checked at most (``--max-rounds``)."""
+        if design_rounds < 1:
+            raise ConfigError(f"must be at least 1, got {design_rounds}", "max_rounds")
         self.client = client
+        self.design_rounds = design_rounds
         self.out = Path(out)
         self.seed = seed
         self.rounds = rounds
@@ -261,7 +286,14 @@ class LLMBuilder:
             before = self.client.metrics()
             self._progress(keyword, "design")
             result = self.runner.run(
-                synthesize_domain(self.client, keyword, (descriptions or {}).get(keyword), rounds=self.rounds, seed=self.seed)
+                synthesize_domain(
+                    self.client,
+                    keyword,
+                    (descriptions or {}).get(keyword),
+                    rounds=self.rounds,
+                    seed=self.seed,
+                    design_rounds=self.design_rounds,
+                )
             )
             result.metrics = domain_metrics(result, _role_delta(before, self.client.metrics()), time.perf_counter() - started)
             result.metrics["dependencies"] = {"kept": [], "rejected": []}
@@ -358,8 +390,9 @@ class LLMBuilder:
     def write_metrics(self, status: str | None = None) -> dict[str, Any]:
         """Write ``out/llm_build.json`` and return it.
 
-        It holds this run's metrics (per domain, per role, the task stage) and every run's
-        record: ``runs`` (each run's calls, requests and tokens per role, and how it ended,
+        It holds this run's metrics (per domain, per role, the task stage; ``client`` has
+        ``scope: "this run"``: cached replies are ``cache_hits`` and move no other counter)
+        and every run's record: ``runs`` (each run's calls, requests and tokens per role, and how it ended,
         the earlier runs read back from the file) and ``cumulative`` (their sums: what the
         endpoint was sent over every run). Writing again in the same run replaces its record.
 
@@ -386,7 +419,7 @@ class LLMBuilder:
             "domains": {r.keyword: r.metrics for r in self.results},
             "app_names": {r.keyword: r.blueprint.name for r in self.results if r.blueprint is not None and r.error is None},
             "generation_success_rate": round(sum(r.error is None for r in self.results) / len(self.results), 4) if self.results else None,
-            "client": client,
+            "client": {**client, "scope": "this run"},
             "task_stage": self.stage.metrics() if self.stage is not None else None,
             "runs": runs,
             "cumulative": _cumulative(runs),
@@ -427,7 +460,7 @@ def _cumulative(runs: list[dict[str, Any]]) -> dict[str, Any]:
             for k, v in stats.items():
                 if isinstance(v, int):
                     mine[k] = mine.get(k, 0) + v
-    return {"runs": len(runs), "roles": dict(sorted(roles.items())), "total": _totals(roles)}
+    return {"scope": "every run", "runs": len(runs), "roles": dict(sorted(roles.items())), "total": _totals(roles)}
 
 
 def build_llm_corpus(
@@ -444,6 +477,7 @@ def build_llm_corpus(
     tau: float = 0.5,
     rewrite: bool = True,
     gate: bool = True,
+    design_rounds: int = DESIGN_ROUNDS,
 ) -> LLMBuildResult:
     """Apps for ``domains``, then (``tasks_per_app`` > 0) a corpus over them, then the metrics file.
 
@@ -454,7 +488,7 @@ def build_llm_corpus(
             down (rerun: the replies so far are cached).
         ValueError: no domains, two domains with one app name, or tasks asked and no app built.
     """
-    with LLMBuilder(client, out, seed=seed, rounds=rounds, tau=tau, rewrite=rewrite, gate=gate) as builder:
+    with LLMBuilder(client, out, seed=seed, rounds=rounds, tau=tau, rewrite=rewrite, gate=gate, design_rounds=design_rounds) as builder:
         status = None
         try:
             results = builder.design(domains, descriptions)

@@ -19,6 +19,7 @@ For each custom tool of a design:
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -218,12 +219,30 @@ def _subset(want: Any, got: Any) -> bool:
     return bool(want == got)
 
 
+_VOLATILE = (
+    (re.compile(r"\b0x[0-9a-fA-F]{6,}\b"), "0x..."),  # an object's address in a repr: another in every run
+    (re.compile(r'File "/(?!sandbox/)[^"]*/(envsynth/[^"]+)"'), r'File "\1"'),  # a host path: the checkout's, not the file's
+)
+"""Parts of an error text that change from run to run or machine to machine, and what they become."""
+
+
+def stable_detail(text: str, limit: int = 1500) -> str:
+    """A verdict's detail without what changes between runs (addresses, host paths), its last ``limit`` characters.
+
+    The detail goes into the debug agent's prompt, whose cache key must be the same when
+    a rerun repeats the same case on the same code.
+    """
+    for pattern, repl in _VOLATILE:
+        text = pattern.sub(repl, text)
+    return text[-limit:]
+
+
 def run_case(app: App, tool: str, case: TestCase, seed: int = 0) -> CaseVerdict:
     """Run one unit case in a fresh episode (the tool body runs in a sandboxed worker)."""
     expected = "success" if case.expect == "success" else "anticipated_rejection"
 
     def verdict(ok: bool, observed: str, detail: str = "") -> CaseVerdict:
-        return CaseVerdict(case.name, "unit", ok, expected, observed, detail[-1500:])
+        return CaseVerdict(case.name, "unit", ok, expected, observed, stable_detail(detail))
 
     try:
         rows = fixture_rows(app, case.fixture, seed)
@@ -257,7 +276,7 @@ def run_tool(app: App, tool: str, cases: list[TestCase], seed: int = 0) -> list[
     out = [run_case(app, tool, c, seed) for c in cases]
     spec = app.spec_by_name[tool]
     for v in ToolTester(app, spec, seed).run():
-        out.append(CaseVerdict(f"procedural: {v.case}", "procedural", v.ok, v.expected, v.observed, v.detail[-1500:]))
+        out.append(CaseVerdict(f"procedural: {v.case}", "procedural", v.ok, v.expected, v.observed, stable_detail(v.detail)))
     return out
 
 

@@ -93,6 +93,8 @@ class LLMOptions(Config):
         max_output_tokens: max_tokens of a request at most (None: what the context leaves).
         temperature: the sampling temperature of every request.
         llm_seed: the seed sent with every request.
+        max_rounds: the designer's replies checked at most (each correction lists every problem).
+        timeout: seconds a model request may take.
     """
 
     domains: list[str] = Field(min_length=1)
@@ -110,6 +112,8 @@ class LLMOptions(Config):
     max_output_tokens: int | None = Field(None, ge=1)
     temperature: float = Field(0.2, ge=0)
     llm_seed: int = 0
+    max_rounds: int = Field(4, ge=1, le=20)
+    timeout: float = Field(120.0, gt=0, le=3600)
 
     @model_validator(mode="after")
     def _described(self) -> LLMOptions:

@@ -41,6 +41,9 @@ FLAGS = {
     "context_tokens": "--context-tokens",
     "max_output_tokens": "--max-output-tokens",
     "temperature": "--temperature",
+    "llm_seed": "--llm-seed",
+    "max_rounds": "--max-rounds",
+    "timeout": "--timeout",
 }
 """The CLI flag of each configuration field, to word a refused value in the user's terms."""
 
