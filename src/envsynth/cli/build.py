@@ -1,4 +1,4 @@
-"""``envsynth catalog``, ``check``, ``build``, ``test`` and ``graph``: from blueprints to apps and corpora."""
+"""``envsynth build``, ``test`` and ``graph``: from blueprints to apps and corpora (``catalog`` and ``check``: cli/catalogue.py)."""
 
 from __future__ import annotations
 
@@ -21,88 +21,6 @@ from envsynth.cli.common import (
     warn,
 )
 from envsynth.cli.errors import error_line
-
-
-@app.command()
-def catalog(as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False) -> None:
-    """List the shipped domain blueprints (the values of --domain)."""
-    from envsynth import catalog as cat
-    from envsynth.blueprint.errors import BlueprintError
-
-    rows = []
-    for e in cat.entries():
-        try:
-            bp = cat.load(e.name)
-        except BlueprintError as exc:
-            fail(str(exc))
-        writes = sum(
-            a.kind in ("create", "update", "delete", "transition", "transfer", "book") or getattr(a, "mode", "") == "write"
-            for a in bp.actions
-        )
-        rows.append(
-            {
-                "name": bp.name,
-                "title": bp.title,
-                "category": bp.category,
-                "tables": len(bp.entities),
-                "tools": len(bp.actions),
-                "writes": writes,
-                "description": bp.description,
-            }
-        )
-    if as_json:
-        print(json.dumps(rows, indent=2))
-        return
-    t = Table(title="envsynth catalogue")
-    for col in ("name", "title", "category", "tables", "tools", "writes"):
-        t.add_column(col, justify="right" if col in ("tables", "tools", "writes") else "left")
-    for r in rows:
-        t.add_row(r["name"], r["title"], r["category"], str(r["tables"]), str(r["tools"]), str(r["writes"]))
-    console.print(t)
-
-
-@app.command()
-def check(
-    files: Annotated[list[Path], typer.Argument(help="Blueprint YAML files to check.", metavar="FILE.yaml...", show_default=False)],
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report instead of lines.")] = False,
-) -> None:
-    """Check blueprint files without building them: every problem at once, one line each.
-
-    Each problem is printed as FILE: PATH: MESSAGE, where PATH points at the key
-    (actions[3].pre[1], entities[0].fields[2].type) and MESSAGE says what is allowed there,
-    with a suggestion for a misspelt key or value. A clean file prints one line:
-    FILE: ok: NAME: E entities, A actions, T tools.
-
-    Besides the structure and every cross reference, the check compiles the app (schema,
-    tools, sample state) as `envsynth build` does before testing, and runs each pre-condition,
-    message and set value once on typed sample values: a condition that cannot run whatever
-    the data (a date compared with a number, a list given to exists()) is reported too.
-    Nothing is written. Exit status: 0 when every file is clean, 2 when any has a problem.
-    """
-    from envsynth.check import check_file
-
-    reports = [_check_one(f, check_file) for f in files]
-    if as_json:
-        print(json.dumps({"ok": all(r.ok for r in reports), "files": [r.to_json() for r in reports]}, indent=2))
-    else:
-        for r in reports:
-            for line in r.lines():
-                console.print(line, soft_wrap=True)
-    if not all(r.ok for r in reports):
-        raise typer.Exit(2)
-
-
-def _check_one(path: Path, check_file: Any) -> Any:
-    """The check report of one file; a crash of the checker itself is reported as a problem of that file, on one line."""
-    from envsynth.blueprint.errors import BlueprintError
-    from envsynth.check import CheckReport
-
-    try:
-        return check_file(path)
-    except Exception as exc:  # recorded: printed as the file's problem, named as a bug of envsynth
-        problem = BlueprintError("", f"internal error of envsynth check (a bug, please report it): {type(exc).__name__}: {exc}", str(path))
-        return CheckReport(str(path), [problem])
-
 
 _LLM = "--builder llm: "
 

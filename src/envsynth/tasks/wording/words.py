@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from envsynth.blueprint import nouns
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
 from envsynth.tasks.wording.describe import field_words, fmt_value, human, one_of, quoted, singular
@@ -22,19 +23,9 @@ def article(word: str) -> str:
 
 
 def plural(word: str) -> str:
-    """A noun's plural, for the regular cases a domain's nouns take (order -> orders, entry -> entries).
-
-    A noun with a phrase after its head takes the plural on the head: "song on a playlist" -> "songs on a playlist".
-    """
-    head = _TAIL.split(word, maxsplit=1)[0]
-    if head != word:
-        return plural(head) + word[len(head) :]
-    last = word.rsplit(" ", 1)[-1]
-    if last.endswith("y") and last[-2:-1] not in ("a", "e", "i", "o", "u"):
-        return word[:-1] + "ies"
-    if last.endswith(("s", "x", "z", "ch", "sh")):
-        return word + "es"
-    return word + "s"
+    """A noun's plural in English (order -> orders, entry -> entries, person -> people; a phrase takes it on its head:
+    "song on a playlist" -> "songs on a playlist"): the blueprint's one plural (:func:`envsynth.blueprint.nouns.plural`)."""
+    return nouns.plural(word)
 
 
 def _head(words: str) -> tuple[str, str, str]:
