@@ -193,7 +193,11 @@ def _number(value: Any) -> float | None:
     """A finite number, or None (booleans and text are not numbers)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        number = float(value)
+    except OverflowError:  # an int too large for a float
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _when(value: Any) -> str | None:
