@@ -205,6 +205,7 @@ def test_a_record_as_built_can_be_clean_and_the_corpus_report_adds_up(corpus: Co
     assert clean, "no record of the demo corpus is clean"
     report = lint_states(tasks, blueprints)
     assert report.tasks == len(tasks) and list(report.rates) == list(CLASSES)
+    assert report.any == len(tasks) - len(clean) and report.any_rate == pytest.approx(report.any / len(tasks))
     for name in CLASSES:
         assert report.rates[name] == pytest.approx(report.counts[name] / len(tasks))
         assert len(report.examples.get(name, [])) == min(report.counts[name], 3)

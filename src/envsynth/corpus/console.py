@@ -163,6 +163,7 @@ def _coherence_table(c: dict[str, Any]) -> Table:
         t.add_column(col, no_wrap=col == "defect")
     for name, share in c["rates"].items():
         t.add_row(name.replace("_", " "), f"{share:.1%}", str(c["counts"][name]), ", ".join(c["examples"].get(name, [])) or "-")
+    t.add_row("any of these", f"{c['any_rate']:.1%}", str(c["any"]), "")
     return t
 
 

@@ -138,11 +138,14 @@ class StateLint(BaseModel):
 
 
 class CoherenceReport(BaseModel):
-    """Shares of a corpus's tasks whose initial state has each class of defect (0..1)."""
+    """Shares of a corpus's tasks whose initial state has each class of defect (0..1); ``any`` and ``any_rate``:
+    the tasks with at least one."""
 
     tasks: int
     rates: dict[str, float]
     counts: dict[str, int]
+    any: int = 0
+    any_rate: float = 0.0
     examples: dict[str, list[str]] = Field(default_factory=dict, description="class -> up to three task ids")
 
 
@@ -540,5 +543,7 @@ def lint_states(tasks: Iterable[Task], blueprints: Mapping[str, Blueprint]) -> C
         tasks=len(linted),
         rates={d: counts[d] / n for d in CLASSES},
         counts={d: counts[d] for d in CLASSES},
+        any=sum(bool(t.defects) for t in linted),
+        any_rate=sum(bool(t.defects) for t in linted) / n,
         examples=examples,
     )
