@@ -95,10 +95,9 @@ _THRESHOLD_AFTER = re.compile(
 _ROUND_CENTS = frozenset(("00", "99", "50"))
 
 
-def _wordset(*lines: str, ordered: bool = False) -> Any:
-    """The words of ``lines``: a frozenset, or a tuple in order when ``ordered``."""
-    words = " ".join(lines).split()
-    return tuple(words) if ordered else frozenset(words)
+def _wordset(*lines: str) -> frozenset[str]:
+    """The words of ``lines``."""
+    return frozenset(" ".join(lines).split())
 
 
 _TITLE = re.compile(r"(?:^|\s)(?:Dr|Mr|Mrs|Ms|Mx|Miss|Prof|Rev)\.?\s|,?\s(?:Jr|Sr|MD|PhD|DDS|DVM|Esq|II|III|IV)\.?$")
@@ -329,7 +328,7 @@ def _before_made(w: World, ent: Entity, row: Row, created: list[str], events: li
 _MONTHS = {
     m: i
     for i, m in enumerate(
-        _wordset("january february march april may june july august september october november december", ordered=True), 1
+        ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"), 1
     )
 }
 
