@@ -13,6 +13,7 @@ from corpus_helpers import DATA, snapshot
 
 from envsynth import catalog
 from envsynth.corpus import load_corpus
+from envsynth.report import CLASSES
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -49,9 +50,13 @@ def test_build_corpus_and_inspect(tmp_path: Path) -> None:
     [capp] = c["apps"]
     graph = json.loads((out / "apps" / "corner_bookshop" / "graph.json").read_text())
     assert capp["graph"]["nodes"] == len(graph["nodes"]) == 16 and capp["graph"]["edges"] == len(graph["edges"]) > 0
+    coherence = c["coherence"]  # the state linter, a share per class
+    assert coherence["tasks"] == 4 and list(coherence["rates"]) == list(CLASSES)
+    assert all(coherence["rates"][k] == coherence["counts"][k] / 4 for k in CLASSES)
 
     res = run("inspect", str(out))
     assert res.returncode == 0 and "chain length" in res.stdout and "corner_bookshop" in res.stdout
+    assert "state coherence" in res.stdout and "derived arithmetic" in res.stdout
 
 
 def test_bad_corpus_options_are_one_line(tmp_path: Path) -> None:

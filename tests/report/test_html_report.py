@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from envsynth import catalog
 from envsynth.cli import app as cli
 from envsynth.corpus import load_corpus
+from envsynth.report import CLASSES
 from envsynth.view.html import ReportError, build_report
 from envsynth.view.html.data import run_data
 from envsynth.view.taskview import task_view
@@ -79,13 +80,14 @@ def test_index_loads_without_errors_and_plots_render(report: Path, browser: Any)
     p = Page(browser)
     page = p.open(report / "index.html")
     charts = page.locator(".chart svg.pygal-chart")
-    assert charts.count() == 6
+    assert charts.count() == 7
     for i in range(charts.count()):
         box = charts.nth(i).bounding_box()
         assert box is not None and box["width"] > 300 and box["height"] > 150
     assert page.locator(".chart svg rect.rect").count() > 0  # bars were drawn, not just axes
     assert page.locator("#apps a").count() == len(catalog.entries())
     assert page.locator("#runs a").count() == 1
+    assert page.locator("#coherence tr").count() == len(CLASSES) + 1  # the state linter: a row per class
     audit = page.locator("#audit tr")  # the OOD audit, against the three benchmarks by default
     assert audit.count() == len(catalog.entries()) + 1
     assert [h.strip() for h in audit.nth(0).inner_text().split("\t")][1:4] == [

@@ -121,7 +121,8 @@ def stats_tables(stats: dict[str, Any]) -> list[Table]:
     d = stats["difficulty"]
     dist.add_row("difficulty tiers", f"{_pairs(d['tiers'])} (mean score {d['mean']})")
     dist.add_row("constructs", _pairs(d["constructs"]))
-    return [apps, dist, _rejections(stats["admission"]["rejections"]), _baselines(stats["baselines"]), *_quality_tables(stats["quality"])]
+    rejections, baselines = _rejections(stats["admission"]["rejections"]), _baselines(stats["baselines"])
+    return [apps, dist, rejections, baselines, *_quality_tables(stats["quality"]), _coherence_table(stats["coherence"])]
 
 
 def _baselines(b: dict[str, Any]) -> Table:
@@ -153,6 +154,17 @@ def _quality_tables(q: dict[str, Any]) -> list[Table]:
     for app, c in q["coverage"].items():
         cover.add_row(app, f"{c['reads']:.0%}", f"{c['writes']:.0%}", ", ".join(c["uncovered"]) or "-")
     return [rates, cover]
+
+
+def _coherence_table(c: dict[str, Any]) -> Table:
+    """The state linter's report: per class, the share and count of tasks whose initial state has it, and examples."""
+    t = Table(title=f"state coherence ({c['tasks']} tasks; see docs/tasks.md, 'State coherence')")
+    for col in ("defect", "share", "tasks", "examples"):
+        t.add_column(col, no_wrap=col == "defect")
+    for name, share in c["rates"].items():
+        t.add_row(name.replace("_", " "), f"{share:.1%}", str(c["counts"][name]), ", ".join(c["examples"].get(name, [])) or "-")
+    t.add_row("any of these", f"{c['any_rate']:.1%}", str(c["any"]), "")
+    return t
 
 
 def _pairs(d: dict[str, Any]) -> str:

@@ -25,7 +25,9 @@ def corpus_stats(corpus: Corpus) -> dict[str, Any]:
         ``admission`` (attempts, admitted, rate, rejections by reason...), ``apps``
         (per app: tasks, admission, graph nodes and edges from its ``graph.json``) and
         ``quality`` (the task quality linter's defect rates, chain connectedness, tool
-        coverage per app and user roles: :func:`envsynth.report.lint_corpus`), ``difficulty``
+        coverage per app and user roles: :func:`envsynth.report.lint_corpus`), ``coherence`` (the
+        state linter's share of tasks whose initial state has each class of defect, with examples:
+        :func:`envsynth.report.lint_states`), ``difficulty``
         (tasks per tier, the mean score, tasks per construct) and ``baselines`` (the share of
         tasks each guessing baseline scores 1.0 on: :func:`envsynth.corpus.baselines.baseline_rates`).
     """
@@ -68,6 +70,7 @@ def corpus_stats(corpus: Corpus) -> dict[str, Any]:
             for a in m.apps
         ],
         "quality": _quality(corpus, tasks),
+        "coherence": _coherence(corpus, tasks),
     }
 
 
@@ -76,6 +79,12 @@ def _quality(corpus: Corpus, tasks: list[Task]) -> dict[str, Any]:
 
     views = {name: AppView(app.blueprint, app.specs) for name, app in corpus.apps.items()}
     return lint_corpus(tasks, views).model_dump()
+
+
+def _coherence(corpus: Corpus, tasks: list[Task]) -> dict[str, Any]:
+    from envsynth.report import lint_states
+
+    return lint_states(tasks, {name: app.blueprint for name, app in corpus.apps.items()}).model_dump()
 
 
 def _graph_counts(corpus: Corpus, app: str) -> dict[str, Any] | None:

@@ -82,6 +82,9 @@ def _corpus_charts(c: dict[str, Any]) -> dict[str, str]:
             "Rejected candidates by reason", c["admission"]["rejections"], horizontal=True, empty="no rejected candidate"
         ),
         "quality": charts.bar("Task quality linter: share of tasks with each defect", q["rates"], horizontal=True, percent=True),
+        "coherence": charts.bar(
+            "State linter: share of tasks whose initial state has each defect", c["coherence"]["rates"], horizontal=True, percent=True
+        ),
         "coverage": charts.grouped(
             "Tool coverage: share of tools some oracle calls",
             apps,

@@ -63,7 +63,7 @@ def app_data(corpus: Corpus, name: str) -> dict[str, Any]:
 
 
 def corpus_data(corpus: Corpus) -> dict[str, Any]:
-    """The corpus: :func:`envsynth.corpus.corpus_stats` (composition, chains, distractors, admission, quality) plus names."""
+    """The corpus: :func:`envsynth.corpus.corpus_stats` (composition, chains, distractors, admission, quality, coherence) plus names."""
     from envsynth.corpus.stats import corpus_stats
 
     stats = corpus_stats(corpus)
