@@ -23,12 +23,13 @@ from __future__ import annotations
 from envsynth.graph.model import ToolGraph
 from envsynth.runtime.app import App
 from envsynth.runtime.reward import effects_of
-from envsynth.tasks.admission.admit import Admitted, Variant, admit, admit_state, vary
+from envsynth.tasks.admission.admit import Admitted, Variant, admit, admit_state, branch_of, vary
 from envsynth.tasks.admission.difficulty import rated
 from envsynth.tasks.admission.lookup import look_up_requester
 from envsynth.tasks.admission.policy import shape as shape_policy
 from envsynth.tasks.admission.restate import restate
 from envsynth.tasks.admission.routes import look_up_rows
+from envsynth.tasks.building.conditional import make_conditional, telling_question
 from envsynth.tasks.building.core import core_of
 from envsynth.tasks.building.foreach import expand_for_each
 from envsynth.tasks.building.matches import spread_count
@@ -79,6 +80,9 @@ def _tasks(inst: Instance, states: int) -> list[Task] | Rejection:
     core = core_of(inst)
     question = ask(inst, core.rows, core.targets)
     inst.for_each = expand_for_each(inst, core, question)  # "cancel all my pending orders" (tasks/building/foreach.py)
+    made_conditional = make_conditional(inst, core, question) if inst.for_each is None else None
+    if made_conditional is not None:  # "cancel it if it is still pending; otherwise tell me its status" (building/conditional.py)
+        inst.conditional, question = made_conditional
     spread_count(inst, core, question)  # a count reaches a number drawn for it (tasks/building/matches.py)
     if question.step is not None and unfiltered(
         plan.app.spec_by_name[inst.calls[question.step].tool], inst.calls[question.step], question.field
@@ -97,7 +101,8 @@ def _tasks(inst: Instance, states: int) -> list[Task] | Rejection:
             return draw
         try:
             descs = draw.descs
-            made = _state_task(inst, draw, question, visible, request, varied[0] if varied else None)
+            first = varied[0] if varied and _same_branch(inst, s) else None  # a telling state has an oracle of its own
+            made = _state_task(inst, draw, _state_question(inst, question, s), visible, request, first)
         finally:
             draw.close()
         if isinstance(made, Rejection):
@@ -106,6 +111,17 @@ def _tasks(inst: Instance, states: int) -> list[Task] | Rejection:
         varied.append(task)
     rejected = next((v for v in varied if isinstance(v, Rejection)), None)
     return rejected if rejected is not None else [v.task for v in varied if not isinstance(v, Rejection)]
+
+
+def _same_branch(inst: Instance, index: int) -> bool:
+    """Whether state ``index`` has state 0's oracle (for a conditional goal: the states of its branch)."""
+    return inst.conditional is None or inst.conditional.acts(index)
+
+
+def _state_question(inst: Instance, question: Question, index: int) -> Question:
+    """The question of state ``index``: the task's, or a telling state's of a conditional goal (the row's state)."""
+    cond = inst.conditional
+    return question if cond is None or cond.acts(index) else telling_question(cond, question)
 
 
 def _state_task(
@@ -135,4 +151,6 @@ def _state_task(
     made_task = admit_state(inst, draw, asked, request, expected, answer)
     if isinstance(made_task, Rejection):
         return made_task
+    if inst.conditional is not None:
+        made_task = branch_of(made_task, inst.conditional, draw.index)
     return request, vary(plan.app, made_task, VARIANTS, draw.workspace)

@@ -68,6 +68,16 @@ def admit_state(
     return Admitted(task, draw.full, descs, request.routes if draw.index == 0 else {})
 
 
+def branch_of(admitted: Admitted, cond: Any, index: int) -> Admitted:
+    """A conditional goal's task of state ``index`` (building/conditional.py): its branch in ``stats`` (``act`` or
+    ``tell``), and a telling state's task an information task (the oracle reads; the answer is the row's state)."""
+    acts = cond.acts(index)
+    update: dict[str, Any] = {"stats": {**admitted.task.stats, "conditional": "act" if acts else "tell"}}
+    if not acts:
+        update["kind"] = "info"
+    return replace(admitted, task=admitted.task.model_copy(update=update))
+
+
 def vary(app: App, admitted: Admitted, variants: tuple[Variant, ...], workspace: Workspace | None = None) -> Admitted | Rejection:
     """``admitted`` through each of ``variants``, sealed (:meth:`Task.sealed`: the task is hashed once, here); a task
     some variant changed must pass :func:`admit` on its state (once, after the last variant; run in ``workspace`` when

@@ -19,6 +19,7 @@ from typing import Any
 
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, id_fields, ref_fields
+from envsynth.tasks.building.conditional import telling_state
 from envsynth.tasks.building.core import Core
 from envsynth.tasks.building.distractors import add_distractors
 from envsynth.tasks.building.instantiate import ChainFailed, Run, Workspace, execute
@@ -134,6 +135,11 @@ def _frame(inst: Instance, core: Core, index: int) -> _Frame:
         return _Frame(0, rng, core.rows, inst.calls, list(core.targets), core.acted_on)
     rows, mapping = _remap_ids(inst.plan.app, core.rows, rng)
     calls = [remap_call(inst.plan.app, c, mapping) for c in inst.calls]
+    cond = inst.conditional
+    if cond is not None and not cond.acts(index):  # the row in a state the write refuses: the read alone (building/conditional.py)
+        key = mapping[(cond.entity, cond.key)]
+        rows = telling_state(cond, rows, key, inst.plan.app.blueprint.entity(cond.entity).id_field)
+        calls = calls[:1]
     targets = [(t, mapping.get((t, k), k)) for t, k in core.targets]
     bound = frozenset((t, mapping.get((t, k), k)) for t, k in core.acted_on)
     return _Frame(index, rng, rows, calls, targets, bound, mapping)

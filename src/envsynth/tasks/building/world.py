@@ -41,6 +41,7 @@ class Instance:
     calls: list[Call]
     bound: list[dict[str, Any]]
     for_each: Any = None  # a ForEach goal (tasks/building/foreach.py) once the core stage made one
+    conditional: Any = None  # a Conditional goal (tasks/building/conditional.py) once the core stage made one
 
 
 def instantiate_plan(plan: Plan) -> Instance | Rejection:

@@ -23,6 +23,7 @@ from envsynth.tasks.building.states import Describer, Descriptions, TaskStateDra
 from envsynth.tasks.building.world import Instance, staff_names
 from envsynth.tasks.model import Call, Rejection, Scenario, UserProfile
 from envsynth.tasks.planning.answer import Question
+from envsynth.tasks.wording.conditional import conditional_clause
 from envsynth.tasks.wording.describe import Description, describe
 from envsynth.tasks.wording.foreach import for_each_clause, said_of_many
 from envsynth.tasks.wording.frames import STYLES
@@ -84,6 +85,9 @@ def request_of(inst: Instance, draw: TaskStateDraw, question: Question, visible:
         if each is None:
             return plan.reject("target_not_describable", "the rows of a for-each goal")
         clauses = [each]
+    elif inst.conditional is not None:  # the read is implied: "cancel ... if it is still pending; otherwise ..."
+        clause = phraser.clause(1, calls, params[1])
+        clauses = [conditional_clause(app.blueprint, inst.conditional, clause, rng.randrange(3))]
     else:
         clauses = [phraser.clause(i, calls, params[i]) for i in range(n_writes)]
     asked = phraser.question(calls[question.step], question.field, params[question.step], calls) if question.step is not None else None
