@@ -78,3 +78,23 @@ def test_no_frame_opens_more_than_a_quarter_of_an_apps_requests() -> None:
         frames = Counter(_frame_of(t.instruction) for t in tasks)
         top, n = frames.most_common(1)[0]
         assert len(tasks) >= 20 and n / len(tasks) <= 0.25, (name, top, n, len(tasks))
+
+
+def test_a_question_framed_already_is_not_framed_twice() -> None:
+    for style in STYLES:
+        for seed in range(20):
+            alone = " ".join(framed([], "Could you tell me how many orders there are?", random.Random(seed), style))
+            assert alone.lower().count("could you tell me") == 1, alone
+            after = " ".join(framed(["cancel my order"], "Tell me the priority of that task.", random.Random(seed), style))
+            assert "wondering: tell me" not in after and "tell me the priority" in after.lower(), after
+
+
+def test_a_sentence_added_later_goes_before_the_sign_off() -> None:
+    from envsynth.tasks.wording.frames import SIGN_OFFS, before_sign_off
+
+    assert (
+        before_sign_off("Cancel my order. Thanks so much!", "Also, remove my card.")
+        == "Cancel my order. Also, remove my card. Thanks so much!"
+    )
+    assert before_sign_off("Cancel my order.", "Also, remove my card.") == "Cancel my order. Also, remove my card."
+    assert "Thanks!" in SIGN_OFFS and "" not in SIGN_OFFS

@@ -36,6 +36,7 @@ from envsynth.tasks.admission.refusal_rows import carried, oracle_results, place
 from envsynth.tasks.model import Call, Rejection, Task, TaskPolicy
 from envsynth.tasks.state import merged, rows_bytes
 from envsynth.tasks.wording.describe import Description, describe, noun, render
+from envsynth.tasks.wording.frames import before_sign_off
 from envsynth.tasks.wording.instruction import Phraser, leaks_id
 
 REFUSAL_SHARE = 0.5
@@ -402,7 +403,7 @@ def _with_refusal(
     request = _request(cx, spec, call, param, d, rows)
     if request is None:
         return None
-    instruction = f"{task.instruction} {cx.rng.choice(OPENINGS).format(x=request)}"
+    instruction = before_sign_off(task.instruction, cx.rng.choice(OPENINGS).format(x=request))  # "... Thanks!" stays last
     if leaks_id(instruction):
         return None
     core = {t: list(v) for t, v in task.state.core.items()}

@@ -85,6 +85,22 @@ def framed(clauses: list[str], question: str | None, rng: random.Random, style: 
         out.append(rng.choice(pool).format(x=x, X=x[:1].upper() + x[1:]))
     if question:
         pick = rng.choice(frames.ask if clauses else frames.ask_alone)
+        if question.lower().startswith(_ASKS_ALREADY):  # "Could you tell me how many ...?" is framed already
+            pick = "Also, {q_lower}" if clauses and not question.lower().startswith("also") else "{q}"
         out.append(pick.format(q=question, q_lower=question[0].lower() + question[1:]))
     sign_off = rng.choice(frames.sign_off)
     return [*out, sign_off] if sign_off else out
+
+
+_ASKS_ALREADY = ("could you", "can you", "would you", "tell me", "i'd like to know", "i want to know", "please")
+
+SIGN_OFFS: frozenset[str] = frozenset(s for f in FRAMES.values() for s in f.sign_off if s)
+"""Every style's sign-offs: a request ends with one, or with its last clause or question."""
+
+
+def before_sign_off(text: str, sentence: str) -> str:
+    """``text`` with ``sentence`` added at its end, before its sign-off if it has one ("... Also, remove ... Thanks!")."""
+    for sign in SIGN_OFFS:
+        if text.endswith(" " + sign):
+            return f"{text[: -len(sign) - 1]} {sentence} {sign}"
+    return f"{text} {sentence}"
