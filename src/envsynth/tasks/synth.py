@@ -20,6 +20,8 @@ The stages, each a function from typed artifacts to typed artifacts (or a Reject
 
 from __future__ import annotations
 
+from typing import Any
+
 from envsynth.graph.model import ToolGraph
 from envsynth.runtime.app import App
 from envsynth.runtime.reward import effects_of
@@ -33,6 +35,7 @@ from envsynth.tasks.building.conditional import make_conditional, telling_questi
 from envsynth.tasks.building.core import core_of
 from envsynth.tasks.building.foreach import expand_for_each
 from envsynth.tasks.building.matches import spread_count
+from envsynth.tasks.building.siblings import add_siblings
 from envsynth.tasks.building.states import TaskStateDraw, draw_state
 from envsynth.tasks.building.visible import MIN_VISIBLE, visible_tools
 from envsynth.tasks.building.world import STEP_ATTEMPTS, WORLD_ROWS, Instance, instantiate_plan, staff_names, value_pool
@@ -91,7 +94,7 @@ def _tasks(inst: Instance, states: int) -> list[Task] | Rejection:
     visible = visible_tools(plan.graph, [c.tool for c in inst.calls], plan.rng)
     if any(c.tool not in visible for c in inst.calls):
         return plan.reject("tool_not_visible")
-    judge = describer(plan.app, question)
+    judge = describer(plan.app, question, add_siblings(inst, core))  # "my most recent order" (tasks/building/siblings.py)
     descs = None  # state 0's descriptions: the later states keep them
     request: Request | None = None
     varied: list[Admitted | Rejection] = []
@@ -110,7 +113,18 @@ def _tasks(inst: Instance, states: int) -> list[Task] | Rejection:
         request, task = made
         varied.append(task)
     rejected = next((v for v in varied if isinstance(v, Rejection)), None)
-    return rejected if rejected is not None else [v.task for v in varied if not isinstance(v, Rejection)]
+    if rejected is not None:
+        return rejected
+    return _compared([v.task for v in varied if not isinstance(v, Rejection)], inst, descs)
+
+
+def _compared(tasks: list[Task], inst: Instance, descs: Any) -> list[Task]:
+    """``tasks`` with ``stats.comparison`` (``max``: most recent, ``min``: oldest) when the request names a row by comparison."""
+    cmp = inst.comparison
+    d = descs.get((cmp.table, cmp.key)) if cmp is not None and descs else None
+    if d is None or d.most is None:
+        return tasks
+    return [t.model_copy(update={"stats": {**t.stats, "comparison": d.most[1]}}) for t in tasks]
 
 
 def _same_branch(inst: Instance, index: int) -> bool:

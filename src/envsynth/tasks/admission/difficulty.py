@@ -41,7 +41,8 @@ BONUS: dict[str, float] = {
     "question_and_action": 1.0,  # an answer and an effect in one request
     "multi_row": 1.0,  # several rows of one table change
     "for_each": 0.5,
-    "conditional": 1.5,  # the outcome depends on the row's state: look before acting (act in one state, tell in another)  # the same write on every row a search lists ("cancel all my pending orders")
+    "conditional": 1.5,
+    "comparison": 1.0,  # a row named as the most recent or oldest of its owner's: list them, compare, pick  # the outcome depends on the row's state: look before acting (act in one state, tell in another)  # the same write on every row a search lists ("cancel all my pending orders")
     "policy": 1.0,  # a rule of the app's policy governs the outcome
     "refusal": 2.0,  # part of the request must be refused under that rule
 }
@@ -69,6 +70,8 @@ def constructs(app: App, task: Task) -> list[str]:
         out.append("for_each")
     if "conditional" in task.stats:
         out.append("conditional")
+    if "comparison" in task.stats:
+        out.append("comparison")
     if task.state.distractors:
         out.append("distractors")
     if task.policy is not None:

@@ -168,7 +168,20 @@ def _distractors(
     if fe is not None:  # "all my pending orders": no distractor may be one more of them (tasks/building/foreach.py)
         owner = frame.mapping.get((fe.owner_table, fe.owner), fe.owner) if frame.mapping else fe.owner
         extra = _without_matches(app, frame.core, extra, [Description(fe.entity, fe.criteria(owner))])
+    if inst.comparison is not None:  # "my most recent order": no distractor of the owner as recent (building/siblings.py)
+        extra = _without_rivals(app, frame, extra, inst.comparison)
     return extra, per_level
+
+
+def _without_rivals(app: App, frame: _Frame, extra: Rows, cmp: Any) -> Rows:
+    """``extra`` without the owner's rows of the compared table that are as recent (or as old) as the compared row."""
+    ids = id_fields(app.blueprint)
+    key = frame.mapping.get((cmp.table, cmp.key), cmp.key) if frame.mapping else cmp.key
+    row = next((r for r in frame.core.get(cmp.table, []) if r[ids[cmp.table]] == key), None)
+    if row is None or not extra.get(cmp.table):
+        return extra
+    rivals = {(cmp.table, r[ids[cmp.table]]) for r in extra[cmp.table] if cmp.beaten(r, row.get(cmp.owner), row.get(cmp.date))}
+    return _dropping(app, extra, rivals) if rivals else extra
 
 
 def _widen(inst: Instance, core: Core, frame: _Frame, extra: Rows) -> bool:
@@ -241,6 +254,13 @@ def _without_matches(app: App, core: Rows, extra: Rows, descs: list[Description]
             dropped.update((d.entity, r[idf]) for r in d.matching(bp, full, candidates))
     if not dropped:
         return {t: list(rows) for t, rows in extra.items()}
+    return _dropping(app, extra, dropped)
+
+
+def _dropping(app: App, extra: Rows, dropped: set[tuple[str, Any]]) -> Rows:
+    """``extra`` minus the ``dropped`` rows and the rows that refer to those (through any chain of references)."""
+    bp = app.blueprint
+    ids = id_fields(bp)
     referring = [
         (ent.name, ids[ent.name], refs, rows) for ent in bp.entities if (refs := ref_fields(ent)) and (rows := extra.get(ent.name))
     ]

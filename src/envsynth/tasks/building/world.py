@@ -42,6 +42,7 @@ class Instance:
     bound: list[dict[str, Any]]
     for_each: Any = None  # a ForEach goal (tasks/building/foreach.py) once the core stage made one
     conditional: Any = None  # a Conditional goal (tasks/building/conditional.py) once the core stage made one
+    comparison: Any = None  # a row named by comparison (tasks/building/siblings.py): "my most recent order"
 
 
 def instantiate_plan(plan: Plan) -> Instance | Rejection:

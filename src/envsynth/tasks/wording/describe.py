@@ -130,12 +130,15 @@ class Description:
     facts: dict[str, Any] = field(default_factory=dict)
     parent: tuple[str, Description] | None = None  # (ref field, parent description)
     also: tuple[str, Description] | None = None  # a second parent, for a row that only its two parents tell apart
+    most: tuple[str, str] | None = None  # (a date field, "max" or "min"): the most recent / oldest of the rows the rest matches
 
     def parents(self) -> list[tuple[str, Description]]:
         """The (ref field, parent description) pairs the row is described through."""
         return [p for p in (self.parent, self.also) if p is not None]
 
     def matches(self, bp: Blueprint, rows: Rows, row: dict[str, Any]) -> bool:
+        if self.most is not None:  # the extreme of the rows the rest matches: a question of all of them
+            return any(r is row for r in self.matching(bp, rows, [row]))
         if any(row.get(k) != v for k, v in self.facts.items()):
             return False
         for ref, pd in self.parents():
@@ -191,7 +194,24 @@ def _matching(d: Description, candidates: list[dict[str, Any]], lookup: _Lookup)
         parents = [lookup.row(pd.entity, r.get(ref)) for r in out]
         good = {id(p) for p in _matching(pd, [p for p in parents if p is not None], lookup)}
         out = [r for r, p in zip(out, parents, strict=True) if p is not None and id(p) in good]
+    if d.most is not None and out:
+        best = _extreme(d, lookup)
+        out = [r for r in out if best is not None and r is best]
     return out
+
+
+def _extreme(d: Description, lookup: _Lookup) -> dict[str, Any] | None:
+    """The one row of the state with the highest (``max``) or lowest (``min``) value of ``d.most``'s field among the rows
+    ``d`` matches without it; None when none has a value or two share the extreme."""
+    field_name, how = d.most or ("", "max")
+    base = _matching(Description(d.entity, d.facts, d.parent, d.also), lookup.rows.get(d.entity, []), lookup)
+    valued = [r for r in base if r.get(field_name) is not None]
+    if not valued:
+        return None
+    pick = max if how == "max" else min
+    best = pick(r[field_name] for r in valued)
+    ties = [r for r in valued if r[field_name] == best]
+    return ties[0] if len(ties) == 1 else None
 
 
 @dataclass(frozen=True)
@@ -225,13 +245,21 @@ def _find_fields(ent: Entity) -> _Fields:
 
 
 def describe(
-    bp: Blueprint, rows: Rows, entity: str, row: dict[str, Any], rng: random.Random, depth: int = 0, avoid: tuple[str, ...] = ()
+    bp: Blueprint,
+    rows: Rows,
+    entity: str,
+    row: dict[str, Any],
+    rng: random.Random,
+    depth: int = 0,
+    avoid: tuple[str, ...] = (),
+    most_first: bool = False,
 ) -> Description | None:
     """The shortest description (greedy) that matches ``row`` and no other row, or None.
 
-    ``avoid``: fields of the row the description must not use (the answer a question asks for).
+    ``avoid``: fields of the row the description must not use (the answer a question asks for). ``most_first``: name
+    the row as the most recent or oldest of its parent's rows when that singles it out ("my most recent order").
     """
-    return _describe(bp, rows, _Lookup(bp, rows), entity, row, rng, depth, avoid)
+    return _describe(bp, rows, _Lookup(bp, rows), entity, row, rng, depth, avoid, most_first)
 
 
 def _describe(
@@ -243,10 +271,15 @@ def _describe(
     rng: random.Random,
     depth: int,
     avoid: tuple[str, ...] = (),
+    most_first: bool = False,
 ) -> Description | None:
     ent = bp.entity(entity)
-    d = Description(entity)
     fields = _fields(ent)
+    if depth == 0 and most_first:
+        most = _superlative(bp, rows, lookup, ent, row, fields, rng, avoid)
+        if most is not None:
+            return most
+    d = Description(entity)
     others = list(fields.others)
     if not ent.known_by:  # without an author's order, fields of one kind are tried in random order
         rng.shuffle(others)
@@ -260,6 +293,44 @@ def _describe(
         return None
     _drop_unneeded(ent, d, table, lookup)
     return d
+
+
+_MADE = re.compile(
+    r"(created|placed|joined|booked|opened|posted|performed|issued|logged|submitted|sent|started|added|requested|reported|recorded|made)"
+)
+
+
+def _superlative(
+    bp: Blueprint,
+    rows: Rows,
+    lookup: _Lookup,
+    ent: Entity,
+    row: dict[str, Any],
+    fields: _Fields,
+    rng: random.Random,
+    avoid: tuple[str, ...],
+) -> Description | None:
+    """``row`` as the most recent (or oldest) of its parent's rows ("my most recent order"), when the draw says so and
+    that singles it out among two or more rows of that parent; else None."""
+    dates = [f for f in ent.fields if f.type in ("date", "datetime") and _MADE.search(f.name) and f.name not in avoid]
+    dates = [f for f in dates if f.name not in ent.never_describe and row.get(f.name) is not None]
+    if not dates:
+        return None
+    how = rng.choice(("max", "min"))
+    table = rows.get(ent.name, [])
+    for ref, target in fields.refs:
+        prow = lookup.row(target, row.get(ref)) if row.get(ref) is not None else None
+        pd = _describe(bp, rows, lookup, target, prow, rng, 1) if prow is not None else None
+        if pd is None:
+            continue
+        scoped = Description(ent.name, parent=(ref, pd))
+        if len(_matching(scoped, table, lookup)) < 2:
+            continue  # the only row of its parent: nothing to compare
+        for extreme in (how, "min" if how == "max" else "max"):  # the most recent, else the oldest (or the other way)
+            d = Description(ent.name, parent=(ref, pd), most=(dates[0].name, extreme))
+            if [id(r) for r in _matching(d, table, lookup)] == [id(row)]:
+                return d
+    return None
 
 
 def _own_facts(
@@ -338,7 +409,7 @@ def without_owner(bp: Blueprint, d: Description, owner: str | None) -> Descripti
         return d
     if sum(f.type == "ref" and f.ref == owner for f in bp.entity(d.entity).fields) != 1:
         return d
-    return Description(d.entity, dict(d.facts), d.also)  # a second parent, if any, names it instead
+    return Description(d.entity, dict(d.facts), d.also, most=d.most)  # a second parent, if any, names it instead
 
 
 def _links(ent: Entity) -> bool:
@@ -372,7 +443,8 @@ def render(bp: Blueprint, d: Description, possessive: str = "the") -> str:
             phrases.append(f"that {flag(f, bool(v))}")
         else:
             parts.append(f"{field_words(f)} {quoted(f, v)}")
-    head = " ".join([possessive, *(a for _, a in sorted(adjectives, key=itemgetter(0))), called])
+    most = [("most recent" if d.most[1] == "max" else "oldest")] if d.most is not None else []
+    head = " ".join([possessive, *most, *(a for _, a in sorted(adjectives, key=itemgetter(0))), called])
     phrases = _merged(phrases)
     label = d.facts.get(ent.label) if ent.label else None
     if label is not None:

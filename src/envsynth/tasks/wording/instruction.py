@@ -279,7 +279,7 @@ class Phraser(Questions):
         """Whether a phrase that names only rows of the tables ``said`` would leave out what tells ``d``'s row apart:
         a fact of its own, or a parent other than those and the requester ("ban {member}" of a membership named with
         its community too)."""
-        return bool(d.facts) or any(pd.entity not in said and pd is not self.me for _, pd in d.parents())
+        return bool(d.facts) or d.most is not None or any(pd.entity not in said and pd is not self.me for _, pd in d.parents())
 
     def _say(self, tool: str) -> str | None:
         action = self.actions.get(tool)

@@ -44,15 +44,19 @@ class Request:
     routes: dict[tuple[str, Any], Route] = field(default_factory=dict)
 
 
-def describer(app: App, question: Question) -> Describer:
-    """The describe stage for :func:`~envsynth.tasks.building.states.draw_state`: a description per target, or None."""
+def describer(app: App, question: Question, by_comparison: frozenset[tuple[str, Any]] = frozenset()) -> Describer:
+    """The describe stage for :func:`~envsynth.tasks.building.states.draw_state`: a description per target, or None.
+
+    ``by_comparison``: targets to name as the most recent or oldest of their owner's rows where that singles them out
+    (the rows :mod:`envsynth.tasks.building.siblings` gave siblings).
+    """
 
     def describe_targets(full: Rows, targets: list[tuple[str, Any]], rng: random.Random) -> Descriptions | None:
         ids = id_fields(app.blueprint)
         descs: Descriptions = {}
         for t, k in targets:
             row = next(r for r in full[t] if r[ids[t]] == k)
-            d = describe(app.blueprint, full, t, row, rng, avoid=question.avoid.get((t, k), ()))
+            d = describe(app.blueprint, full, t, row, rng, avoid=question.avoid.get((t, k), ()), most_first=(t, k) in by_comparison)
             if d is None:
                 return None
             descs[(t, k)] = d
