@@ -53,6 +53,8 @@ def test_a_row_a_search_lists_elsewhere_in_another_state_is_taken_from_there() -
         if isinstance(made, Rejection):
             continue
         first = made[0]
+        if "conditional" in first.stats:
+            continue  # a conditional goal's telling state has an oracle of its own (tasks/building/conditional.py)
         for task in made[1:]:
             items = [
                 (r0.item, r.item)

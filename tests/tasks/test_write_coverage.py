@@ -68,7 +68,7 @@ def test_a_goal_stops_before_a_write_its_earlier_steps_rule_out(built_catalog: d
         ("peak_fitness", "set_goal", "mark_goal_achieved"),
         ("brightline_utilities", "suspend_service_account", "close_service_account"),
     ):
-        _, tasks = _admitted(built_catalog, name, kept, then=dropped, tries=1)
+        _, tasks = _admitted(built_catalog, name, kept, then=dropped, tries=3)  # (a candidate a guess would pass is refused)
         for task in tasks:
             assert kept in _tools(task) and dropped not in _tools(task)
             assert task.oracle[-1].tool == kept

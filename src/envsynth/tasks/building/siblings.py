@@ -47,7 +47,7 @@ def add_siblings(inst: Instance, core: Core) -> frozenset[tuple[str, Any]]:
         if found is None:
             continue
         owner_field, date_field, row = found
-        later = rng.random() < 0.5  # the row is then the oldest of its owner's, else the most recent
+        later = _later(plan.app, table, date_field, rng)
         if _made(inst, core, table, row, owner_field, date_field, clock, rng, later):
             inst.comparison = Comparison(table, key, owner_field, date_field, "min" if later else "max")
             return frozenset({(table, key)})
@@ -69,6 +69,20 @@ class Comparison:
         if row.get(self.owner) != owner or row.get(self.date) is None or value is None:
             return False
         return row[self.date] >= value if self.how == "max" else row[self.date] <= value
+
+
+def _later(app: Any, table: str, date: str, rng: random.Random) -> bool:
+    """Whether the siblings are made later (the row is then the oldest of its owner's) or earlier (the most recent).
+
+    A search of the table that sorts by that date would list the row first, where a first-candidate agent takes it:
+    the row is made the one it lists last. Otherwise the draw decides.
+    """
+    sorted_by = [
+        s.query.descending
+        for s in app.specs
+        if s.query is not None and s.query.op == "search" and s.query.entity == table and s.query.sort == date
+    ]
+    return bool(sorted_by[0]) if sorted_by else rng.random() < 0.5
 
 
 def _owner_and_date(bp: Any, core: Core, table: str, key: Any, roles: set[str]) -> tuple[str, str, dict[str, Any]] | None:
