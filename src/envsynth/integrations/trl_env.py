@@ -66,7 +66,7 @@ def json_type(schema: Mapping[str, Any]) -> Any:
     ``enum`` -> ``Literal[...]``, ``array`` -> ``list[item]``, a list of types -> their union;
     anything else (no type, ``anyOf``...) -> ``Any``.
     """
-    if "enum" in schema and schema["enum"]:
+    if schema.get("enum"):
         return Literal[tuple(schema["enum"])]  # type: ignore[misc]
     kind = schema.get("type")
     if isinstance(kind, list):
@@ -106,7 +106,9 @@ def _signature(function: Mapping[str, Any]) -> inspect.Signature:
             raise ValueError(f"tool {function['name']}: parameter {name!r} is not a Python identifier, so TRL cannot offer it")
         hint = json_type(schema)
         default = inspect.Parameter.empty if name in required else None
-        out.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint if name in required else hint | None))
+        out.append(
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint if name in required else hint | None)
+        )
     return inspect.Signature(out, return_annotation=str)
 
 
@@ -213,9 +215,7 @@ def environment_class(source: CorpusSource, task: Task) -> type[EnvsynthToolEnv]
     return type(name, (EnvsynthToolEnv,), methods)
 
 
-def environment_factories(
-    corpus: CorpusSource | Corpus | str | Path, dataset: Any = None
-) -> dict[str, Callable[[], EnvsynthToolEnv]]:
+def environment_factories(corpus: CorpusSource | Corpus | str | Path, dataset: Any = None) -> dict[str, Callable[[], EnvsynthToolEnv]]:
     """TRL's ``environment_factory`` dict: one factory per tool set of the tasks, by the name rows carry in ``environment``.
 
     Args:
