@@ -79,11 +79,20 @@ def _label_columns(label: TaskLabels | None) -> dict[str, Any]:
 def _check_filters(order: str, tiers: Collection[str] | None, low: float | None, high: float | None) -> None:
     if order not in ORDERS:
         raise ValueError(f"unknown order {order!r}: choose corpus or difficulty")
+    check_tiers(tiers)
+    if low is not None and high is not None and low > high:
+        raise ValueError(f"min difficulty {low:g} is above max difficulty {high:g}: no task can be both")
+
+
+def check_tiers(tiers: Collection[str] | None) -> None:
+    """Refuse a tier that does not exist.
+
+    Raises:
+        ValueError: an unknown tier.
+    """
     unknown = sorted(set(tiers or ()) - set(TIERS))
     if unknown:
         raise ValueError(f"unknown tier {', '.join(map(repr, unknown))}: the tiers are {', '.join(TIERS)}")
-    if low is not None and high is not None and low > high:
-        raise ValueError(f"min difficulty {low:g} is above max difficulty {high:g}: no task can be both")
 
 
 def _chosen(tasks: Any, order: str, tiers: Collection[str] | None, low: float | None, high: float | None) -> list[Task]:
