@@ -98,6 +98,9 @@ def test_min_reward_keeps_the_tasks_a_run_did_well_on(oracle_run, nothing_run, t
     assert first not in kept and len(kept) == len(rows) - 1
     assert len(rl_rows(corpus, run=half, min_reward=0.5)) == len(rows)
     assert rl_rows(corpus, run=nothing_run, min_reward=0.01) == []
+    s = export_rl(corpus, tmp_path / "rl.jsonl", run=half, min_reward=0.75)
+    assert s.rows == len(rows) - 1 and s.skipped == {"below_min_reward": 1}
+    assert [r["task_id"] for r in _rows(tmp_path / "rl.jsonl")] == kept
 
 
 def test_a_task_the_run_never_played(oracle_run, tmp_path):
@@ -116,6 +119,8 @@ def test_labels_refuse_another_version_and_min_reward_without_run(oracle_run, tm
         rl_rows(corpus, run=other)
     with pytest.raises(ValueError, match="needs a run"):
         rl_rows(corpus, min_reward=0.5)
+    with pytest.raises(ValueError, match="needs a run"):
+        export_rl(corpus, tmp_path / "x.jsonl", min_reward=0.5)
     with pytest.raises(ExportError, match="no trajectories"):
         rl_rows(corpus, run=tmp_path)
 

@@ -101,8 +101,8 @@ def check_version(labels: TaskLabels, task_id: str, task_hash: str, run_dir: str
         raise ExportError(f"task {task_id}: the run at {run_dir} used another version of it than the corpus")
 
 
-def keeps(labels: TaskLabels | None, min_reward: float | None) -> bool:
-    """Whether a task passes the ``min_reward`` filter (a task the run never played does not, once a minimum is set)."""
+def keeps(reward_mean: float | None, min_reward: float | None) -> bool:
+    """Whether a task with this mean reward passes the ``min_reward`` filter (None: the run never played it, so it does not)."""
     if min_reward is None:
         return True
-    return labels is not None and labels.reward_mean >= min_reward
+    return reward_mean is not None and reward_mean >= min_reward

@@ -47,7 +47,7 @@ def rl_rows(
         label = labels.get(t.id) if labels is not None else None
         if label is not None:
             check_version(label, t.id, t.hash, str(run))
-        if not keeps(label, min_reward):
+        if not keeps(label.reward_mean if label is not None else None, min_reward):
             continue
         if t.app not in policies:
             policies[t.app] = policy_text(c.apps[t.app].blueprint)
@@ -152,15 +152,12 @@ def export_rl(
         ImportError: Parquet without ``datasets``.
     """
     c = open_corpus(corpus)
+    if min_reward is not None and run is None:
+        raise ValueError("a min reward needs a run to read the rewards from (--run RUN_DIR)")
     rows = rl_rows(
-        c,
-        system_prompt=system_prompt,
-        order=order,
-        tiers=tiers,
-        min_difficulty=min_difficulty,
-        max_difficulty=max_difficulty,
-        run=run,
-        min_reward=min_reward,
+        c, system_prompt=system_prompt, order=order, tiers=tiers, min_difficulty=min_difficulty, max_difficulty=max_difficulty, run=run
     )
-    out = write_rows(rows, out_file, format, partial(rl_features, labelled=run is not None))
-    return ExportSummary(out, format, len(rows), len(c.tasks), {})
+    kept = [r for r in rows if keeps(r.get("reward_mean"), min_reward)]
+    out = write_rows(kept, out_file, format, partial(rl_features, labelled=run is not None))
+    skipped = {"below_min_reward": len(rows) - len(kept)} if min_reward is not None else {}
+    return ExportSummary(out, format, len(kept), len(c.tasks), skipped)

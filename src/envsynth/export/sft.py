@@ -7,7 +7,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envsynth.export.labels import run_labels
+from envsynth.export.labels import keeps, run_labels
 from envsynth.export.messages import MalformedMessage, to_trl_messages
 from envsynth.export.rl import check_tiers
 from envsynth.export.tools import open_corpus, task_tools
@@ -16,6 +16,7 @@ from envsynth.rollout.trajectory import RUN_CONFIG, TRAJECTORIES, RunFolderError
 
 if TYPE_CHECKING:
     from envsynth.corpus.load import Corpus
+    from envsynth.tasks.model import Task
 
 
 def _latest(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -42,13 +43,21 @@ class _Tools:
             return list(rec["tools"])
         if self._mode() == "code":  # code-acting models saw no function schemas, only the prompt
             return []
-        try:
-            task = self.corpus().task(rec["task_id"])
-        except KeyError as exc:
-            raise ExportError(str(exc.args[0])) from None
+        task = self.task(rec["task_id"])
         if rec.get("task_hash") and task.hash and rec["task_hash"] != task.hash:
             raise ExportError(f"task {task.id}: the run used another version of it than the corpus at {self.corpus().path}")
         return task_tools(self._corpus, task)
+
+    def task(self, task_id: str) -> Task:
+        """The corpus's task of this id.
+
+        Raises:
+            ExportError: no such task in the corpus.
+        """
+        try:
+            return self.corpus().task(task_id)
+        except KeyError as exc:
+            raise ExportError(str(exc.args[0])) from None
 
     def corpus(self) -> Corpus:
         """The corpus of the run (the one given, else the one in ``run.json``), loaded once."""
@@ -134,13 +143,12 @@ def _filtered(
     """
     if tiers:
         check_tiers(tiers)
-        corpus = tools.corpus()
-        kept = [r for r in rows if corpus.task(r["task_id"]).tier in tiers]
+        kept = [r for r in rows if tools.task(r["task_id"]).tier in tiers]
         skipped["other_tier"] = len(rows) - len(kept)
         rows = kept
     if min_reward is not None:
         labels = run_labels(path, include_user_failures)
-        kept = [r for r in rows if r["task_id"] in labels and labels[r["task_id"]].reward_mean >= min_reward]
+        kept = [r for r in rows if keeps(labels[r["task_id"]].reward_mean if r["task_id"] in labels else None, min_reward)]
         skipped["below_min_reward"] = len(rows) - len(kept)
         rows = kept
     return rows

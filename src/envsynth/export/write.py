@@ -30,7 +30,8 @@ class ExportSummary:
             usable successful attempt), ``tainted`` (successful episodes that hit an
             Unexpected Failure), ``error`` (successful episodes a model or agent failure
             ended), ``malformed`` (successful episodes with tool-call arguments that are
-            not a JSON object).
+            not a JSON object); with filters, ``other_tier`` (SFT ``tiers``) and
+            ``below_min_reward`` (tasks whose mean reward in the run is under ``min_reward``).
     """
 
     out_file: Path

@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import keyword
 import re
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
@@ -51,8 +52,8 @@ if TYPE_CHECKING:
 
 EXTRA = "pip install 'envsynth[trl]'"
 """The command that installs TRL for :func:`grpo_trainer`."""
-RESERVED = frozenset({"reset", "get_reward"})
-"""Method names TRL gives a meaning of its own: never tools."""
+RESERVED = frozenset({"reset", "get_reward", "source", "episode"})
+"""Names a tool cannot have: TRL's own methods and the environment's attributes."""
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SCALARS: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "object": dict, "null": type(None)}
 
@@ -102,7 +103,7 @@ def _signature(function: Mapping[str, Any]) -> inspect.Signature:
     required = set((function.get("parameters") or {}).get("required") or ())
     out = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     for name, schema in params.items():
-        if not _IDENT.match(name):
+        if not _IDENT.match(name) or keyword.iskeyword(name):
             raise ValueError(f"tool {function['name']}: parameter {name!r} is not a Python identifier, so TRL cannot offer it")
         hint = json_type(schema)
         default = inspect.Parameter.empty if name in required else None
@@ -242,7 +243,7 @@ def _names(value: str | Collection[str] | None) -> set[str] | None:
     return {value} if isinstance(value, str) else set(value)
 
 
-def rl_rows(
+def dataset_rows(
     corpus: CorpusSource | Corpus | str | Path,
     *,
     app: str | Collection[str] | None = None,
@@ -296,7 +297,7 @@ def rl_dataset(
     from envsynth.export.write import _datasets, rl_features
 
     ds = _datasets()
-    rows = rl_rows(corpus, app=app, kind=kind, tier=tier, limit=limit, **export)
+    rows = dataset_rows(corpus, app=app, kind=kind, tier=tier, limit=limit, **export)
     features = rl_features(labelled=export.get("run") is not None)
     features["environment"] = ds.Value("string")
     features["corpus"] = ds.Value("string")
