@@ -36,6 +36,6 @@ def test_missing_extra_names_the_pip_command(module: str, blocked: list[str], ex
 
 
 def test_the_package_imports_no_integration_library() -> None:
-    code = "import sys, envsynth.integrations; print(sorted(m for m in ('openenv', 'skyrl_gym') if m in sys.modules))"
+    code = "import sys, envsynth.integrations; print(sorted(m for m in ('openenv', 'skyrl_gym', 'trl', 'torch') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "[]", out.stderr

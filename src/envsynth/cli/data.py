@@ -49,17 +49,27 @@ def export_sft_cmd(
             help="Also export episodes labelled user_failure (the simulated user broke its scenario; left out by default).",
         ),
     ] = False,
+    min_reward: Annotated[
+        float | None, typer.Option("--min-reward", help="Keep only tasks whose mean reward over the run's attempts is at least this.")
+    ] = None,
+    tier: Annotated[
+        list[str] | None,
+        typer.Option("--tier", help="Keep only tasks of this difficulty tier (read from the corpus): easy, medium or hard (repeatable)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """One TRL SFT row per task: its first successful attempt (not tainted, not labelled), as messages + tools.
 
-    Rewards are the latest regrade's where the run was regraded (envsynth regrade).
+    Rewards are the latest regrade's where the run was regraded (envsynth regrade). --min-reward and
+    --tier keep a slice of the tasks.
     """
     from envsynth.export import ExportError, export_sft
 
     try:
         with err.status(f"exporting SFT rows from {run_dir}"):
-            summary = export_sft(run_dir, out, format=fmt, corpus=corpus, include_user_failures=include_user_failures)
+            summary = export_sft(
+                run_dir, out, format=fmt, corpus=corpus, include_user_failures=include_user_failures, min_reward=min_reward, tiers=tier
+            )
     except (ExportError, ValueError, ImportError) as exc:
         fail(with_corpus_flag(str(exc)))
     _print_export(summary, as_json)
@@ -82,19 +92,35 @@ def export_rl_cmd(
     max_difficulty: Annotated[
         float | None, typer.Option("--max-difficulty", help="Keep only tasks whose difficulty score is at most this.")
     ] = None,
+    run: Annotated[
+        Path | None,
+        typer.Option("--run", help="A run folder on this corpus: add each task's pass_at_k, reward_mean and reward_parts."),
+    ] = None,
+    min_reward: Annotated[
+        float | None, typer.Option("--min-reward", help="Keep only tasks whose mean reward in the --run is at least this.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """One RL prompt row per task: system prompt + instruction, tools, task_id, difficulty (no oracle, no ground truth).
 
     --order difficulty writes the easiest first (a curriculum); --tier and --min/--max-difficulty keep a slice.
+    --run labels each row with the run's results for its task; --min-reward keeps the tasks it did well enough on.
     """
     from envsynth.export import ExportError, export_rl
 
     try:
         with err.status(f"exporting RL prompts from {corpus}"):
             summary = export_rl(
-                corpus, out, format=fmt, order=order, tiers=tier, min_difficulty=min_difficulty, max_difficulty=max_difficulty
-            )  # type: ignore[arg-type]
+                corpus,
+                out,
+                format=fmt,
+                order=order,  # type: ignore[arg-type]
+                tiers=tier,
+                min_difficulty=min_difficulty,
+                max_difficulty=max_difficulty,
+                run=run,
+                min_reward=min_reward,
+            )
     except (ExportError, ValueError, ImportError) as exc:
         fail(str(exc))
     _print_export(summary, as_json)

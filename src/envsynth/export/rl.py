@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Collection
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from envsynth.export.labels import NO_LABELS, TaskLabels, check_version, keeps, run_labels
 from envsynth.export.tools import open_corpus, task_tools
 from envsynth.export.write import ExportSummary, rl_features, write_rows
 from envsynth.tasks.admission.difficulty import TIERS
@@ -26,6 +28,8 @@ def rl_rows(
     tiers: Collection[str] | None = None,
     min_difficulty: float | None = None,
     max_difficulty: float | None = None,
+    run: str | Path | None = None,
+    min_reward: float | None = None,
 ) -> list[dict[str, Any]]:
     """The RL rows of a corpus; see :func:`export_rl`."""
     from envsynth.agents.base import SYSTEM_PROMPT, with_app_policy
@@ -36,7 +40,15 @@ def rl_rows(
     rows = []
     policies: dict[str, str] = {}
     _check_filters(order, tiers, min_difficulty, max_difficulty)
+    if min_reward is not None and run is None:
+        raise ValueError("a min reward needs a run to read the rewards from (--run RUN_DIR)")
+    labels = run_labels(run) if run is not None else None
     for t in _chosen(c.tasks, order, tiers, min_difficulty, max_difficulty):
+        label = labels.get(t.id) if labels is not None else None
+        if label is not None:
+            check_version(label, t.id, t.hash, str(run))
+        if not keeps(label.reward_mean if label is not None else None, min_reward):
+            continue
         if t.app not in policies:
             policies[t.app] = policy_text(c.apps[t.app].blueprint)
         system = with_app_policy(base, policies[t.app])
@@ -53,19 +65,34 @@ def rl_rows(
                 "difficulty": t.difficulty,
                 "tier": t.tier,
                 "constructs": list(t.constructs),
+                **(_label_columns(label) if labels is not None else {}),
             }
         )
     return rows
 
 
+def _label_columns(label: TaskLabels | None) -> dict[str, Any]:
+    """A row's run columns: the task's labels, or empty ones for a task the run never played."""
+    return label.to_row() if label is not None else dict(NO_LABELS)
+
+
 def _check_filters(order: str, tiers: Collection[str] | None, low: float | None, high: float | None) -> None:
     if order not in ORDERS:
         raise ValueError(f"unknown order {order!r}: choose corpus or difficulty")
+    check_tiers(tiers)
+    if low is not None and high is not None and low > high:
+        raise ValueError(f"min difficulty {low:g} is above max difficulty {high:g}: no task can be both")
+
+
+def check_tiers(tiers: Collection[str] | None) -> None:
+    """Refuse a tier that does not exist.
+
+    Raises:
+        ValueError: an unknown tier.
+    """
     unknown = sorted(set(tiers or ()) - set(TIERS))
     if unknown:
         raise ValueError(f"unknown tier {', '.join(map(repr, unknown))}: the tiers are {', '.join(TIERS)}")
-    if low is not None and high is not None and low > high:
-        raise ValueError(f"min difficulty {low:g} is above max difficulty {high:g}: no task can be both")
 
 
 def _chosen(tasks: Any, order: str, tiers: Collection[str] | None, low: float | None, high: float | None) -> list[Task]:
@@ -88,6 +115,8 @@ def export_rl(
     tiers: Collection[str] | None = None,
     min_difficulty: float | None = None,
     max_difficulty: float | None = None,
+    run: str | Path | None = None,
+    min_reward: float | None = None,
 ) -> ExportSummary:
     """Write one RL prompt row per task of a corpus (TRL prompt-only, conversational, with tools).
 
@@ -99,6 +128,12 @@ def export_rl(
     ``tier`` and ``constructs`` (for curricula). Never the oracle, the expected effects or the
     expected answer.
 
+    With ``run`` (an ``envsynth run`` folder on this corpus), each row also gets the run's
+    results for its task (see :mod:`envsynth.export.labels`): ``attempts`` (n),
+    ``pass_at_k`` (``{"1": ..., ..., "n": ...}``, the unbiased estimator), ``reward_mean``
+    and ``reward_parts`` (``{part: share of attempts that passed it}``). A task the run
+    never played gets ``attempts`` 0, ``reward_mean`` None and empty dicts.
+
     Args:
         corpus: a loaded corpus or its folder.
         out_file: the file to write.
@@ -108,13 +143,21 @@ def export_rl(
         tiers: keep only tasks of these tiers (None: all).
         min_difficulty: keep only tasks whose difficulty score is at least this.
         max_difficulty: keep only tasks whose difficulty score is at most this.
+        run: a run folder whose results label the rows.
+        min_reward: keep only tasks whose mean reward in ``run`` is at least this (needs ``run``).
 
     Raises:
-        ExportError: no valid corpus there.
-        ValueError: an unknown format, order or tier, or a min difficulty above the max.
+        ExportError: no valid corpus there, no trajectories in ``run``, or a run of another version of a task.
+        ValueError: an unknown format, order or tier, a min difficulty above the max, or a min reward without a run.
         ImportError: Parquet without ``datasets``.
     """
     c = open_corpus(corpus)
-    rows = rl_rows(c, system_prompt=system_prompt, order=order, tiers=tiers, min_difficulty=min_difficulty, max_difficulty=max_difficulty)
-    out = write_rows(rows, out_file, format, rl_features)
-    return ExportSummary(out, format, len(rows), len(c.tasks), {})
+    if min_reward is not None and run is None:
+        raise ValueError("a min reward needs a run to read the rewards from (--run RUN_DIR)")
+    rows = rl_rows(
+        c, system_prompt=system_prompt, order=order, tiers=tiers, min_difficulty=min_difficulty, max_difficulty=max_difficulty, run=run
+    )
+    kept = [r for r in rows if keeps(r.get("reward_mean"), min_reward)]
+    out = write_rows(kept, out_file, format, partial(rl_features, labelled=run is not None))
+    skipped = {"below_min_reward": len(rows) - len(kept)} if min_reward is not None else {}
+    return ExportSummary(out, format, len(kept), len(c.tasks), skipped)

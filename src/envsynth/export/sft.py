@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envsynth.export.labels import keeps, run_labels
 from envsynth.export.messages import MalformedMessage, to_trl_messages
+from envsynth.export.rl import check_tiers
 from envsynth.export.tools import open_corpus, task_tools
 from envsynth.export.write import ExportError, ExportSummary, sft_features, write_rows
 from envsynth.rollout.trajectory import RUN_CONFIG, TRAJECTORIES, RunFolderError, counts, read_graded, run_corpus
 
 if TYPE_CHECKING:
     from envsynth.corpus.load import Corpus
+    from envsynth.tasks.model import Task
 
 
 def _latest(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -39,15 +43,27 @@ class _Tools:
             return list(rec["tools"])
         if self._mode() == "code":  # code-acting models saw no function schemas, only the prompt
             return []
-        if self._corpus is None:
-            self._corpus = open_corpus(self._arg if self._arg is not None else self._corpus_path())
+        task = self.task(rec["task_id"])
+        if rec.get("task_hash") and task.hash and rec["task_hash"] != task.hash:
+            raise ExportError(f"task {task.id}: the run used another version of it than the corpus at {self.corpus().path}")
+        return task_tools(self._corpus, task)
+
+    def task(self, task_id: str) -> Task:
+        """The corpus's task of this id.
+
+        Raises:
+            ExportError: no such task in the corpus.
+        """
         try:
-            task = self._corpus.task(rec["task_id"])
+            return self.corpus().task(task_id)
         except KeyError as exc:
             raise ExportError(str(exc.args[0])) from None
-        if rec.get("task_hash") and task.hash and rec["task_hash"] != task.hash:
-            raise ExportError(f"task {task.id}: the run used another version of it than the corpus at {self._corpus.path}")
-        return task_tools(self._corpus, task)
+
+    def corpus(self) -> Corpus:
+        """The corpus of the run (the one given, else the one in ``run.json``), loaded once."""
+        if self._corpus is None:
+            self._corpus = open_corpus(self._arg if self._arg is not None else self._corpus_path())
+        return self._corpus
 
     def _mode(self) -> str:
         try:
@@ -63,7 +79,12 @@ class _Tools:
 
 
 def sft_rows(
-    run_dir: str | Path, *, corpus: Corpus | str | Path | None = None, include_user_failures: bool = False
+    run_dir: str | Path,
+    *,
+    corpus: Corpus | str | Path | None = None,
+    include_user_failures: bool = False,
+    min_reward: float | None = None,
+    tiers: Collection[str] | None = None,
 ) -> tuple[list[dict[str, Any]], ExportSummary]:
     """The SFT rows of a run and what was left out (``out_file``/``format`` of the summary are unset).
 
@@ -103,7 +124,34 @@ def sft_rows(
             skipped["no_success"] += 1
         else:
             rows.append(row)
+    rows = _filtered(rows, skipped, path, tools, include_user_failures, min_reward, tiers)
     return rows, ExportSummary(Path(), "", len(rows), len(by_task), skipped)
+
+
+def _filtered(
+    rows: list[dict[str, Any]],
+    skipped: dict[str, int],
+    path: Path,
+    tools: _Tools,
+    include_user_failures: bool,
+    min_reward: float | None,
+    tiers: Collection[str] | None,
+) -> list[dict[str, Any]]:
+    """The rows whose task is of one of ``tiers`` and whose mean reward in the run reaches ``min_reward``.
+
+    Rows left out are counted in ``skipped`` (``other_tier``, ``below_min_reward``).
+    """
+    if tiers:
+        check_tiers(tiers)
+        kept = [r for r in rows if tools.task(r["task_id"]).tier in tiers]
+        skipped["other_tier"] = len(rows) - len(kept)
+        rows = kept
+    if min_reward is not None:
+        labels = run_labels(path, include_user_failures)
+        kept = [r for r in rows if keeps(labels[r["task_id"]].reward_mean if r["task_id"] in labels else None, min_reward)]
+        skipped["below_min_reward"] = len(rows) - len(kept)
+        rows = kept
+    return rows
 
 
 def export_sft(
@@ -113,6 +161,8 @@ def export_sft(
     format: str = "jsonl",
     corpus: Corpus | str | Path | None = None,
     include_user_failures: bool = False,
+    min_reward: float | None = None,
+    tiers: Collection[str] | None = None,
 ) -> ExportSummary:
     """Write one TRL SFT row per task of a run: its first successful attempt.
 
@@ -137,13 +187,16 @@ def export_sft(
             JSON values, see :func:`envsynth.export.sft_features`).
         corpus: where to read tool schemas from (default: the corpus in ``run.json``).
         include_user_failures: also export episodes labelled ``user_failure``.
+        min_reward: keep only tasks whose mean reward over the run's attempts is at least this
+            (see :mod:`envsynth.export.labels`; left out: ``skipped["below_min_reward"]``).
+        tiers: keep only tasks of these tiers, read from the corpus (left out: ``skipped["other_tier"]``).
 
     Raises:
-        ExportError: no trajectories, no corpus to read tools from, or a task of another version.
-        ValueError: an unknown format.
+        ExportError: no trajectories, no corpus to read tools or tiers from, or a task of another version.
+        ValueError: an unknown format or tier.
         ImportError: Parquet without ``datasets``.
     """
-    rows, summary = sft_rows(run_dir, corpus=corpus, include_user_failures=include_user_failures)
+    rows, summary = sft_rows(run_dir, corpus=corpus, include_user_failures=include_user_failures, min_reward=min_reward, tiers=tiers)
     summary.out_file = write_rows(rows, out_file, format, sft_features)
     summary.format = format
     return summary

@@ -30,7 +30,8 @@ class ExportSummary:
             usable successful attempt), ``tainted`` (successful episodes that hit an
             Unexpected Failure), ``error`` (successful episodes a model or agent failure
             ended), ``malformed`` (successful episodes with tool-call arguments that are
-            not a JSON object).
+            not a JSON object); with filters, ``other_tier`` (SFT ``tiers``) and
+            ``below_min_reward`` (tasks whose mean reward in the run is under ``min_reward``).
     """
 
     out_file: Path
@@ -76,9 +77,19 @@ def sft_features() -> Any:
     )
 
 
-def rl_features() -> Any:
-    """The ``datasets.Features`` of RL rows: the prompt as role/content structs, tools as JSON values."""
+def rl_features(labelled: bool = False) -> Any:
+    """The ``datasets.Features`` of RL rows: the prompt as role/content structs, tools as JSON values.
+
+    ``labelled``: rows exported with a run (``attempts``, ``pass_at_k`` and ``reward_parts``
+    as JSON values, ``reward_mean``).
+    """
     ds = _datasets()
+    labels = {
+        "attempts": ds.Value("int64"),
+        "pass_at_k": ds.Json(),
+        "reward_mean": ds.Value("float64"),
+        "reward_parts": ds.Json(),
+    }
     return ds.Features(
         {
             "prompt": ds.List({"role": ds.Value("string"), "content": ds.Value("string")}),
@@ -90,6 +101,7 @@ def rl_features() -> Any:
             "difficulty": ds.Value("float64"),
             "tier": ds.Value("string"),
             "constructs": ds.List(ds.Value("string")),
+            **(labels if labelled else {}),
         }
     )
 
