@@ -66,7 +66,7 @@ def constructs(app: App, task: Task) -> list[str]:
         out.append("multi_write")
     if any(n >= 2 for n in _changed_rows(task.expected_effects).values()):
         out.append("multi_row")
-    if _for_each(task):
+    if for_each(task):
         out.append("for_each")
     if "conditional" in task.stats:
         out.append("conditional")
@@ -129,7 +129,7 @@ def _changed_rows(effects: dict[str, Any]) -> dict[str, int]:
     return {t: len(e.get("updated", {})) + len(e.get("added", [])) + len(e.get("deleted", [])) for t, e in effects.items()}
 
 
-def _for_each(task: Task) -> bool:
+def for_each(task: Task) -> bool:
     """Whether two or more calls of one tool act on items of one search's result (a for-each goal)."""
     seen: dict[tuple[str, int], set[int]] = {}
     for call in task.oracle:

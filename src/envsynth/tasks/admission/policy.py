@@ -32,6 +32,7 @@ from envsynth.compiler.codegen import py
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import SUCCESS, Episode
 from envsynth.runtime.state import Rows
+from envsynth.tasks.admission.difficulty import for_each
 from envsynth.tasks.admission.refusal_rows import carried, oracle_results, placed_replay, replay, resolved, same_outcome, with_oracle
 from envsynth.tasks.model import Call, Rejection, Task, TaskPolicy
 from envsynth.tasks.state import merged, rows_bytes
@@ -66,7 +67,7 @@ def shape(app: App, result: list[Task] | Rejection, base: int) -> list[Task] | R
             return Rejection(app=app.name, coordinates=task.coordinates, reason="policy_forbids_oracle", detail=f"step {step}: {rule}")
         involved = involved or rule
     rng = random.Random(base * 13 + 7)
-    if task.expected_effects and rng.random() < REFUSAL_SHARE:
+    if task.expected_effects and not _goal_over_rows(task) and rng.random() < REFUSAL_SHARE:
         if len(result) > 1:  # every state gets the forbidden request on its own copy of the row
             states = refusal_states(app, result, rules, rng)
             if states is not None:
@@ -77,6 +78,12 @@ def shape(app: App, result: list[Task] | Rejection, base: int) -> list[Task] | R
     if involved is None:
         return result
     return [t.model_copy(update={"policy": TaskPolicy(rule=involved, refusal=False)}).sealed() for t in result]
+
+
+def _goal_over_rows(task: Task) -> bool:
+    """Whether the task's goal is about its rows as a whole (a row named by comparison, a goal the row's state decides,
+    a write on every row a search lists): a forbidden request's new row could become one of them, so none is added."""
+    return "comparison" in task.stats or "conditional" in task.stats or for_each(task)
 
 
 def _oracle_rules(app: App, task: Task, rules: list[PolicyRule]) -> list[tuple[str, int, bool]]:
