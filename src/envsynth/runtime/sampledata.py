@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from envsynth.blueprint.correlate import depends_on, derive, derived_order, few_values, holds, one_rule_values
+from envsynth.blueprint.correlate import depends_on, derive, derived_order, few_values, holds, one_rule_values, when_holds
 from envsynth.blueprint.entities import OneRule
 from envsynth.blueprint.models import Blueprint, Entity, FieldDef
 from envsynth.blueprint.values import ValueMaker, offset_days
@@ -304,6 +304,7 @@ class StateBuilder:
         for f in plan.derived:
             if f.name in fixed:  # given (a distractor copying its target): taken as is, as plain fields are
                 row[f.name] = fixed[f.name]
+                self._imply_when(plan, f, row, fixed)
             else:
                 row[f.name] = derive(self.values, f, row, self._ref_draw(f) if f.type == "ref" else None)
         if not all(self._unique_key(plan, key, row, fixed) for key in plan.keys):
@@ -313,6 +314,18 @@ class StateBuilder:
         if plan.one_rules:
             self._one_rules(plan, row, fixed)
         return True
+
+    def _imply_when(self, plan: _Plan, f: FieldDef, row: dict[str, Any], fixed: dict[str, Any]) -> None:
+        """A ``when`` field given a value only its matching rows hold (a balance on a payment method): the fields of
+        its condition the caller left free take a matching value (the method becomes a gift card)."""
+        g = f.gen
+        if g is None or g.when is None or row[f.name] == g.otherwise or when_holds(g, row):
+            return
+        for name, want in g.when.items():
+            wanted = want if isinstance(want, list) else [want]
+            if name not in fixed and row.get(name) not in wanted:
+                row[name] = wanted[self.rng._randbelow(len(wanted))]
+                self._follow(plan, row, name, fixed)
 
     def _ref_draw(self, f: FieldDef) -> Any:
         rows = self.rows.get(f.ref or "") or []
