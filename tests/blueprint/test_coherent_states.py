@@ -50,7 +50,12 @@ SHOP: dict[str, Any] = {
             "fields": [
                 {"name": "membership_id", "type": "id"},
                 {"name": "customer_id", "type": "ref", "ref": "customer"},
-                {"name": "status", "type": "enum", "values": ["active", "ended"], "gen": {"choice": ["active", "ended"], "weights": [3, 1]}},
+                {
+                    "name": "status",
+                    "type": "enum",
+                    "values": ["active", "ended"],
+                    "gen": {"choice": ["active", "ended"], "weights": [3, 1]},
+                },
             ],
             "at_most_one": [{"per": ["customer_id"], "where": {"status": "active"}}],
         },
@@ -76,6 +81,20 @@ SHOP: dict[str, Any] = {
                 {"name": "line_total", "type": "money", "gen": {"compute": "quantity * unit_price"}},
             ],
         },
+        {
+            "name": "visit",
+            "rows": 30,
+            "fields": [
+                {"name": "visit_id", "type": "id"},
+                {"name": "status", "type": "enum", "values": ["booked", "done", "cancelled"]},
+                {
+                    "name": "starts_at",
+                    "type": "datetime",
+                    "gen": {"dates": ["-10d", "+10d"], "past_when": {"status": "done"}, "future_when": {"status": ["booked"]}},
+                },
+                {"name": "ends_at", "type": "datetime", "gen": {"after": "starts_at", "by": ["30min", "2h"]}},
+            ],
+        },
     ],
     "actions": [{"name": "get_card", "kind": "get", "entity": "card", "description": "Look up a card."}],
 }
@@ -99,6 +118,12 @@ def test_drawn_rows_honour_the_rules(seed: int) -> None:
     for p in rows["purchase"]:
         assert _day(p["placed_at"]) >= joined[p["customer_id"]]
         assert p["paid_at"] >= p["placed_at"]
+    for v in rows["visit"]:
+        if v["status"] == "done":
+            assert v["starts_at"][:10] < BP.reference_date
+        elif v["status"] == "booked":
+            assert v["starts_at"][:10] > BP.reference_date
+        assert v["ends_at"] > v["starts_at"]
     sums: Counter[str] = Counter()
     for line in rows["line"]:
         assert line["line_total"] == round(line["quantity"] * line["unit_price"], 2)
@@ -128,7 +153,11 @@ def _broken(path: list[Any], value: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("path", "value", "match"),
     [
-        (["entities", 1, "fields", 5, "gen", "not_before"], "customer_id.born_on", r"fields\[5\]\.gen\.not_before: .*customer has no field 'born_on'"),
+        (
+            ["entities", 1, "fields", 5, "gen", "not_before"],
+            "customer_id.born_on",
+            r"fields\[5\]\.gen\.not_before: .*customer has no field 'born_on'",
+        ),
         (["entities", 1, "fields", 5, "gen", "not_before"], "nickname.joined_on", r"nickname is string, not a ref"),
         (["entities", 1, "fields", 5, "gen", "not_before"], "kind", r"kind is enum; not_before needs date or datetime"),
         (["entities", 4, "fields", 4, "gen", "compute"], "quantity * price", r"line has no field 'price'"),
@@ -138,6 +167,8 @@ def _broken(path: list[Any], value: Any) -> dict[str, Any]:
         (["entities", 2, "at_most_one", 0, "where"], {"status": "paused"}, r"at_most_one\[0\]\.where\.status: 'paused' is not a value"),
         (["entities", 2, "at_most_one", 0, "where"], {"status": ["active", "ended"]}, r"every value of membership.status matches"),
         (["entities", 2, "at_most_one", 0, "per"], ["owner_id"], r"membership has no field 'owner_id'"),
+        (["entities", 5, "fields", 2, "gen", "past_when"], {"status": "over"}, r"past_when\.status: 'over' is not a value of visit\.status"),
+        (["entities", 5, "fields", 1, "gen"], {"choice": ["done"], "future_when": {"status": "done"}}, r"future_when is for date or datetime"),
     ],
 )
 def test_bad_rules_are_located(path: list[Any], value: Any, match: str) -> None:
@@ -147,7 +178,7 @@ def test_bad_rules_are_located(path: list[Any], value: Any, match: str) -> None:
 
 def test_otherwise_needs_when() -> None:
     d = _broken(["entities", 1, "fields", 4, "gen"], {"range": [5, 200], "otherwise": 0})
-    with pytest.raises(BlueprintError, match="otherwise .* needs when"):
+    with pytest.raises(BlueprintError, match=r"otherwise .* needs when"):
         from_dict(d)
 
 

@@ -15,6 +15,9 @@ A field's ``gen`` may say:
 - ``not_before: [<field> | <ref>.<field>]``: a date or datetime never before another of the row's
   (``placed_at``) or of the row a ref points to (``customer_id.joined_on``); the state builder
   moves an earlier draw to between that date and the generator's latest;
+- ``past_when: {field: values}`` / ``future_when: {field: values}``: a date or datetime before (after)
+  the clock, noon on the reference day, on rows whose field has one of the values (a landed flight
+  departed in the past, a scheduled one departs later); the state builder moves a draw on the wrong side;
 - ``sum_of: <table>.<field>``: a number that is the sum of ``field`` over the rows of ``table``
   that refer to this row (an order's total of its lines), kept by the state builder as they are added.
 
@@ -349,6 +352,9 @@ def check_correlations(bp: Blueprint) -> None:
                 _check_derived(ent, f, f"{path}.gen")
             if f.gen is not None and f.gen.not_before is not None:
                 _check_not_before(bp, ent, f, f.gen.not_before, f"{path}.gen.not_before")
+            for key in ("past_when", "future_when"):
+                if f.gen is not None and getattr(f.gen, key) is not None:
+                    _check_timed(ent, f, getattr(f.gen, key), f"{path}.gen.{key}", key)
             if f.gen is not None and f.gen.sum_of is not None:
                 _check_sum_of(bp, ent, f, f.gen.sum_of, f"{path}.gen.sum_of")
         for k, rule in enumerate(ent.at_most_one):
@@ -361,7 +367,7 @@ def check_correlations(bp: Blueprint) -> None:
 
 
 def _no_correlation_in_part(g: Generator, path: str) -> None:
-    for key in ("after", "before", "when", "differs_from", "otherwise", "not_before", "compute", "sum_of"):
+    for key in ("after", "before", "when", "differs_from", "otherwise", "not_before", "compute", "sum_of", "past_when", "future_when"):
         if getattr(g, key) is not None:
             raise BlueprintError(f"{path}.{key}", f"{key} is for a field's own gen, not for a template part")
 
@@ -447,6 +453,22 @@ def _check_not_before(bp: Blueprint, ent: Entity, f: FieldDef, anchors: list[str
             other = _other(ent, f, a, path)
         if other.type not in _TEMPORAL:
             raise BlueprintError(path, f"{a} is {other.type}; not_before needs date or datetime fields")
+
+
+def _check_timed(ent: Entity, f: FieldDef, where: dict[str, Any], path: str, key: str) -> None:
+    """``past_when`` / ``future_when``: on a date or datetime field, naming fields of the row and their values."""
+    if f.type not in _TEMPORAL:
+        raise BlueprintError(path, f"{key} is for date or datetime fields; {ent.name}.{f.name} is {f.type}")
+    for name, want in where.items():
+        other = _other(ent, f, name, f"{path}.{name}")
+        bad = [v for v in _wanted(want) if (other.choices and v not in other.choices) or (other.type == "bool" and not isinstance(v, bool))]
+        if bad:
+            raise BlueprintError(f"{path}.{name}", f"{bad[0]!r} is not a value of {ent.name}.{name} ({other.choices or [True, False]})")
+
+
+def timed_matches(where: dict[str, Any] | None, row: dict[str, Any]) -> bool:
+    """Whether ``row`` is one of the rows a ``past_when`` / ``future_when`` names."""
+    return where is not None and all(row.get(k) in _wanted(v) for k, v in where.items())
 
 
 def _check_sum_of(bp: Blueprint, ent: Entity, f: FieldDef, spec: str, path: str) -> None:

@@ -89,7 +89,8 @@ class Generator(_Model):
     - ``compute``: an arithmetic expression of the row's other fields (``round(quantity * unit_price, 2)``).
 
     Modifiers (blueprint.correlate): ``when`` (+ ``otherwise``), ``differs_from``, ``not_before``
-    (never before another date of the row, or of the row a ref points to) and ``sum_of`` (the sum of
+    (never before another date of the row, or of the row a ref points to), ``past_when`` / ``future_when`` (before
+    or after the clock on rows in some states) and ``sum_of`` (the sum of
     a field over the rows that refer to this one).
     """
 
@@ -109,8 +110,11 @@ class Generator(_Model):
     differs_from: Ident | None = Field(None, description="a field of the row this value never equals")
     otherwise: Any = Field(None, description="with when: the value on rows that do not match (instead of NULL)")
     not_before: list[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)?$")]] | None = Field(
-        None, description="date/datetime fields this value is never before: 'placed_at' (of the row), 'customer_id.joined_on' (of the row a ref points to)"
+        None,
+        description="date/datetime fields this value is never before: 'placed_at' (of the row), 'customer_id.joined_on' (of the row a ref points to)",
     )
+    past_when: dict[Ident, Any] | None = Field(None, description="field -> value (or list): on such rows the date is before the clock")
+    future_when: dict[Ident, Any] | None = Field(None, description="field -> value (or list): on such rows the date is after the clock")
     compute: str | None = Field(None, description="an arithmetic expression of the row's numeric fields: 'quantity * unit_price'")
     sum_of: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")] | None = Field(
         None, description="'<table>.<field>': the sum of that field over the rows of table that refer to this row"
@@ -124,11 +128,11 @@ class Generator(_Model):
     @model_validator(mode="after")
     def _one_kind(self) -> Generator:
         kinds = [k for k in _KINDS if getattr(self, k) is not None]
-        modifiers = self.when is not None or self.differs_from is not None or self.not_before is not None
+        modifiers = any(getattr(self, k) is not None for k in ("when", "differs_from", "not_before", "past_when", "future_when"))
         if len(kinds) > 1 or (not kinds and not modifiers):
             raise ValueError(
                 f"a generator sets exactly one of faker/choice/range/template/bothify/dates/after/before/compute, got {kinds or 'none'}"
-                " (only when/differs_from/not_before alone draw the field type's own values)"
+                " (modifiers alone draw the field type's own values)"
             )
         if "otherwise" in self.model_fields_set and self.when is None:
             raise ValueError("otherwise is the value on rows when does not match: it needs when")

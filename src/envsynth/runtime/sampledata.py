@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from envsynth.blueprint.correlate import depends_on, derive, derived_order, few_values, holds, one_rule_values, when_holds
+from envsynth.blueprint.correlate import depends_on, derive, derived_order, few_values, holds, one_rule_values, timed_matches, when_holds
 from envsynth.blueprint.entities import OneRule
 from envsynth.blueprint.models import Blueprint, Entity, FieldDef
 from envsynth.blueprint.values import ValueMaker, offset_days
@@ -243,9 +243,7 @@ class StateBuilder:
             if not _matches(rule, row):
                 continue
             owner = tuple(row.get(p) for p in rule.per)
-            if None in owner or not any(
-                _matches(rule, r) and tuple(r.get(p) for p in rule.per) == owner for r in self.rows[plan.table]
-            ):
+            if None in owner or not any(_matches(rule, r) and tuple(r.get(p) for p in rule.per) == owner for r in self.rows[plan.table]):
                 continue
             for name in rule.where:
                 if name not in fixed:
@@ -313,7 +311,31 @@ class StateBuilder:
             self._not_before(plan, row, fixed)
         if plan.one_rules:
             self._one_rules(plan, row, fixed)
+        if plan.timed:
+            self._timed(plan, row, fixed)
         return True
+
+    def _timed(self, plan: _Plan, row: dict[str, Any], fixed: dict[str, Any]) -> None:
+        """``past_when`` / ``future_when``: a date of a row in those states on the wrong side of the clock is moved to
+        the other side (within the generator's days when they reach it, else up to a week), then the fields drawn
+        from it are redrawn."""
+        import datetime as dt
+
+        for f in plan.timed:
+            v, g = row.get(f.name), f.gen
+            if f.name in fixed or not isinstance(v, str) or g is None:
+                continue
+            today = self.values.ref_day
+            lo, hi = sorted(offset_days(d) for d in g.dates) if g.dates else (-365, 120)
+            if timed_matches(g.past_when, row) and v[:10] >= today.isoformat():
+                days = -self.rng.randint(1, -lo) if lo <= -1 else -self.rng.randint(1, 7)
+            elif timed_matches(g.future_when, row) and v[:10] <= today.isoformat():
+                days = self.rng.randint(1, hi) if hi >= 1 else self.rng.randint(1, 7)
+            else:
+                continue
+            day = today + dt.timedelta(days=days)
+            row[f.name] = day.isoformat() if f.type == "date" else self.values._with_time(day)
+            self._follow(plan, row, f.name, fixed)
 
     def _imply_when(self, plan: _Plan, f: FieldDef, row: dict[str, Any], fixed: dict[str, Any]) -> None:
         """A ``when`` field given a value only its matching rows hold (a balance on a payment method): the fields of
@@ -407,11 +429,12 @@ class _Plan(NamedTuple):
     not_before: tuple[tuple[FieldDef, tuple[str, ...]], ...] = ()
     one_rules: tuple[OneRule, ...] = ()
     sums: tuple[tuple[str, str, str, str], ...] = ()
+    timed: tuple[FieldDef, ...] = ()  # fields with past_when / future_when
 
     @property
     def rules(self) -> bool:
-        """Whether rows of this plan have not_before dates or at_most_one rules to keep."""
-        return bool(self.not_before or self.one_rules)
+        """Whether rows of this plan have not_before or timed dates, or at_most_one rules, to keep."""
+        return bool(self.not_before or self.one_rules or self.timed)
 
 
 def _plans(bp: Blueprint) -> dict[str, _Plan]:
@@ -445,7 +468,17 @@ def _build_plan(e: Entity, bp: Blueprint) -> _Plan:
         if c.type == "ref" and c.ref == p.name
     )
     return _Plan(
-        e, e.name, e.id_field, e.prefix, tuple(steps), tuple(derived), tuple(tuple(k) for k in e.unique), not_before, tuple(e.at_most_one), sums
+        e,
+        e.name,
+        e.id_field,
+        e.prefix,
+        tuple(steps),
+        tuple(derived),
+        tuple(tuple(k) for k in e.unique),
+        not_before,
+        tuple(e.at_most_one),
+        sums,
+        tuple(f for f in e.fields if f.gen is not None and (f.gen.past_when is not None or f.gen.future_when is not None)),
     )
 
 
