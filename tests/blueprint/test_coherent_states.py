@@ -141,6 +141,16 @@ def test_fixed_values_are_kept() -> None:
     assert row is not None and row["issued_on"] == "2000-01-01"
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_a_given_date_picks_a_parent_it_fits(seed: int) -> None:
+    b = StateBuilder(BP, seed, creation_order(BP))
+    b.fill({"customer": 6})
+    earliest = min(c["joined_on"] for c in b.rows["customer"])
+    row = b.add(BP.entity("card"), {"issued_on": earliest, "kind": "credit_card"})
+    assert row is not None
+    assert next(c for c in b.rows["customer"] if c["customer_id"] == row["customer_id"])["joined_on"] == earliest
+
+
 def _broken(path: list[Any], value: Any) -> dict[str, Any]:
     d = copy.deepcopy(SHOP)
     node: Any = d

@@ -221,6 +221,23 @@ class StateBuilder:
             row[f.name] = self._at_or_after(f, floor)
             self._follow(plan, row, f.name, fixed)
 
+    def _parents_before(self, plan: _Plan, row: dict[str, Any], fixed: dict[str, Any]) -> None:
+        """A ``not_before`` date the caller gave (a distractor copying its target) that is earlier than a parent's date:
+        the ref, when not given too, points instead to a row whose date is not later (when there is one)."""
+        for f, anchors in plan.not_before:
+            v = row.get(f.name)
+            if f.name not in fixed or not isinstance(v, str):
+                continue
+            for anchor in anchors:
+                ref, _, name = anchor.partition(".")
+                if not name or ref in fixed or not isinstance(a := self._anchor(plan, row, anchor), str) or not _earlier(v, a):
+                    continue
+                target = plan.entity.field(ref).ref or ""
+                key = self.bp.entity(target).id_field
+                fits = [r[key] for r in self.rows.get(target) or () if not (isinstance(r.get(name), str) and _earlier(v, r[name]))]
+                if fits:
+                    row[ref] = fits[self.rng._randbelow(len(fits))]
+
     def _at_or_after(self, f: FieldDef, floor: str) -> str:
         """A date (datetime) of field ``f`` at or after ``floor`` and, when there is room, by the generator's latest day."""
         import datetime as dt
@@ -305,6 +322,8 @@ class StateBuilder:
                 self._imply_when(plan, f, row, fixed)
             else:
                 row[f.name] = derive(self.values, f, row, self._ref_draw(f) if f.type == "ref" else None)
+        if plan.not_before:
+            self._parents_before(plan, row, fixed)
         if not all(self._unique_key(plan, key, row, fixed) for key in plan.keys):
             return False
         if plan.not_before:
