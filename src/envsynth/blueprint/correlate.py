@@ -357,10 +357,10 @@ def check_correlations(bp: Blueprint) -> None:
                     _check_timed(ent, f, getattr(f.gen, key), f"{path}.gen.{key}", key)
             if f.gen is not None and f.gen.sum_of is not None:
                 _check_sum_of(bp, ent, f, f.gen.sum_of, f"{path}.gen.sum_of")
-        for k, rule in enumerate(ent.at_most_one):
-            _check_one_rule(ent, rule, f"entities[{i}].at_most_one[{k}]")
             if f.unique and f.type not in ("id", "ref"):
                 _check_supply(ent, [f], path, "unique")
+        for k, rule in enumerate(ent.at_most_one):
+            _check_one_rule(ent, rule, f"entities[{i}].at_most_one[{k}]")
         _check_cycles(ent, f"entities[{i}]")
         for k, key in enumerate(ent.unique):
             _check_supply(ent, [ent.field(n) for n in key], f"entities[{i}].unique[{k}]", "unique")
