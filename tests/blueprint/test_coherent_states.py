@@ -177,8 +177,16 @@ def _broken(path: list[Any], value: Any) -> dict[str, Any]:
         (["entities", 2, "at_most_one", 0, "where"], {"status": "paused"}, r"at_most_one\[0\]\.where\.status: 'paused' is not a value"),
         (["entities", 2, "at_most_one", 0, "where"], {"status": ["active", "ended"]}, r"every value of membership.status matches"),
         (["entities", 2, "at_most_one", 0, "per"], ["owner_id"], r"membership has no field 'owner_id'"),
-        (["entities", 5, "fields", 2, "gen", "past_when"], {"status": "over"}, r"past_when\.status: 'over' is not a value of visit\.status"),
-        (["entities", 5, "fields", 1, "gen"], {"choice": ["done"], "future_when": {"status": "done"}}, r"future_when is for date or datetime"),
+        (
+            ["entities", 5, "fields", 2, "gen", "past_when"],
+            {"status": "over"},
+            r"past_when\.status: 'over' is not a value of visit\.status",
+        ),
+        (
+            ["entities", 5, "fields", 1, "gen"],
+            {"choice": ["done"], "future_when": {"status": "done"}},
+            r"future_when is for date or datetime",
+        ),
     ],
 )
 def test_bad_rules_are_located(path: list[Any], value: Any, match: str) -> None:
