@@ -151,6 +151,15 @@ def test_a_given_date_picks_a_parent_it_fits(seed: int) -> None:
     assert next(c for c in b.rows["customer"] if c["customer_id"] == row["customer_id"])["joined_on"] == earliest
 
 
+def test_sum_of_never_changes_given_rows() -> None:
+    rows = StateBuilder(BP, 2, creation_order(BP)).fill({"customer": 2, "purchase": 3})
+    before = [dict(p) for p in rows["purchase"]]
+    b = StateBuilder(BP, 9, creation_order(BP), rows)
+    for p in before:
+        b.add(BP.entity("line"), {"purchase_id": p["purchase_id"]})
+    assert rows["purchase"] == before  # a task state's rows are only added to
+
+
 def _broken(path: list[Any], value: Any) -> dict[str, Any]:
     d = copy.deepcopy(SHOP)
     node: Any = d

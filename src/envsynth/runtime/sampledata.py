@@ -81,6 +81,7 @@ class StateBuilder:
             self.taken_ids = TakenIds(rows, id_fields(bp))
         self.unique_seen: dict[tuple[str, str], set[Any]] = {}
         self.pool: Rows | None = None
+        self._sums_into = any(p.sums for p in self._plans.values())  # some table's total is summed from its children
 
     def use_pool(self, pool: Rows) -> StateBuilder:
         """Draw plain values from ``pool`` rows (pre-drawn, e.g. an app's sample state) instead of Faker.
@@ -174,6 +175,8 @@ class StateBuilder:
                 if row.get(used) is not None and row.get(cap) is not None and row[used] > row[cap]:
                     row[used] = row[cap]
         self.rows[table].append(row)
+        if self._sums_into:
+            self.__dict__.setdefault("_drawn", set()).add(id(row))
         for ref, parent_table, parent_field, child_field in plan.sums:
             self._sum_into(plan, row, ref, parent_table, parent_field, child_field)
         return row
@@ -189,9 +192,10 @@ class StateBuilder:
         return hit[1].get(key)
 
     def _sum_into(self, plan: _Plan, row: dict[str, Any], ref: str, parent_table: str, parent_field: str, child_field: str) -> None:
-        """``sum_of``: the parent ``row`` refers to holds the sum of ``child_field`` over its rows of this table."""
+        """``sum_of``: the parent ``row`` refers to holds the sum of ``child_field`` over its rows of this table, when
+        this builder drew the parent (rows it was given are only added to, never changed)."""
         parent = self._row_by_id(parent_table, row.get(ref)) if row.get(ref) is not None else None
-        if parent is None or not isinstance(row.get(child_field), int | float):
+        if parent is None or id(parent) not in self.__dict__.get("_drawn", ()) or not isinstance(row.get(child_field), int | float):
             return
         total = sum(v for r in self.rows[plan.table] if r.get(ref) == row[ref] and isinstance(v := r.get(child_field), int | float))
         parent[parent_field] = round(total, 2) if isinstance(total, float) else total
