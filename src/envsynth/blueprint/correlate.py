@@ -7,7 +7,22 @@ A field's ``gen`` may say:
 - ``when: {field: value}`` (or a list of values): a value only on rows whose field has one of
   those values, NULL on the others (the field must be nullable);
 - ``differs_from: <field>``: a value never equal to that field's in the same row (a choice
-  list, another ref to the same table...).
+  list, another ref to the same table...);
+- ``otherwise: <value>`` (with ``when``): the value on the other rows instead of NULL (a balance
+  of 0 on credit cards);
+- ``compute: <expression>``: a number worked out from the row's numeric fields (``+ - * /``,
+  parentheses, numbers, ``round(x, n)``, ``min``, ``max``); money is rounded to cents;
+- ``not_before: [<field> | <ref>.<field>]``: a date or datetime never before another of the row's
+  (``placed_at``) or of the row a ref points to (``customer_id.joined_on``); the state builder
+  moves an earlier draw to between that date and the generator's latest;
+- ``past_when: {field: values}`` / ``future_when: {field: values}``: a date or datetime before (after)
+  the clock, noon on the reference day, on rows whose field has one of the values (a landed flight
+  departed in the past, a scheduled one departs later); the state builder moves a draw on the wrong side;
+- ``sum_of: <table>.<field>``: a number that is the sum of ``field`` over the rows of ``table``
+  that refer to this row (an order's total of its lines), kept by the state builder as they are added.
+
+An entity's ``at_most_one: [{per: [fields], where: {field: value}}]`` keeps at most one drawn
+row per owner matching ``where`` (one active membership a member).
 
 ``when`` and ``differs_from`` combine with any kind of generator, or stand alone (the field
 type's own values). An entity's ``unique: [[a, b]]`` lists composite keys no two rows share.
@@ -20,6 +35,7 @@ redraws those that a repair broke).
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
 import itertools
 import re
@@ -54,7 +70,9 @@ def duration_minutes(spec: str) -> int:
 def is_derived(f: FieldDef) -> bool:
     """Whether a field's value depends on other fields of its row."""
     g = f.gen
-    return g is not None and (g.after is not None or g.before is not None or g.when is not None or g.differs_from is not None)
+    return g is not None and (
+        g.after is not None or g.before is not None or g.when is not None or g.differs_from is not None or g.compute is not None
+    )
 
 
 def depends_on(f: FieldDef) -> list[str]:
@@ -63,7 +81,87 @@ def depends_on(f: FieldDef) -> list[str]:
     if g is None:
         return []
     out = [n for n in (g.after, g.before, g.differs_from) if n is not None]
-    return out + list(g.when or {})
+    out += [n for n in g.not_before or () if "." not in n]
+    return out + list(g.when or {}) + (expression_names(g.compute) if g.compute is not None else [])
+
+
+# -- compute: arithmetic of the row's fields ----------------------------------------------
+
+_BINOPS: dict[type, Any] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b if b else 0.0,
+}
+_CALLS: dict[str, Any] = {"round": round, "min": min, "max": max}
+
+
+def _parse_expression(text: str) -> ast.expr:
+    """The syntax tree of a ``compute`` expression.
+
+    Raises:
+        ValueError: it is not arithmetic of names and numbers (``+ - * /``, ``round``, ``min``, ``max``).
+    """
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        raise ValueError(f"compute: {text!r} is not an expression") from None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name) or node.func.id not in _CALLS or node.keywords:
+                raise ValueError(f"compute: {text!r} calls something other than round(x, n), min or max")
+        elif isinstance(node, ast.BinOp):
+            if type(node.op) not in _BINOPS:
+                raise ValueError(f"compute: {text!r} uses an operator other than + - * /")
+        elif isinstance(node, ast.Constant):
+            if isinstance(node.value, bool) or not isinstance(node.value, int | float):
+                raise ValueError(f"compute: {text!r} holds {node.value!r}, not a number")
+        elif not isinstance(node, ast.Name | ast.UnaryOp | ast.USub | ast.UAdd | ast.Load | ast.operator):
+            raise ValueError(f"compute: {text!r} holds {type(node).__name__}; use + - * /, numbers, fields, round, min, max")
+    return tree
+
+
+def expression_names(text: str) -> list[str]:
+    """The fields a ``compute`` expression reads (empty when it does not parse)."""
+    try:
+        tree = _parse_expression(text)
+    except ValueError:
+        return []
+    calls = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    return list(dict.fromkeys(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in calls))
+
+
+def _evaluate(node: ast.expr, row: dict[str, Any]) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return row.get(node.id)
+    if isinstance(node, ast.UnaryOp):
+        v = _evaluate(node.operand, row)
+        return None if v is None else -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.BinOp):
+        a, b = _evaluate(node.left, row), _evaluate(node.right, row)
+        return None if a is None or b is None else _BINOPS[type(node.op)](a, b)
+    assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    args = [_evaluate(a, row) for a in node.args]
+    return None if None in args else _CALLS[node.func.id](*args)
+
+
+def compute(f: FieldDef, row: dict[str, Any]) -> Any:
+    """The value of a ``compute`` field for ``row`` (None when a field it reads is NULL); money in cents,
+    counts whole."""
+    g = f.gen
+    assert g is not None and g.compute is not None
+    v = _evaluate(g.index.of(_tree, g), row)
+    if v is None:
+        return None
+    if f.type in ("int", "quantity"):
+        return round(v)
+    return round(float(v), 2) if f.type == "money" else v
+
+
+def _tree(g: Generator) -> ast.expr:
+    return _parse_expression(g.compute or "")
 
 
 def derived_order(ent: Entity) -> list[FieldDef]:
@@ -124,7 +222,10 @@ def derive(vm: ValueMaker, f: FieldDef, row: dict[str, Any], redraw: Any = None)
     g = f.gen
     assert g is not None
     if g.when is not None and not when_holds(g, row):
-        return None
+        return g.otherwise
+    if g.compute is not None:
+        v = compute(f, row)
+        return v if v is not None or f.nullable else 0
     anchor = g.after or g.before
     if anchor is not None:
         base = row.get(anchor)
@@ -154,9 +255,12 @@ def holds(f: FieldDef, row: dict[str, Any]) -> bool:
     assert g is not None
     v = row.get(f.name)
     if not when_holds(g, row):
-        return v is None
+        return v == g.otherwise
     if g.when is not None and v is None:
         return False
+    if g.compute is not None:
+        want = compute(f, row)
+        return v == want or (isinstance(v, int | float) and isinstance(want, int | float) and abs(v - want) < 0.005)
     anchor = g.after or g.before
     if anchor is not None and v is not None and row.get(anchor) is not None and g.by is not None:
         lo, hi = sorted(duration_minutes(s) for s in g.by)
@@ -246,15 +350,24 @@ def check_correlations(bp: Blueprint) -> None:
                     _no_correlation_in_part(part, f"{path}.gen.parts.{name}")
             if is_derived(f):
                 _check_derived(ent, f, f"{path}.gen")
+            if f.gen is not None and f.gen.not_before is not None:
+                _check_not_before(bp, ent, f, f.gen.not_before, f"{path}.gen.not_before")
+            for key in ("past_when", "future_when"):
+                if f.gen is not None and getattr(f.gen, key) is not None:
+                    _check_timed(ent, f, getattr(f.gen, key), f"{path}.gen.{key}", key)
+            if f.gen is not None and f.gen.sum_of is not None:
+                _check_sum_of(bp, ent, f, f.gen.sum_of, f"{path}.gen.sum_of")
             if f.unique and f.type not in ("id", "ref"):
                 _check_supply(ent, [f], path, "unique")
+        for k, rule in enumerate(ent.at_most_one):
+            _check_one_rule(ent, rule, f"entities[{i}].at_most_one[{k}]")
         _check_cycles(ent, f"entities[{i}]")
         for k, key in enumerate(ent.unique):
             _check_supply(ent, [ent.field(n) for n in key], f"entities[{i}].unique[{k}]", "unique")
 
 
 def _no_correlation_in_part(g: Generator, path: str) -> None:
-    for key in ("after", "before", "when", "differs_from"):
+    for key in ("after", "before", "when", "differs_from", "otherwise", "not_before", "compute", "sum_of", "past_when", "future_when"):
         if getattr(g, key) is not None:
             raise BlueprintError(f"{path}.{key}", f"{key} is for a field's own gen, not for a template part")
 
@@ -280,8 +393,12 @@ def _check_derived(ent: Entity, f: FieldDef, path: str) -> None:
         if bad:
             allowed = other.choices or [True, False]
             raise BlueprintError(f"{path}.when.{name}", f"{bad[0]!r} is not a value of {ent.name}.{name} ({allowed})")
-    if g.when is not None and not f.nullable:
-        raise BlueprintError(f"{path}.when", f"{ent.name}.{f.name} is NULL on rows that do not match when: make it nullable: true")
+    if g.compute is not None:
+        _check_compute(ent, f, g.compute, f"{path}.compute")
+    if g.when is not None and not f.nullable and "otherwise" not in g.model_fields_set:
+        raise BlueprintError(
+            f"{path}.when", f"{ent.name}.{f.name} is NULL on rows that do not match when: make it nullable: true, or set otherwise"
+        )
     if g.differs_from is not None:
         _check_differs(ent, f, g.differs_from, f"{path}.differs_from")
 
@@ -299,6 +416,102 @@ def _check_anchor(ent: Entity, f: FieldDef, g: Generator, path: str) -> None:
         raise BlueprintError(f"{path}.by", str(exc)) from None
     if lo > hi:
         raise BlueprintError(f"{path}.by", f"[{g.by[0]}, {g.by[1]}]: the least distance is more than the most")  # type: ignore[index]
+
+
+_NUMERIC = ("money", "int", "quantity", "float")
+
+
+def _check_compute(ent: Entity, f: FieldDef, text: str, path: str) -> None:
+    """``compute``: arithmetic of numeric fields of the row, on a numeric field."""
+    if f.type not in _NUMERIC:
+        raise BlueprintError(path, f"compute draws a number; {ent.name}.{f.name} is {f.type}")
+    try:
+        _parse_expression(text)
+    except ValueError as exc:
+        raise BlueprintError(path, str(exc)) from None
+    for name in expression_names(text):
+        other = _other(ent, f, name, path)
+        if other.type not in _NUMERIC:
+            raise BlueprintError(path, f"compute reads {ent.name}.{name}, a {other.type} field; it needs numbers")
+
+
+def _check_not_before(bp: Blueprint, ent: Entity, f: FieldDef, anchors: list[str], path: str) -> None:
+    """``not_before``: date/datetime fields of the row, or ``<ref>.<field>`` of the row a ref points to."""
+    if f.type not in _TEMPORAL:
+        raise BlueprintError(path, f"not_before is for date or datetime fields; {ent.name}.{f.name} is {f.type}")
+    for a in anchors:
+        if "." in a:
+            ref, name = a.split(".", 1)
+            via = _other(ent, f, ref, path)
+            if via.type != "ref":
+                raise BlueprintError(path, f"{a}: {ent.name}.{ref} is {via.type}, not a ref; write <ref field>.<field>")
+            target = bp.entity(via.ref or "")
+            if not target.has(name):
+                raise BlueprintError(path, f"{a}: {target.name} has no field {name!r} (fields: {', '.join(x.name for x in target.fields)})")
+            other = target.field(name)
+        else:
+            other = _other(ent, f, a, path)
+        if other.type not in _TEMPORAL:
+            raise BlueprintError(path, f"{a} is {other.type}; not_before needs date or datetime fields")
+
+
+def _check_timed(ent: Entity, f: FieldDef, where: dict[str, Any], path: str, key: str) -> None:
+    """``past_when`` / ``future_when``: on a date or datetime field, naming fields of the row and their values."""
+    if f.type not in _TEMPORAL:
+        raise BlueprintError(path, f"{key} is for date or datetime fields; {ent.name}.{f.name} is {f.type}")
+    for name, want in where.items():
+        other = _other(ent, f, name, f"{path}.{name}")
+        bad = [v for v in _wanted(want) if (other.choices and v not in other.choices) or (other.type == "bool" and not isinstance(v, bool))]
+        if bad:
+            raise BlueprintError(f"{path}.{name}", f"{bad[0]!r} is not a value of {ent.name}.{name} ({other.choices or [True, False]})")
+
+
+def timed_matches(where: dict[str, Any] | None, row: dict[str, Any]) -> bool:
+    """Whether ``row`` is one of the rows a ``past_when`` / ``future_when`` names."""
+    return where is not None and all(row.get(k) in _wanted(v) for k, v in where.items())
+
+
+def _check_sum_of(bp: Blueprint, ent: Entity, f: FieldDef, spec: str, path: str) -> None:
+    """``sum_of``: a numeric field of a table with a ref to this entity, on a numeric field."""
+    table, name = spec.split(".", 1)
+    known = [e.name for e in bp.entities]
+    if table not in known:
+        raise BlueprintError(path, f"{spec}: no entity {table!r} (entities: {', '.join(known)})")
+    child = bp.entity(table)
+    if not any(x.type == "ref" and x.ref == ent.name for x in child.fields):
+        raise BlueprintError(path, f"{spec}: {table} has no ref to {ent.name}; sum_of adds up the rows that refer to this one")
+    if not child.has(name) or child.field(name).type not in _NUMERIC or f.type not in _NUMERIC:
+        raise BlueprintError(path, f"{spec}: sum_of adds a numeric field of {table} into a numeric field")
+
+
+def _check_one_rule(ent: Entity, rule: Any, path: str) -> None:
+    """``at_most_one``: ``per`` and ``where`` name fields, ``where`` values are values of their field and each
+    ``where`` field has another value to give a second matching row."""
+    for name in rule.per:
+        if not ent.has(name):
+            raise BlueprintError(f"{path}.per", f"{ent.name} has no field {name!r}")
+    for name, want in rule.where.items():
+        if not ent.has(name):
+            raise BlueprintError(f"{path}.where", f"{ent.name} has no field {name!r}")
+        other = ent.field(name)
+        allowed = other.choices or ([True, False] if other.type == "bool" else None)
+        if allowed is None:
+            raise BlueprintError(f"{path}.where.{name}", f"{ent.name}.{name} is {other.type}; where needs an enum, state or bool field")
+        bad = [v for v in _wanted(want) if v not in allowed or (other.type == "bool" and not isinstance(v, bool))]
+        if bad:
+            raise BlueprintError(f"{path}.where.{name}", f"{bad[0]!r} is not a value of {ent.name}.{name} ({allowed})")
+        if not [v for v in allowed if v not in _wanted(want)]:
+            raise BlueprintError(f"{path}.where.{name}", f"every value of {ent.name}.{name} matches; a second row has no other value")
+
+
+def one_rule_values(ent: Entity, rule: Any, name: str) -> list[Any]:
+    """The values of ``where`` field ``name`` a row may take instead when it would be a second match."""
+    other = ent.field(name)
+    allowed = other.choices or [True, False]
+    wanted = _wanted(rule.where[name])
+    g = other.gen
+    drawn = finite_values(g, other) if g is not None and g.choice is not None else None
+    return [v for v in (drawn or allowed) if v not in wanted] or [v for v in allowed if v not in wanted]
 
 
 def _check_differs(ent: Entity, f: FieldDef, name: str, path: str) -> None:

@@ -11,7 +11,7 @@ import keyword
 from functools import cached_property
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from envsynth.memo import Indexed
 
@@ -72,6 +72,9 @@ Words = Annotated[str, Field(min_length=1, max_length=80, pattern=r"^[^{}\n]+$")
 """A few words of plain text (a noun, a label): no line breaks, no ``{slots}``."""
 
 
+_KINDS = ("faker", "choice", "range", "template", "bothify", "dates", "after", "before", "compute")
+
+
 class Generator(_Model):
     """How synthetic values for a field are drawn (one of the keys is set).
 
@@ -82,7 +85,13 @@ class Generator(_Model):
     - ``template``: a ``str.format`` pattern whose ``{names}`` are drawn from ``parts``
       (each itself a generator), e.g. ``"{adjective} {item}"``;
     - ``bothify``: a Faker pattern such as ``"SKU-####-??"``;
-    - ``dates``: ``[start, end]`` offsets from the reference day such as ``"-1y"``, ``"+30d"``.
+    - ``dates``: ``[start, end]`` offsets from the reference day such as ``"-1y"``, ``"+30d"``;
+    - ``compute``: an arithmetic expression of the row's other fields (``round(quantity * unit_price, 2)``).
+
+    Modifiers (blueprint.correlate): ``when`` (+ ``otherwise``), ``differs_from``, ``not_before``
+    (never before another date of the row, or of the row a ref points to), ``past_when`` / ``future_when`` (before
+    or after the clock on rows in some states) and ``sum_of`` (the sum of
+    a field over the rows that refer to this one).
     """
 
     faker: str | None = None
@@ -99,16 +108,34 @@ class Generator(_Model):
     by: tuple[str, str] | None = Field(None, description="[least, most] distance from `after`/`before`: 30min, 2h, 3d, 1w")
     when: dict[Ident, Any] | None = Field(None, description="field -> value (or list): a value only on such rows, NULL on others")
     differs_from: Ident | None = Field(None, description="a field of the row this value never equals")
+    otherwise: Any = Field(None, description="with when: the value on rows that do not match (instead of NULL)")
+    not_before: list[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)?$")]] | None = Field(
+        None,
+        description="date/datetime fields this value is never before: 'placed_at' (of the row), 'customer_id.joined_on' (of the row a ref points to)",
+    )
+    past_when: dict[Ident, Any] | None = Field(None, description="field -> value (or list): on such rows the date is before the clock")
+    future_when: dict[Ident, Any] | None = Field(None, description="field -> value (or list): on such rows the date is after the clock")
+    compute: str | None = Field(None, description="an arithmetic expression of the row's numeric fields: 'quantity * unit_price'")
+    sum_of: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$")] | None = Field(
+        None, description="'<table>.<field>': the sum of that field over the rows of table that refer to this row"
+    )
+
+    @field_validator("not_before", mode="before")
+    @classmethod
+    def _listed(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
 
     @model_validator(mode="after")
     def _one_kind(self) -> Generator:
-        kinds = [k for k in ("faker", "choice", "range", "template", "bothify", "dates", "after", "before") if getattr(self, k) is not None]
-        modifiers = self.when is not None or self.differs_from is not None
+        kinds = [k for k in _KINDS if getattr(self, k) is not None]
+        modifiers = any(getattr(self, k) is not None for k in ("when", "differs_from", "not_before", "past_when", "future_when"))
         if len(kinds) > 1 or (not kinds and not modifiers):
             raise ValueError(
-                f"a generator sets exactly one of faker/choice/range/template/bothify/dates/after/before, got {kinds or 'none'}"
-                " (only when/differs_from alone draw the field type's own values)"
+                f"a generator sets exactly one of faker/choice/range/template/bothify/dates/after/before/compute, got {kinds or 'none'}"
+                " (modifiers alone draw the field type's own values)"
             )
+        if "otherwise" in self.model_fields_set and self.when is None:
+            raise ValueError("otherwise is the value on rows when does not match: it needs when")
         if (self.after is not None or self.before is not None) != (self.by is not None):
             raise ValueError("after/before and by go together: after: <field>, by: [least, most] (e.g. by: [1h, 14h])")
         if self.weights is not None and (self.choice is None or len(self.weights) != len(self.choice)):
@@ -118,8 +145,7 @@ class Generator(_Model):
     @cached_property
     def kind(self) -> str | None:
         """Which key draws the value (``faker``... ``after``/``before``); None when only when/differs_from are set."""
-        kinds = ("faker", "choice", "range", "template", "bothify", "dates", "after", "before")
-        return next((k for k in kinds if getattr(self, k) is not None), None)
+        return next((k for k in _KINDS if getattr(self, k) is not None), None)
 
 
 def _value_phrase(text: str) -> str:
@@ -213,6 +239,19 @@ class FieldDef(_Model):
         return 0 if self.type in ("quantity", "money") else None
 
 
+class OneRule(_Model):
+    """At most one generated row per owner (the values of ``per``) matches ``where`` (field -> value or list of
+    values); a drawn row that would be a second one gets another value of the ``where`` fields."""
+
+    per: list[Ident] = Field(min_length=1)
+    where: dict[Ident, Any] = Field(min_length=1)
+
+    @field_validator("per", mode="before")
+    @classmethod
+    def _listed(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+
 class Entity(_Model):
     """A table. The first field must be its ``id``."""
 
@@ -229,6 +268,9 @@ class Entity(_Model):
     )
     never_describe: list[Ident] = Field(
         default_factory=list, description="fields that never describe a row: counters, running totals, free text"
+    )
+    at_most_one: list[OneRule] = Field(
+        default_factory=list, description="rules of generated rows: at most one row per owner matches `where` (one active plan)"
     )
 
     @model_validator(mode="after")

@@ -124,7 +124,7 @@ class ValueMaker:
 
     def value(self, f: FieldDef, row: dict[str, Any] | None = None) -> Any:
         """A fresh value for field ``f`` (``row``: fields drawn so far, for derived emails)."""
-        if f.gen is not None and f.gen.kind not in (None, "after", "before"):  # those are drawn from the row (correlate.derive)
+        if f.gen is not None and f.gen.kind not in (None, "after", "before", "compute"):  # drawn from the row (correlate.derive)
             v = self.draw_gen(f.gen, f)
             return self._clamp(f, v)
         t = f.type

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from envsynth.blueprint.correlate import depends_on, derive, derived_order, few_values, holds
+from envsynth.blueprint.correlate import depends_on, derive, derived_order, few_values, holds, one_rule_values, timed_matches, when_holds
+from envsynth.blueprint.entities import OneRule
 from envsynth.blueprint.models import Blueprint, Entity, FieldDef
-from envsynth.blueprint.values import ValueMaker
+from envsynth.blueprint.values import ValueMaker, offset_days
 from envsynth.runtime.state import Rows, id_fields
 
 
@@ -80,6 +81,7 @@ class StateBuilder:
             self.taken_ids = TakenIds(rows, id_fields(bp))
         self.unique_seen: dict[tuple[str, str], set[Any]] = {}
         self.pool: Rows | None = None
+        self._sums_into = any(p.sums for p in self._plans.values())  # some table's total is summed from its children
 
     def use_pool(self, pool: Rows) -> StateBuilder:
         """Draw plain values from ``pool`` rows (pre-drawn, e.g. an app's sample state) instead of Faker.
@@ -137,7 +139,7 @@ class StateBuilder:
                     return None
             else:
                 row[name] = self.values.value(f, row)
-        if (plan.derived or plan.keys) and not self._correlate(plan, row, fixed):
+        if (plan.derived or plan.keys or plan.rules) and not self._correlate(plan, row, fixed):
             return None
         return self._keep_row(plan, row, fixed)
 
@@ -173,7 +175,102 @@ class StateBuilder:
                 if row.get(used) is not None and row.get(cap) is not None and row[used] > row[cap]:
                     row[used] = row[cap]
         self.rows[table].append(row)
+        if self._sums_into:
+            self.__dict__.setdefault("_drawn", set()).add(id(row))
+        for ref, parent_table, parent_field, child_field in plan.sums:
+            self._sum_into(plan, row, ref, parent_table, parent_field, child_field)
         return row
+
+    def _row_by_id(self, table: str, key: Any) -> dict[str, Any] | None:
+        """The row of ``table`` with id ``key`` in this state (an index rebuilt when the table has grown)."""
+        index = self.__dict__.setdefault("_by_id", {})
+        rows = self.rows.get(table) or []
+        hit = index.get(table)
+        if hit is None or hit[0] != len(rows):
+            id_name = self.bp.entity(table).id_field
+            hit = index[table] = (len(rows), {r.get(id_name): r for r in rows})
+        return hit[1].get(key)
+
+    def _sum_into(self, plan: _Plan, row: dict[str, Any], ref: str, parent_table: str, parent_field: str, child_field: str) -> None:
+        """``sum_of``: the parent ``row`` refers to holds the sum of ``child_field`` over its rows of this table, when
+        this builder drew the parent (rows it was given are only added to, never changed)."""
+        parent = self._row_by_id(parent_table, row.get(ref)) if row.get(ref) is not None else None
+        if parent is None or id(parent) not in self.__dict__.get("_drawn", ()) or not isinstance(row.get(child_field), int | float):
+            return
+        total = sum(v for r in self.rows[plan.table] if r.get(ref) == row[ref] and isinstance(v := r.get(child_field), int | float))
+        parent[parent_field] = round(total, 2) if isinstance(total, float) else total
+
+    def _anchor(self, plan: _Plan, row: dict[str, Any], anchor: str) -> Any:
+        """The value ``not_before`` anchor ``anchor`` names: a field of ``row``, or ``<ref>.<field>`` of the row it points to."""
+        if "." not in anchor:
+            return row.get(anchor)
+        ref, name = anchor.split(".", 1)
+        target = plan.entity.field(ref).ref or ""
+        parent = self._row_by_id(target, row.get(ref)) if row.get(ref) is not None else None
+        return None if parent is None else parent.get(name)
+
+    def _not_before(self, plan: _Plan, row: dict[str, Any], fixed: dict[str, Any]) -> None:
+        """Move each ``not_before`` date of ``row`` that is earlier than its anchors to between the latest anchor and
+        the generator's latest date (the reference day without ``dates``), then redraw the fields drawn from it."""
+        for f, anchors in plan.not_before:
+            v = row.get(f.name)
+            if f.name in fixed or not isinstance(v, str):
+                continue
+            floors = [a for x in anchors if isinstance(a := self._anchor(plan, row, x), str)]
+            if not floors:
+                continue
+            floor = max(floors, key=lambda t: t[:19] if len(t) > 10 else t + "T00:00:00")
+            if not _earlier(v, floor):
+                continue
+            row[f.name] = self._at_or_after(f, floor)
+            self._follow(plan, row, f.name, fixed)
+
+    def _parents_before(self, plan: _Plan, row: dict[str, Any], fixed: dict[str, Any]) -> None:
+        """A ``not_before`` date the caller gave (a distractor copying its target) that is earlier than a parent's date:
+        the ref, when not given too, points instead to a row whose date is not later (when there is one)."""
+        for f, anchors in plan.not_before:
+            v = row.get(f.name)
+            if f.name not in fixed or not isinstance(v, str):
+                continue
+            for anchor in anchors:
+                ref, _, name = anchor.partition(".")
+                if not name or ref in fixed or not isinstance(a := self._anchor(plan, row, anchor), str) or not _earlier(v, a):
+                    continue
+                target = plan.entity.field(ref).ref or ""
+                key = self.bp.entity(target).id_field
+                fits = [r[key] for r in self.rows.get(target) or () if not (isinstance(r.get(name), str) and _earlier(v, r[name]))]
+                if fits:
+                    row[ref] = fits[self.rng._randbelow(len(fits))]
+
+    def _at_or_after(self, f: FieldDef, floor: str) -> str:
+        """A date (datetime) of field ``f`` at or after ``floor`` and, when there is room, by the generator's latest day."""
+        import datetime as dt
+
+        g = f.gen
+        ref_day = self.values.ref_day
+        last = ref_day + dt.timedelta(days=max(offset_days(d) for d in g.dates)) if g is not None and g.dates else ref_day
+        first = dt.date.fromisoformat(floor[:10])
+        if f.type == "date":
+            return (first + dt.timedelta(days=self.rng.randint(0, max(0, (last - first).days)))).isoformat()
+        if last > first:
+            return self.values._with_time(first + dt.timedelta(days=self.rng.randint(1, (last - first).days)))
+        base = dt.datetime.fromisoformat(floor if len(floor) > 10 else floor + "T08:00:00")
+        return (base + dt.timedelta(minutes=15 * self.rng.randint(1, 8))).strftime("%Y-%m-%dT%H:%M:00")
+
+    def _one_rules(self, plan: _Plan, row: dict[str, Any], fixed: dict[str, Any]) -> None:
+        """``at_most_one``: a row that would be a second match of a rule for its owner gets other values of the
+        rule's ``where`` fields (those the caller did not fix)."""
+        for rule in plan.one_rules:
+            if not _matches(rule, row):
+                continue
+            owner = tuple(row.get(p) for p in rule.per)
+            if None in owner or not any(_matches(rule, r) and tuple(r.get(p) for p in rule.per) == owner for r in self.rows[plan.table]):
+                continue
+            for name in rule.where:
+                if name not in fixed:
+                    values = one_rule_values(plan.entity, rule, name)
+                    row[name] = values[self.rng._randbelow(len(values))]
+                    self._follow(plan, row, name, fixed)
 
     def _seen(self, table: str, name: str) -> set[Any]:
         """The values of a unique field taken in this state (collected on first use, then kept up to date)."""
@@ -226,9 +323,54 @@ class StateBuilder:
         for f in plan.derived:
             if f.name in fixed:  # given (a distractor copying its target): taken as is, as plain fields are
                 row[f.name] = fixed[f.name]
+                self._imply_when(plan, f, row, fixed)
             else:
                 row[f.name] = derive(self.values, f, row, self._ref_draw(f) if f.type == "ref" else None)
-        return all(self._unique_key(plan, key, row, fixed) for key in plan.keys)
+        if plan.not_before:
+            self._parents_before(plan, row, fixed)
+        if not all(self._unique_key(plan, key, row, fixed) for key in plan.keys):
+            return False
+        if plan.not_before:
+            self._not_before(plan, row, fixed)
+        if plan.one_rules:
+            self._one_rules(plan, row, fixed)
+        if plan.timed:
+            self._timed(plan, row, fixed)
+        return True
+
+    def _timed(self, plan: _Plan, row: dict[str, Any], fixed: dict[str, Any]) -> None:
+        """``past_when`` / ``future_when``: a date of a row in those states on the wrong side of the clock is moved to
+        the other side (within the generator's days when they reach it, else up to a week), then the fields drawn
+        from it are redrawn."""
+        import datetime as dt
+
+        for f in plan.timed:
+            v, g = row.get(f.name), f.gen
+            if f.name in fixed or not isinstance(v, str) or g is None:
+                continue
+            today = self.values.ref_day
+            lo, hi = sorted(offset_days(d) for d in g.dates) if g.dates else (-365, 120)
+            if timed_matches(g.past_when, row) and v[:10] >= today.isoformat():
+                days = -self.rng.randint(1, -lo) if lo <= -1 else -self.rng.randint(1, 7)
+            elif timed_matches(g.future_when, row) and v[:10] <= today.isoformat():
+                days = self.rng.randint(1, hi) if hi >= 1 else self.rng.randint(1, 7)
+            else:
+                continue
+            day = today + dt.timedelta(days=days)
+            row[f.name] = day.isoformat() if f.type == "date" else self.values._with_time(day)
+            self._follow(plan, row, f.name, fixed)
+
+    def _imply_when(self, plan: _Plan, f: FieldDef, row: dict[str, Any], fixed: dict[str, Any]) -> None:
+        """A ``when`` field given a value only its matching rows hold (a balance on a payment method): the fields of
+        its condition the caller left free take a matching value (the method becomes a gift card)."""
+        g = f.gen
+        if g is None or g.when is None or row[f.name] == g.otherwise or when_holds(g, row):
+            return
+        for name, want in g.when.items():
+            wanted = want if isinstance(want, list) else [want]
+            if name not in fixed and row.get(name) not in wanted:
+                row[name] = wanted[self.rng._randbelow(len(wanted))]
+                self._follow(plan, row, name, fixed)
 
     def _ref_draw(self, f: FieldDef) -> Any:
         rows = self.rows.get(f.ref or "") or []
@@ -280,6 +422,15 @@ class StateBuilder:
             touched.add(f.name)
 
 
+def _earlier(a: str, b: str) -> bool:
+    """Whether time ``a`` is before ``b``; a date against a datetime compares the days."""
+    return a[:10] < b[:10] if len(a) == 10 or len(b) == 10 else a[:19] < b[:19]
+
+
+def _matches(rule: OneRule, row: dict[str, Any]) -> bool:
+    return all(row.get(k) in (v if isinstance(v, list) else [v]) for k, v in rule.where.items())
+
+
 _NOTHING: dict[str, Any] = {}
 EXHAUSTED = object()
 """What :meth:`StateBuilder._unique` returns when every value of a unique field is taken."""
@@ -297,6 +448,16 @@ class _Plan(NamedTuple):
     # fields drawn from other fields of the row, in dependency order (see blueprint.correlate), and composite unique keys
     derived: tuple[FieldDef, ...] = ()
     keys: tuple[tuple[str, ...], ...] = ()
+    # not_before fields with their anchors; at_most_one rules; (ref, parent table, parent field, own field) per sum_of
+    not_before: tuple[tuple[FieldDef, tuple[str, ...]], ...] = ()
+    one_rules: tuple[OneRule, ...] = ()
+    sums: tuple[tuple[str, str, str, str], ...] = ()
+    timed: tuple[FieldDef, ...] = ()  # fields with past_when / future_when
+
+    @property
+    def rules(self) -> bool:
+        """Whether rows of this plan have not_before or timed dates, or at_most_one rules, to keep."""
+        return bool(self.not_before or self.one_rules or self.timed)
 
 
 def _plans(bp: Blueprint) -> dict[str, _Plan]:
@@ -320,7 +481,28 @@ def _build_plan(e: Entity, bp: Blueprint) -> _Plan:
             steps.append((f.name, null_rate, f.unique, f, f.ref or "", bp.entity(f.ref or "").id_field))
         else:
             steps.append((f.name, null_rate, f.unique, f, "", ""))
-    return _Plan(e, e.name, e.id_field, e.prefix, tuple(steps), tuple(derived), tuple(tuple(k) for k in e.unique))
+    not_before = tuple((f, tuple(f.gen.not_before)) for f in e.fields if f.gen is not None and f.gen.not_before)
+    sums = tuple(
+        (c.name, p.name, pf.name, pf.gen.sum_of.split(".", 1)[1])
+        for p in bp.entities
+        for pf in p.fields
+        if pf.gen is not None and pf.gen.sum_of and pf.gen.sum_of.split(".", 1)[0] == e.name
+        for c in e.fields
+        if c.type == "ref" and c.ref == p.name
+    )
+    return _Plan(
+        e,
+        e.name,
+        e.id_field,
+        e.prefix,
+        tuple(steps),
+        tuple(derived),
+        tuple(tuple(k) for k in e.unique),
+        not_before,
+        tuple(e.at_most_one),
+        sums,
+        tuple(f for f in e.fields if f.gen is not None and (f.gen.past_when is not None or f.gen.future_when is not None)),
+    )
 
 
 def _builder_facts(bp: Blueprint) -> tuple[tuple[str, ...], dict[str, list[tuple[str, str]]]]:
