@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
 from envsynth.graph import GRAPH_FILE, ToolGraph
 from envsynth.graph.schema import schema_from_blueprint
-from envsynth.llmbuild.prompts import prompt
+from envsynth.llmbuild.prompts import MAX_PROMPT_CHARS, prompt
 from envsynth.runtime.app import App
 from envsynth.runtime.state import StateBuilder
 from envsynth.tasks.building.instantiate import ChainFailed, execute, instantiate
@@ -50,6 +50,7 @@ __all__ = [
     "check_edge",
     "compact_tools_text",
     "dependency_prompt",
+    "dependency_requests",
     "edges_text",
     "propose_dependencies",
     "tool_groups",
@@ -123,7 +124,7 @@ async def propose_dependencies(client: Any, app: App, graph: ToolGraph, *, seed:
     """
     from envsynth.llmbuild.client import RoleError
 
-    groups = tool_groups(app, graph, client.prompt_budget - _schema_tokens(), max_edges)
+    groups = _groups(client, app, graph, max_edges)
     edges: list[ProposedEdge] = []
     over: list[ProposedEdge] = []
     failures: list[str] = []
@@ -142,6 +143,20 @@ async def propose_dependencies(client: Any, app: App, graph: ToolGraph, *, seed:
     result.failures = failures
     result.groups = len(groups)
     return result
+
+
+def _groups(client: Any, app: App, graph: ToolGraph, max_edges: int) -> list[list[str]]:
+    """The tool groups asked about: each prompt fits the client's budget and :data:`MAX_PROMPT_CHARS`."""
+    from envsynth.llmbuild.client import CHARS_PER_TOKEN
+
+    budget = min(client.prompt_budget, MAX_PROMPT_CHARS // CHARS_PER_TOKEN) - _schema_tokens()
+    return tool_groups(app, graph, budget, max_edges)
+
+
+def dependency_requests(app: App, graph: ToolGraph, client: Any, max_edges: int = 20) -> list[list[dict[str, str]]]:
+    """The requests :func:`propose_dependencies` sends for ``app``, one per tool group."""
+    groups = _groups(client, app, graph, max_edges)
+    return [[{"role": "user", "content": dependency_prompt(app, graph, g, max_edges, whole=len(groups) == 1)}] for g in groups]
 
 
 def _schema_tokens() -> int:

@@ -146,6 +146,14 @@ def correction_note(problems: list[str], round_no: int, max_rounds: int) -> str:
     )
 
 
+def design_messages(keyword: str, description: str | None = None) -> list[dict[str, str]]:
+    """The designer's first request: its prompt (with the worked example) and the keyword."""
+    ask = f"Domain keyword: {keyword}"
+    if description:
+        ask += f"\nDescription: {description}"
+    return [{"role": "system", "content": prompt("designer")}, {"role": "user", "content": ask}]
+
+
 async def design_domain(
     client: BuilderClient, keyword: str, description: str | None = None, *, max_rounds: int = DESIGN_ROUNDS
 ) -> Designed:
@@ -157,10 +165,7 @@ async def design_domain(
     """
     if max_rounds < 1:
         raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
-    ask = f"Domain keyword: {keyword}"
-    if description:
-        ask += f"\nDescription: {description}"
-    messages = [{"role": "system", "content": prompt("designer")}, {"role": "user", "content": ask}]
+    messages = design_messages(keyword, description)
     out: list[list[str]] = []
     convo = messages
     for round_no in range(1, max_rounds + 1):

@@ -12,6 +12,9 @@ from string import Template
 
 from envsynth.errors import LLMBuildError
 
+MAX_PROMPT_CHARS = 12_000
+"""The most characters one request of any role may hold for a 50-tool domain (about 4,000 tokens)."""
+
 
 class PromptError(LLMBuildError, KeyError):
     """A role without a prompt file, or a placeholder left unfilled."""

@@ -425,6 +425,28 @@ def _debug_messages(spec: str, out: ToolOutcome, failing: list[CaseVerdict], fit
 _AUTHORS: tuple[tuple[str, type[BaseModel]], ...] = (("coder", CodeReply), ("tester", TestPlan))
 
 
+def _author_request(role: str, spec: str) -> list[Message]:
+    """The code or test agent's request for a tool whose specification is ``spec``."""
+    return [{"role": "system", "content": prompt(role)}, {"role": "user", "content": spec}]
+
+
+def author_messages(client: BuilderClient, design: DomainDesign, name: str, role: str, seed: int = 0) -> list[Message]:
+    """The request the code (``role`` ``coder``) or test agent (``tester``) gets for custom tool ``name``."""
+    app = tool_app(design, name, "return {}", seed)  # compiled, never run
+    return _author_request(role, _fitted_spec(client, design, app, name))
+
+
+def debug_messages_for(client: BuilderClient, design: DomainDesign, name: str, seed: int = 0) -> list[Message]:
+    """A first debug request for tool ``name`` at its largest: one case, a procedural verdict with a long traceback."""
+    app = tool_app(design, name, "return {}", seed)
+    spec = _fitted_spec(client, design, app, name)
+    params = {p.name: f"<{p.type}>" for p in app.spec_by_name[name].params}
+    out = ToolOutcome(name, code="return {}", cases=[TestCase(name="the normal path", arguments=params, expect="success")])
+    detail = "Traceback (most recent call last):\n" + '  File "tools.py", line 1, in body\n' * 40
+    failing = [CaseVerdict("procedural: success", "procedural", False, "success", "unexpected_failure", stable_detail(detail))]
+    return _debug_messages(spec, out, failing, lambda m: client.fits(m, DebugReply))
+
+
 async def develop_tool(
     client: BuilderClient, design: DomainDesign, name: str, *, rounds: int = DEFAULT_ROUNDS, seed: int = 0
 ) -> ToolOutcome:
@@ -440,12 +462,8 @@ async def develop_tool(
     placeholder_app = tool_app(design, name, "return {}", seed)  # compiled, never run
     spec = _fitted_spec(client, design, placeholder_app, name)
     try:
-        reply = await client.structured(
-            "coder", [{"role": "system", "content": prompt("coder")}, {"role": "user", "content": spec}], CodeReply
-        )
-        plan = await client.structured(
-            "tester", [{"role": "system", "content": prompt("tester")}, {"role": "user", "content": spec}], TestPlan
-        )
+        reply = await client.structured("coder", _author_request("coder", spec), CodeReply)
+        plan = await client.structured("tester", _author_request("tester", spec), TestPlan)
     except RoleError as exc:
         out.dropped = f"{exc.role} gave no usable reply: {exc.errors[-1] if getattr(exc, 'errors', None) else exc}"
         return out
