@@ -51,10 +51,15 @@ class CustomToolDesign(BaseModel):
     creates: list[str] = Field(default_factory=list)
     deletes: list[str] = Field(default_factory=list)
     returns: str = ""
+    say: str | None = None
+    reasons: list[str] = Field(default_factory=list)
+    asked_by: list[str] | None = None
 
     def action(self, code: str) -> dict[str, Any]:
-        """The blueprint action of this tool with ``code`` as its (untrusted) body."""
-        return {"kind": "custom", **self.model_dump(), "code": code, "untrusted": True}
+        """The blueprint action of this tool with ``code`` as its (untrusted) body (language keys only when given)."""
+        data = self.model_dump(exclude={"say", "reasons", "asked_by"})
+        words = self.model_dump(include={"say", "reasons", "asked_by"}, exclude_none=True, exclude_defaults=True)
+        return {"kind": "custom", **data, **words, "code": code, "untrusted": True}
 
 
 class DomainDesign(BaseModel):
@@ -87,11 +92,14 @@ class DomainDesign(BaseModel):
         """Every problem of the design, one line each as ``envsynth check`` reports them (none: it builds)."""
         from envsynth.check import check_data, one_line
 
+        data = self.data({})
         try:
-            report = check_data(self.data({}), SOURCE)
+            report = check_data(data, SOURCE)
         except Exception as exc:  # the checker itself failed on this data: that is the problem to report
             return [f"{SOURCE}: the blueprint cannot be checked: {type(exc).__name__}: {one_line(str(exc))[:300]}"]
-        return [self._located(one_line(p.line())) for p in report.problems]
+        found = [one_line(p.line()) for p in report.problems] + convention_problems(data)
+        found += [f"{one_line(w.line())}: write it" for w in report.warnings]
+        return [self._located(line) for line in found]
 
     def to_blueprint(self, code: dict[str, str], keep: set[str] | None = None) -> Blueprint:
         """The blueprint with the custom tools in ``keep`` (default: all), bodies from ``code``.
@@ -103,6 +111,55 @@ class DomainDesign(BaseModel):
 
     def tool(self, name: str) -> CustomToolDesign:
         return next(t for t in self.custom_tools if t.name == name)
+
+
+VERBS = frozenset(
+    """accept activate add adjust apply approve archive assign average ban block book borrow buy calculate cancel change charge
+    check claim clear close combine comment compensate complete compute confirm count create credit deactivate decline delay
+    delete deliver depart deposit disburse discontinue dismiss dispatch dispute draft edit enroll escalate estimate exchange
+    export extend file find finish flag follow freeze generate get gift grant hide hire import install invite issue join land
+    leave like link list lock log look make mark match merge modify move mute notify open order pause pay pin place plan play
+    post promote publish purchase queue rank rate react reactivate reassign receive recommend reconnect record redeem refund
+    register reject remove rename renew rent reopen repair reply report request reschedule reserve reset resolve restock
+    restore resume return review revoke rsvp save schedule score search send set share ship show skip sort split start stop
+    submit subscribe sum summarize suspend swap sync tag top total track transfer unarchive unblock unfollow unfreeze unlink
+    unlock unmute unpin unsubscribe update upgrade uphold upload verify view void withdraw write""".split()
+)
+"""The words a tool name may start with (``snake_case`` verbs: ``assign_task``, ``search_orders``)."""
+
+
+def _raw_list(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """The mappings of the list ``data[key]`` (others left to the check)."""
+    items = data.get(key)
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+def convention_problems(data: dict[str, Any]) -> list[str]:
+    """The naming conventions a design breaks: ids named ``id``, tool names that are no verbs; one line each."""
+    out = []
+    for i, ent in enumerate(_raw_list(data, "entities")):
+        for j, f in enumerate(_raw_list(ent, "fields")):
+            if f.get("name") == "id":
+                out.append(f"{SOURCE}: entities[{i}].fields[{j}].name: an id named 'id'; name it '{ent.get('name')}_id'")
+    for i, action in enumerate(_raw_list(data, "actions")):
+        out += _action_naming(i, action)
+    return out
+
+
+def _action_naming(i: int, action: dict[str, Any]) -> list[str]:
+    """The naming problems of ``actions[i]``: a name that does not start with a verb, parameters named ``id``."""
+    name = str(action.get("name", ""))
+    out = []
+    if name and name.split("_")[0] not in VERBS:
+        out.append(
+            f"{SOURCE}: actions[{i}].name: {name!r} is not a verb phrase; name a tool by what it does, in snake_case "
+            f"starting with a verb (get_, search_, create_, update_, cancel_, score_...), e.g. 'get_{name}'"
+        )
+    for j, p in enumerate(_raw_list(action, "params")):
+        if p.get("name") == "id":
+            table = p.get("ref") or action.get("entity") or "table"
+            out.append(f"{SOURCE}: actions[{i}].params[{j}].name: {name}: a parameter named 'id'; name it '{table}_id'")
+    return out
 
 
 @dataclass
