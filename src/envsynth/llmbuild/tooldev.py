@@ -33,7 +33,7 @@ from envsynth.compiler.compile import compile_app
 from envsynth.llm.types import Message
 from envsynth.llmbuild.client import BuilderClient
 from envsynth.llmbuild.design import DomainDesign
-from envsynth.llmbuild.prompts import prompt
+from envsynth.llmbuild.prompts import MAX_PROMPT_CHARS, prompt
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, StateBuilder, read_rows, rows_to_bytes
 from envsynth.testing.procedural import ToolTester
@@ -95,8 +95,24 @@ class CaseDrop(BaseModel):
     reason: str = Field(min_length=1, description="why the case is wrong and cannot be fixed")
 
 
+class SpecAmendment(BaseModel):
+    """A change of the tool's specification the debug agent proposes: the keys it changes (None: kept), and why."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    reason: str = Field(min_length=1, description="what the specification lacks or gets wrong")
+    pre: list[Any] | None = Field(None, description="the whole new list of pre-conditions")
+    post: list[Any] | None = Field(None, description="the whole new list of post-conditions")
+    params: list[dict[str, Any]] | None = Field(None, description="the whole new list of parameters")
+    returns: str | None = None
+
+    def changes(self) -> dict[str, Any]:
+        """The specification keys this amendment sets."""
+        return {k: v for k, v in self.model_dump(exclude={"reason"}).items() if v is not None}
+
+
 class DebugReply(BaseModel):
-    """The debug agent's reply: a diagnosis, a new body and/or corrected cases (None: keep), cases to drop with why."""
+    """The debug agent's reply: a diagnosis, a new body and/or corrected cases (None: keep), cases to drop, an amendment."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -104,6 +120,7 @@ class DebugReply(BaseModel):
     code: str | None = None
     cases: list[TestCase] | None = None
     drop: list[CaseDrop] = Field(default_factory=list)
+    amend: SpecAmendment | None = None
 
     @field_validator("code")
     @classmethod
@@ -150,6 +167,7 @@ class ToolOutcome:
         verdicts: the last round's verdicts.
         dropped: why the tool was dropped (None if it ships).
         history: per round: failing verdicts and the debug agent's diagnosis.
+        amendments: the specification changes the debug agent proposed, each ``accepted`` or ``refused`` with why.
     """
 
     name: str
@@ -160,6 +178,7 @@ class ToolOutcome:
     verdicts: list[CaseVerdict] = field(default_factory=list)
     dropped: str | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
+    amendments: list[dict[str, Any]] = field(default_factory=list)
 
     def metrics(self) -> dict[str, Any]:
         return {
@@ -169,6 +188,7 @@ class ToolOutcome:
             "failed_cases": sum(not v.ok for v in self.verdicts),
             "dropped": self.dropped,
             "history": self.history,
+            "amendments": self.amendments,
         }
 
 
@@ -290,7 +310,8 @@ def _spec_text(design: DomainDesign, app: App, name: str, schema: str | None = N
         "bound_rows": bound,
         "checked_before_the_body": [c.check for c in spec.pre],
     }
-    return f"SCHEMA (SQLite):\n{schema or app.schema}\n\nTOOL:\n{json.dumps(info, indent=1, default=str)}"
+    clock = f"REFERENCE DATE: {app.blueprint.reference_date} (the app's clock: now() is {app.now}, today() is {app.blueprint.reference_date})"
+    return f"SCHEMA (SQLite):\n{schema or app.schema}\n\n{clock}\n\nTOOL:\n{json.dumps(info, indent=1, default=str)}"
 
 
 def tool_schema(design: DomainDesign, app: App, name: str) -> str:
@@ -308,11 +329,17 @@ def tool_schema(design: DomainDesign, app: App, name: str) -> str:
     return "\n\n".join([*kept, note] if note else kept)
 
 
+def _fits(client: BuilderClient, messages: list[Message], schema: type[BaseModel]) -> bool:
+    """Whether a request fits the client's prompt budget and :data:`~envsynth.llmbuild.prompts.MAX_PROMPT_CHARS`."""
+    chars = sum(len(str(m.get("content", ""))) for m in messages)
+    return chars <= MAX_PROMPT_CHARS and client.fits(messages, schema)
+
+
 def _fitted_spec(client: BuilderClient, design: DomainDesign, app: App, name: str) -> str:
     """The tool's specification for the code and test agents: the whole schema if it fits, else the tool's tables."""
     for schema in (None, tool_schema(design, app, name)):
         spec = _spec_text(design, app, name, schema)
-        if all(client.fits([{"role": "system", "content": prompt(r)}, {"role": "user", "content": spec}], m) for r, m in _AUTHORS):
+        if all(_fits(client, _author_request(r, spec), m) for r, m in _AUTHORS):
             break
     return spec
 
@@ -371,6 +398,55 @@ def _kept_back(
         )
         kept_back.append(given.get(c.name, c))
     return kept_back
+
+
+def _check_text(rule: Any) -> str:
+    """The condition of a rule as the designer writes it (a string, or ``{check: ...}``)."""
+    return str(rule.get("check", "")) if isinstance(rule, dict) else str(rule)
+
+
+_TRIVIAL = frozenset({"", "true", "1", "not false"})
+"""Checks that always hold: a rule relaxed into one of these is a rule deleted."""
+
+
+def removed_rules(old: list[Any], new: list[Any]) -> int:
+    """How many rules ``new`` lacks compared with ``old`` (a rule whose check always holds counts as removed)."""
+    kept = [r for r in new if _check_text(r).strip().lower() not in _TRIVIAL]
+    return max(0, len(old) - len(kept))
+
+
+def amendment_problem(design: DomainDesign, name: str, amend: SpecAmendment) -> str:
+    """Why the amendment of tool ``name`` is refused ("" if it is accepted): it removes a rule, or the design no longer loads."""
+    tool = design.tool(name)
+    for key in ("pre", "post"):
+        new = getattr(amend, key)
+        if new is not None and removed_rules(getattr(tool, key), new):
+            return (
+                f"amendment refused: it removes {removed_rules(getattr(tool, key), new)} {key}-condition(s) of {name}; "
+                "a rule is relaxed or added, never deleted to make the tool pass"
+            )
+    if not amend.changes():
+        return "amendment refused: it changes nothing (give the new pre, post, params or returns)"
+    trial = _amended(design, name, amend)
+    problems = [p for p in trial.problems() if name in p or "custom_tools" in p]
+    if problems:
+        return "amendment refused: the amended specification does not load: " + "; ".join(problems[:3])
+    return ""
+
+
+def _amended(design: DomainDesign, name: str, amend: SpecAmendment) -> DomainDesign:
+    """A copy of ``design`` with tool ``name`` amended."""
+    tools = [t.model_copy(update=amend.changes()) if t.name == name else t for t in design.custom_tools]
+    return design.model_copy(update={"custom_tools": tools})
+
+
+def apply_amendment(design: DomainDesign, name: str, amend: SpecAmendment) -> str:
+    """Amend tool ``name`` of ``design`` in place when the rules accept it; returns why it is refused ("" if applied)."""
+    why = amendment_problem(design, name, amend)
+    if not why:
+        index = next(i for i, t in enumerate(design.custom_tools) if t.name == name)
+        design.custom_tools[index] = design.tool(name).model_copy(update=amend.changes())
+    return why
 
 
 def _unique_names(cases: list[TestCase]) -> list[TestCase]:
@@ -444,7 +520,7 @@ def debug_messages_for(client: BuilderClient, design: DomainDesign, name: str, s
     out = ToolOutcome(name, code="return {}", cases=[TestCase(name="the normal path", arguments=params, expect="success")])
     detail = "Traceback (most recent call last):\n" + '  File "tools.py", line 1, in body\n' * 40
     failing = [CaseVerdict("procedural: success", "procedural", False, "success", "unexpected_failure", stable_detail(detail))]
-    return _debug_messages(spec, out, failing, lambda m: client.fits(m, DebugReply))
+    return _debug_messages(spec, out, failing, lambda m: _fits(client, m, DebugReply))
 
 
 async def develop_tool(
@@ -479,8 +555,10 @@ async def develop_tool(
         if not failing:
             out.passed = True
             return out
-        if attempt == rounds or not await _debug_round(client, spec, out, failing, attempt):
+        if attempt == rounds or not await _debug_round(client, design, spec, out, failing, attempt):
             break
+        if out.amendments and out.amendments[-1]["round"] == out.debug_rounds and out.amendments[-1]["accepted"]:
+            spec = _fitted_spec(client, design, tool_app(design, name, "return {}", seed), name)
     failing = [v for v in out.verdicts if not v.ok]
     first = failing[0]
     out.dropped = (
@@ -490,11 +568,13 @@ async def develop_tool(
     return out
 
 
-async def _debug_round(client: BuilderClient, spec: str, out: ToolOutcome, failing: list[CaseVerdict], attempt: int) -> bool:
-    """One debug agent round: its fix applied to ``out`` under the case rules; False when it gave nothing usable."""
+async def _debug_round(
+    client: BuilderClient, design: DomainDesign, spec: str, out: ToolOutcome, failing: list[CaseVerdict], attempt: int
+) -> bool:
+    """One debug agent round: its fix applied to ``out`` under the case and rule rules; False when it gave nothing usable."""
     from envsynth.llmbuild.client import RoleError
 
-    messages = _debug_messages(spec, out, failing, lambda m: client.fits(m, DebugReply))
+    messages = _debug_messages(spec, out, failing, lambda m: _fits(client, m, DebugReply))
     names = [v.case for v in failing]
     try:
         fix = await client.structured("debugger", messages, DebugReply, tag=f"{out.name}: round {attempt + 1}")
@@ -508,7 +588,13 @@ async def _debug_round(client: BuilderClient, spec: str, out: ToolOutcome, faili
     refused: list[str] = []
     if fix.cases is not None or fix.drop:
         out.cases, refused = merge_cases(out.cases, fix, out.verdicts)
+    if fix.amend is not None:
+        why = apply_amendment(design, out.name, fix.amend)
+        record = {"round": out.debug_rounds, "reason": fix.amend.reason, "changes": fix.amend.changes(), "accepted": not why}
+        out.amendments.append({**record, "refused": why} if why else record)
+        refused += [why] if why else []
     changed = [k for k in ("code", "cases") if getattr(fix, k) is not None] + (["drop"] if fix.drop else [])
+    changed += ["spec (amended: " + fix.amend.reason[:160] + ")"] if fix.amend is not None and not out.amendments[-1].get("refused") else []
     out.history.append(
         {"failing": len(failing), "failing_cases": names, "diagnosis": fix.diagnosis, "changed": changed, "refused": refused}
     )
