@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -114,16 +115,10 @@ class DomainDesign(BaseModel):
 
 
 VERBS = frozenset(
-    """accept activate add adjust apply approve archive assign average ban block book borrow buy calculate cancel change charge
-    check claim clear close combine comment compensate complete compute confirm count create credit deactivate decline delay
-    delete deliver depart deposit disburse discontinue dismiss dispatch dispute draft edit enroll escalate estimate exchange
-    export extend file find finish flag follow freeze generate get gift grant hide hire import install invite issue join land
-    leave like link list lock log look make mark match merge modify move mute notify open order pause pay pin place plan play
-    post promote publish purchase queue rank rate react reactivate reassign receive recommend reconnect record redeem refund
-    register reject remove rename renew rent reopen repair reply report request reschedule reserve reset resolve restock
-    restore resume return review revoke rsvp save schedule score search send set share ship show skip sort split start stop
-    submit subscribe sum summarize suspend swap sync tag top total track transfer unarchive unblock unfollow unfreeze unlink
-    unlock unmute unpin unsubscribe update upgrade uphold upload verify view void withdraw write""".split()
+    w
+    for line in (resources.files("envsynth.llmbuild") / "prompts" / "verbs.txt").read_text(encoding="utf-8").splitlines()
+    if not line.startswith("#")
+    for w in line.split()
 )
 """The words a tool name may start with (``snake_case`` verbs: ``assign_task``, ``search_orders``)."""
 

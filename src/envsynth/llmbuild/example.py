@@ -70,7 +70,9 @@ def example_blueprint() -> dict[str, Any]:
         "users": cat["users"],
         "workflows": spec["workflows"],
         "policy": spec["policy"],
-        "entities": [_table(e, spec["entities"][e["name"]], set(spec.get("no_gen", []))) for e in _picked(cat["entities"], list(spec["entities"]))],
+        "entities": [
+            _table(e, spec["entities"][e["name"]], set(spec.get("no_gen", []))) for e in _picked(cat["entities"], list(spec["entities"]))
+        ],
         "actions": _picked(cat["actions"], spec["actions"]),
     }
 

@@ -310,7 +310,9 @@ def _spec_text(design: DomainDesign, app: App, name: str, schema: str | None = N
         "bound_rows": bound,
         "checked_before_the_body": [c.check for c in spec.pre],
     }
-    clock = f"REFERENCE DATE: {app.blueprint.reference_date} (the app's clock: now() is {app.now}, today() is {app.blueprint.reference_date})"
+    clock = (
+        f"REFERENCE DATE: {app.blueprint.reference_date} (the app's clock: now() is {app.now}, today() is {app.blueprint.reference_date})"
+    )
     return f"SCHEMA (SQLite):\n{schema or app.schema}\n\n{clock}\n\nTOOL:\n{json.dumps(info, indent=1, default=str)}"
 
 
