@@ -223,7 +223,7 @@ class ScriptedBuilder:
             {"source": "post_job", "target": "send_offer_letter", "kind": "logic", "reason": "Offers follow postings."},
         ]
         text = message_text(messages[0].get("content"))
-        detailed = set(re.findall(r"^- (\w+) \(", _section(text, "Tools"), re.MULTILINE))
+        detailed = set(re.findall(r"^- (\w+)\(", _section(text, "Tools"), re.MULTILINE))
         listed = set(re.findall(r"^- (\w+)\(", _section(text, "Every tool of the app"), re.MULTILINE)) or detailed
         # a prompt about one group of tools gets the edges into that group (an edge to a made-up tool: with its source)
         mine = [e for e in edges if e["target"] in detailed or (e["target"] not in listed and e["source"] in detailed)]
