@@ -198,12 +198,17 @@ def correction_note(problems: list[str], round_no: int, max_rounds: int) -> str:
     )
 
 
-def design_messages(keyword: str, description: str | None = None) -> list[dict[str, str]]:
-    """The designer's first request: its prompt (with the worked example) and the keyword."""
+NO_EXAMPLE = "(The worked example was in the first request; fix the problems listed after your design.)"
+"""What stands for the worked example in a correction round's prompt (the problems to fix take its room)."""
+
+
+def design_messages(keyword: str, description: str | None = None, *, example: bool = True) -> list[dict[str, str]]:
+    """The designer's request: its prompt (with the worked example, unless ``example`` is False) and the keyword."""
     ask = f"Domain keyword: {keyword}"
     if description:
         ask += f"\nDescription: {description}"
-    return [{"role": "system", "content": prompt("designer")}, {"role": "user", "content": ask}]
+    system = prompt("designer") if example else prompt("designer", example=NO_EXAMPLE)
+    return [{"role": "system", "content": system}, {"role": "user", "content": ask}]
 
 
 async def design_domain(
@@ -218,6 +223,7 @@ async def design_domain(
     if max_rounds < 1:
         raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
     messages = design_messages(keyword, description)
+    shorter = design_messages(keyword, description, example=False)  # correction rounds: the problems instead of the example
     out: list[list[str]] = []
     convo = messages
     for round_no in range(1, max_rounds + 1):
@@ -228,5 +234,5 @@ async def design_domain(
             return Designed(design, out)
         if round_no < max_rounds:
             reply = json.dumps(design.model_dump(), indent=1, ensure_ascii=False)
-            convo = client.follow_up(messages, reply, correction_note(problems, round_no, max_rounds), DomainDesign.model_json_schema())
+            convo = client.follow_up(shorter, reply, correction_note(problems, round_no, max_rounds), DomainDesign.model_json_schema())
     raise DesignProblems(out)

@@ -77,9 +77,41 @@ def example_blueprint() -> dict[str, Any]:
     }
 
 
-def _yaml(data: Any) -> str:
-    """``data`` as compact block YAML (flow style for short lists and rows)."""
-    return yaml.safe_dump(data, sort_keys=False, width=170, allow_unicode=True, default_flow_style=None).strip()
+FLOW_WIDTH = 170
+"""A mapping in a list is written on one line (``- {name: ..., type: ...}``) when it fits this many characters."""
+
+
+def _flow(data: Any) -> str:
+    """``data`` as one line of flow-style YAML."""
+    return yaml.safe_dump(data, default_flow_style=True, width=100_000, allow_unicode=True, sort_keys=False).strip()
+
+
+def _yaml(data: Any, indent: str = "") -> str:
+    """``data`` as compact YAML: mappings in blocks, short values on one line, list items at their key's indent."""
+    if isinstance(data, dict):
+        lines = []
+        for key, value in data.items():
+            short = len(indent) + len(_flow({key: value})) <= FLOW_WIDTH and not (isinstance(value, list) and not all(map(_scalar, value)))
+            if isinstance(value, str) and "\n" in value:
+                body = "\n".join(f"{indent} {line}" for line in value.rstrip("\n").splitlines())
+                lines.append(f"{indent}{key}: |\n{body}")
+            elif isinstance(value, dict | list) and value and not short:
+                lines.append(f"{indent}{key}:\n{_yaml(value, indent if isinstance(value, list) else indent + ' ')}")
+            else:
+                lines.append(f"{indent}{_flow({key: value})[1:-1]}")
+        return "\n".join(lines)
+    out = []
+    for item in data:
+        flat = _flow(item)
+        if _scalar(item) or len(indent) + len(flat) <= FLOW_WIDTH:
+            out.append(f"{indent}- {flat}")
+        else:
+            out.append(f"{indent}- " + _yaml(item, indent + "  ").lstrip())
+    return "\n".join(out)
+
+
+def _scalar(value: Any) -> bool:
+    return not isinstance(value, dict | list)
 
 
 def custom_tool() -> dict[str, Any]:
@@ -88,12 +120,26 @@ def custom_tool() -> dict[str, Any]:
 
 
 def designer_example() -> str:
-    """The designer's example: the blueprint (rows trimmed) and the custom tool as a design (no code)."""
+    """The designer's example: the blueprint and the custom tool as a design (no code), trimmed to stay short.
+
+    Trimmed: the users' descriptions, the fields' descriptions, long sample generators,
+    empty lists, the blueprint description past its first sentence, rows, and the custom
+    tool's rules past the first one.
+    """
     bp = example_blueprint()
     bp["description"] = bp["description"].split(". ")[0] + "."
+    bp["users"] = [{k: v for k, v in u.items() if k != "description"} for u in bp["users"]]
     for ent in bp["entities"]:
         ent["rows"] = min(ent.get("rows", 20), 20)
-    tool = {k: v for k, v in custom_tool().items() if k not in ("kind", "code")}
+        for key in [k for k, v in ent.items() if v == []]:
+            ent.pop(key)
+        for f in ent["fields"]:
+            f.pop("description", None)
+            if len(_flow(f.get("gen", {}))) > 40:
+                f.pop("gen")
+    tool = {k: v for k, v in custom_tool().items() if k not in ("kind", "code", "reasons")}
+    tool["pre"], tool["post"] = tool["pre"][:1], tool["post"][:1]
+    tool["params"] = [{k: v for k, v in p.items() if k != "description"} for p in tool["params"]]
     bp["actions"] = [a for a in bp["actions"] if a["name"] != CUSTOM_TOOL]
     return _yaml({"blueprint": bp, "custom_tools": [tool]})
 

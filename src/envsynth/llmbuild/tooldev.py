@@ -331,6 +331,14 @@ def tool_schema(design: DomainDesign, app: App, name: str) -> str:
     return "\n\n".join([*kept, note] if note else kept)
 
 
+def debug_spec(design: DomainDesign, app: App, name: str) -> str:
+    """The tool's specification for the debug agent: the tables it touches only (room for the verdicts and earlier rounds).
+
+    Built from ``app`` compiled with the design as it is now, so an accepted amendment shows.
+    """
+    return _spec_text(design, app, name, tool_schema(design, app, name))
+
+
 def _fits(client: BuilderClient, messages: list[Message], schema: type[BaseModel]) -> bool:
     """Whether a request fits the client's prompt budget and :data:`~envsynth.llmbuild.prompts.MAX_PROMPT_CHARS`."""
     chars = sum(len(str(m.get("content", ""))) for m in messages)
@@ -517,7 +525,7 @@ def author_messages(client: BuilderClient, design: DomainDesign, name: str, role
 def debug_messages_for(client: BuilderClient, design: DomainDesign, name: str, seed: int = 0) -> list[Message]:
     """A first debug request for tool ``name`` at its largest: one case, a procedural verdict with a long traceback."""
     app = tool_app(design, name, "return {}", seed)
-    spec = _fitted_spec(client, design, app, name)
+    spec = debug_spec(design, app, name)
     params = {p.name: f"<{p.type}>" for p in app.spec_by_name[name].params}
     out = ToolOutcome(name, code="return {}", cases=[TestCase(name="the normal path", arguments=params, expect="success")])
     detail = "Traceback (most recent call last):\n" + '  File "tools.py", line 1, in body\n' * 40
@@ -557,10 +565,8 @@ async def develop_tool(
         if not failing:
             out.passed = True
             return out
-        if attempt == rounds or not await _debug_round(client, design, spec, out, failing, attempt):
+        if attempt == rounds or not await _debug_round(client, design, debug_spec(design, app, name), out, failing, attempt):
             break
-        if out.amendments and out.amendments[-1]["round"] == out.debug_rounds and out.amendments[-1]["accepted"]:
-            spec = _fitted_spec(client, design, tool_app(design, name, "return {}", seed), name)
     failing = [v for v in out.verdicts if not v.ok]
     first = failing[0]
     out.dropped = (
