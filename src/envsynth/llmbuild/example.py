@@ -145,10 +145,11 @@ def designer_example() -> str:
 
 
 def coder_example() -> str:
-    """The code agent's example: the custom tool's specification and the body the catalogue ships."""
+    """The code agent's example: the custom tool's signature and what it writes, then the body the catalogue ships."""
     tool = custom_tool()
-    spec = {k: v for k, v in tool.items() if k in ("name", "entity", "params", "pre", "post", "writes", "returns")}
-    return f"{_yaml(spec)}\nbody:\n{tool['code'].rstrip()}"
+    params = ", ".join(p["name"] for p in tool["params"])
+    writes = ", ".join(f"{t}.{f}" for t, fields in tool["writes"].items() for f in fields)
+    return f"`{tool['name']}({params})`, writes {writes}:\n{tool['code'].rstrip()}"
 
 
 def tester_example() -> str:
@@ -158,4 +159,4 @@ def tester_example() -> str:
 
 def debugger_example() -> str:
     """The debug agent's example of a spec amendment, as JSON."""
-    return json.dumps({"diagnosis": "...", "amend": example_spec()["amend"]}, ensure_ascii=False)
+    return json.dumps({"diagnosis": "...", "amend": example_spec()["amend"]}, ensure_ascii=False, separators=(",", ":"))

@@ -23,9 +23,9 @@ import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 from envsynth.blueprint.codecheck import check_tool_code
 from envsynth.blueprint.errors import BlueprintError
@@ -100,10 +100,10 @@ class SpecAmendment(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    reason: str = Field(min_length=1, description="what the specification lacks or gets wrong")
-    pre: list[Any] | None = Field(None, description="the whole new list of pre-conditions")
-    post: list[Any] | None = Field(None, description="the whole new list of post-conditions")
-    params: list[dict[str, Any]] | None = Field(None, description="the whole new list of parameters")
+    reason: str = Field(min_length=1)
+    pre: list[Any] | None = None
+    post: list[Any] | None = None
+    params: list[dict[str, Any]] | None = None
     returns: str | None = None
 
     def changes(self) -> dict[str, Any]:
@@ -120,7 +120,7 @@ class DebugReply(BaseModel):
     code: str | None = None
     cases: list[TestCase] | None = None
     drop: list[CaseDrop] = Field(default_factory=list)
-    amend: SpecAmendment | None = None
+    amend: Annotated[SpecAmendment | None, WithJsonSchema({"type": ["object", "null"]})] = None
 
     @field_validator("code")
     @classmethod
@@ -305,7 +305,7 @@ def _spec_text(design: DomainDesign, app: App, name: str, schema: str | None = N
     spec = app.spec_by_name[name]
     bound = {b.alias: b.entity for b in spec.bindings}
     info = {
-        "tool": t.model_dump(),
+        "tool": t.model_dump(exclude_defaults=True),
         "parameters": [p.model_dump(include={"name", "type", "required", "description"}) for p in spec.params],
         "bound_rows": bound,
         "checked_before_the_body": [c.check for c in spec.pre],
@@ -487,17 +487,21 @@ _DEBUG_SHAPES = ((12, 1500, 99, False), (12, 400, 99, False), (6, 300, 3, False)
 
 
 def _debug_messages(spec: str, out: ToolOutcome, failing: list[CaseVerdict], fit: Callable[[list[Message]], bool]) -> list[Message]:
-    """The debugger's prompt, shortened (verdict details, fewer verdicts and rounds, only failing cases) until ``fit`` accepts it."""
+    """The debugger's prompt, shortened (verdict details, fewer verdicts and rounds, only failing cases) until ``fit`` accepts it.
+
+    When even the shortest shape does not fit, the shapes are tried again without the SQL schema.
+    """
     system = {"role": "system", "content": prompt("debugger")}
     failed = {v.case for v in failing}
     messages: list[Message] = []
-    for n_verdicts, detail, rounds, only_failing in _DEBUG_SHAPES:
+    bare = re.sub(r"^SCHEMA \(SQLite\):\n.*?\n\n(?=REFERENCE DATE)", "SCHEMA: left out to fit the context.\n\n", spec, flags=re.DOTALL)
+    for text, (n_verdicts, detail, rounds, only_failing) in [(s, shape) for s in (spec, bare) for shape in _DEBUG_SHAPES]:
         report = json.dumps([{**v.to_dict(), "detail": v.detail[-detail:]} for v in failing[:n_verdicts]], indent=1)
         shown = [c for c in out.cases if c.name in failed] if only_failing else out.cases
         cases = _cases_json(shown) if not only_failing else json.dumps([c.model_dump() for c in shown], default=str)
         if len(shown) < len(out.cases):
             cases += f"\n({len(out.cases) - len(shown)} passing case(s) not shown: they are kept)"
-        ask = f"{spec}\n\nCURRENT CODE:\n{out.code}\n\nCASES:\n{cases}\n\nFAILING VERDICTS:\n{report}"
+        ask = f"{text}\n\nCURRENT CODE:\n{out.code}\n\nCASES:\n{cases}\n\nFAILING VERDICTS:\n{report}"
         earlier = out.history[-rounds:] if rounds else []
         if earlier:
             ask += "\n\nEARLIER ROUNDS (these did not make every case pass; do not repeat a fix that did not work):\n"
