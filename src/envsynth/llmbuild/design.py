@@ -227,7 +227,7 @@ async def design_domain(
     out: list[list[str]] = []
     convo = messages
     for round_no in range(1, max_rounds + 1):
-        design = await client.structured("designer", convo, DomainDesign)
+        design = await client.structured("designer", convo, DomainDesign, retry_messages=shorter if convo is messages else None)
         problems = design.problems()
         out.append(problems)
         if not problems:
