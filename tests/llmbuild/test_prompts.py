@@ -54,9 +54,19 @@ def test_each_role_shows_the_part_of_the_example_it_needs() -> None:
     assert design["custom_tools"][0]["name"] == "reassign_open_tasks" and "code" not in design["custom_tools"][0]
     assert "days(30)" in prompt("designer") and "workflows" in prompt("designer") and "say:" in prompt("designer")
     assert check_tool_code(custom_tool()["code"]) == [] and custom_tool()["code"].strip()[:20] in prompt("coder")
-    assert "ctx.now()" in prompt("coder") and "REFERENCE DATE" in prompt("coder") and "timedelta" in prompt("coder")
+    assert "ctx.now()" in prompt("coder") and "REFERENCE DATE" in prompt("coder") and "ctx.date_add(" in prompt("coder")
     assert "REFERENCE DATE" in prompt("tester") and '"expect_rows"' in prompt("tester")
     assert '"amend"' in prompt("debugger")
+
+
+def test_the_date_helpers_the_coder_is_taught_exist_on_the_tools_context() -> None:
+    import re
+
+    from envsynth.runtime.toolkit import Context
+
+    taught = set(re.findall(r"ctx\.(\w+)\(", prompt("coder")))
+    assert {"now", "today", "days", "hours", "date_add", "date_sub", "every"} <= taught
+    assert all(hasattr(Context, name) for name in taught), taught - {n for n in taught if hasattr(Context, n)}
 
 
 def test_the_example_case_passes_and_the_example_amendment_is_accepted() -> None:
