@@ -146,7 +146,7 @@ def test_faults_end_in_a_stop_or_a_corpus_and_the_counts_match_the_endpoint(serv
 def test_a_small_context_server_gets_fitted_prompts_and_its_400s_end_cleanly(server: tuple[str, FaultServer], tmp_path: Path) -> None:
     url, faults = server
     out = tmp_path / "corpus"
-    faults.context = 5000  # the model has 5000 tokens; the client is told 8192, so long prompts get a 400
+    faults.context = 4600  # the model has 4600 tokens; the client is told 8192, so long prompts get a 400
     res = build(url, out, max_output_tokens=2048)
     assert 400 in faults.statuses  # the server did refuse prompts as too long
     m = res.metrics

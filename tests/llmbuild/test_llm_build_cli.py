@@ -84,7 +84,7 @@ def test_build_llm_against_a_local_server(server: tuple[str, Server], tmp_path: 
     assert json.loads(ran.stdout)["pass@1"] == 1.0
     # inspect shows the operational metrics
     shown = json.loads(envsynth("inspect", str(out), "--json").stdout)
-    assert shown["llm_build"]["domains"]["Job Seeking"]["tools_dropped"].keys() == {"candidate_match_score"}
+    assert shown["llm_build"]["domains"]["Job Seeking"]["tools_dropped"].keys() == {"score_candidate_match"}
     assert shown["apps"][0]["provenance"]["llm_builder"]["custom_tools"]["shipped"] == 2
     # a rerun costs nothing: every call is a cache hit, and the server sees no request
     before = len(scripted.bodies)

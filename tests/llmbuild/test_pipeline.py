@@ -43,7 +43,7 @@ def test_keyword_to_a_tested_app(first: tuple[Path, LLMBuildResult, ScriptedProv
     out, res, _ = first
     app = App.load(out / "apps" / APP)
     names = {s.name for s in app.specs}
-    assert {"withdraw_application", "schedule_interview"} <= names and "candidate_match_score" not in names
+    assert {"withdraw_application", "schedule_interview"} <= names and "score_candidate_match" not in names
     assert all(s.untrusted for s in app.specs if s.code is not None)
     summary = json.loads((out / "apps" / APP / "tests.json").read_text())["summary"]
     assert summary["failed"] == 0 and summary["unexpected_failure"] == 0 and summary["cases"] > 100
@@ -54,9 +54,9 @@ def test_keyword_to_a_tested_app(first: tuple[Path, LLMBuildResult, ScriptedProv
 def test_the_debug_loop_repairs_and_drops(first: tuple[Path, LLMBuildResult, ScriptedProvider]) -> None:
     _, res, _ = first
     m = res.metrics["domains"]["Job Seeking"]
-    assert m["debug_rounds"] == {"withdraw_application": 1, "schedule_interview": 0, "candidate_match_score": 3}
+    assert m["debug_rounds"] == {"withdraw_application": 1, "schedule_interview": 0, "score_candidate_match": 3}
     assert m["custom_tools"] == {"designed": 3, "shipped": 2, "success_rate": 0.6667}
-    assert "still fail after 3 debug round(s)" in m["tools_dropped"]["candidate_match_score"]
+    assert "still fail after 3 debug round(s)" in m["tools_dropped"]["score_candidate_match"]
     repaired = m["tools"]["withdraw_application"]
     assert repaired["passed"] and repaired["history"][0]["failing"] >= 1 and "applicant_count" in repaired["history"][0]["diagnosis"]
     assert m["roles"]["designer"]["invalid_outputs"] == 1  # the cut-off design was sent back and corrected

@@ -14,7 +14,7 @@ from envsynth.llmbuild.design import DomainDesign
 from envsynth.llmbuild.scripted import CASES, ScriptedBuilder, _design, role_of
 from envsynth.llmbuild.tooldev import CaseVerdict, DebugReply, TestCase, develop_tool, merge_cases
 
-TOOL = "candidate_match_score"
+TOOL = "score_candidate_match"
 FULL_MATCH = CASES[TOOL][0]["name"]  # six years for a mid-level role: expects a score of 100
 
 # off by a hundredth: the unit case catches it, the procedural cases (no declared post-condition on the score) do not

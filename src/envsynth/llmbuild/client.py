@@ -264,12 +264,23 @@ class BuilderClient:
         resp = await self._call(role, messages, mode="text", schema=None, extra={}, fallback=fallback, tag=tag)
         return message_text(resp.message.get("content"))
 
-    async def structured(self, role: str, messages: list[Message], schema: type[T], *, fallback: bool = False, tag: str | None = None) -> T:
+    async def structured(
+        self,
+        role: str,
+        messages: list[Message],
+        schema: type[T],
+        *,
+        fallback: bool = False,
+        tag: str | None = None,
+        retry_messages: list[Message] | None = None,
+    ) -> T:
         """A reply validated as ``schema``, asking again with the error after an invalid one.
 
         Args:
             role: the role asking (its stats).
             messages: the conversation.
+            retry_messages: the conversation a correction is appended to (default ``messages``;
+                the designer's leaves out its worked example, so the invalid reply has room).
             schema: the reply's model.
             fallback: the caller has a fallback: a call that fails after retries raises
                 :class:`CallFailed` (until :data:`MAX_FAILURES` in a row), not a stop.
@@ -299,7 +310,7 @@ class BuilderClient:
             if not isinstance(resp, _Replayed):
                 stats.invalid_outputs += 1
             errors.append(error)
-            convo = self._correction(messages, text, schema, schema_json, error)
+            convo = self._correction(retry_messages or messages, text, schema, schema_json, error)
         raise StructuredOutputError(role, self.max_invalid + 1, errors)
 
     def _correction(

@@ -91,6 +91,13 @@ def builder_client(
     )
 
 
+def amendment_line(amendment: dict[str, Any]) -> str:
+    """One spec amendment of the debug agent in words: its round, what it changed, why, and whether it was applied."""
+    keys = ", ".join(amendment.get("changes", {})) or "nothing"
+    verdict = "applied" if amendment.get("accepted") else f"refused ({amendment.get('refused', '')[:120]})"
+    return f"round {amendment.get('round')}: {keys} ({amendment.get('reason', '')[:120]}): {verdict}"
+
+
 def metrics_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
     """The headline numbers of ``llm_build.json`` as (label, value) rows, for a table."""
     total = metrics["client"]["total"]
@@ -118,6 +125,8 @@ def metrics_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
             problems = " -> ".join(str(n) for n in m.get("design_problems", []))
             rows.append((f"{keyword}: design rounds (problems)", f"{m['design_rounds']} ({problems})"))
         rows.append((f"{keyword}: debug rounds", ", ".join(f"{k} {v}" for k, v in m.get("debug_rounds", {}).items()) or "-"))
+        for tool, amendments in m.get("spec_amendments", {}).items():
+            rows += [(f"{keyword}: {tool} spec amendment", amendment_line(a)) for a in amendments]
         if m.get("error"):
             rows.append((f"{keyword}: failed", str(m["error"])[:200]))
     return rows

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from envsynth.blueprint.spec import ParamSpec, ToolSpec
 from envsynth.graph import GRAPH_FILE, ToolGraph
 from envsynth.graph.schema import schema_from_blueprint
-from envsynth.llmbuild.prompts import prompt
+from envsynth.llmbuild.prompts import MAX_PROMPT_CHARS, prompt
 from envsynth.runtime.app import App
 from envsynth.runtime.state import StateBuilder
 from envsynth.tasks.building.instantiate import ChainFailed, execute, instantiate
@@ -50,6 +50,7 @@ __all__ = [
     "check_edge",
     "compact_tools_text",
     "dependency_prompt",
+    "dependency_requests",
     "edges_text",
     "propose_dependencies",
     "tool_groups",
@@ -123,7 +124,7 @@ async def propose_dependencies(client: Any, app: App, graph: ToolGraph, *, seed:
     """
     from envsynth.llmbuild.client import RoleError
 
-    groups = tool_groups(app, graph, client.prompt_budget - _schema_tokens(), max_edges)
+    groups = _groups(client, app, graph, max_edges)
     edges: list[ProposedEdge] = []
     over: list[ProposedEdge] = []
     failures: list[str] = []
@@ -142,6 +143,20 @@ async def propose_dependencies(client: Any, app: App, graph: ToolGraph, *, seed:
     result.failures = failures
     result.groups = len(groups)
     return result
+
+
+def _groups(client: Any, app: App, graph: ToolGraph, max_edges: int) -> list[list[str]]:
+    """The tool groups asked about: each prompt fits the client's budget and :data:`MAX_PROMPT_CHARS`."""
+    from envsynth.llmbuild.client import CHARS_PER_TOKEN
+
+    budget = min(client.prompt_budget, MAX_PROMPT_CHARS // CHARS_PER_TOKEN) - _schema_tokens()
+    return tool_groups(app, graph, budget, max_edges)
+
+
+def dependency_requests(app: App, graph: ToolGraph, client: Any, max_edges: int = 20) -> list[list[dict[str, str]]]:
+    """The requests :func:`propose_dependencies` sends for ``app``, one per tool group."""
+    groups = _groups(client, app, graph, max_edges)
+    return [[{"role": "user", "content": dependency_prompt(app, graph, g, max_edges, whole=len(groups) == 1)}] for g in groups]
 
 
 def _schema_tokens() -> int:
@@ -434,46 +449,63 @@ def compact_tools_text(app: App) -> str:
     return "\n".join(lines)
 
 
+def _param_text(p: ParamSpec) -> str:
+    """A parameter as a signature shows it: ``name?: type`` (``?``: optional), what it takes, its values."""
+    what = f"{p.ref} id" if p.ref else p.type + (f" ={p.field}" if p.field else "")
+    values = " " + "/".join(p.enum) if p.enum else ""
+    return f"{p.name}{'' if p.required else '?'}: {what}{values}"
+
+
+def _effect_text(ef: Any) -> str:
+    """An effect without what is plain from the signature (a column set from its own parameter, a new id)."""
+    vals = ", ".join(f"{k}={v}" for k, v in ef.values.items() if v not in (k, "new_id()"))
+    return f"{ef.op} {ef.entity}" + (f" ({vals})" if vals else "")
+
+
 def tools_text(app: App, only: set[str] | None = None) -> str:
-    """Each tool (of ``only``, default all): kind, mode, description, parameters, pre-conditions, effects and what it returns."""
+    """Each tool (of ``only``, default all) as a signature, its mode and description, then its rules and effects.
+
+    ``- name(param: type, optional?: member id) [write] -> the task row: description``, then
+    ``pre:`` (the conditions beyond the rows existing), ``effect:`` and declared ``post:``.
+    """
     out = []
     for s in app.specs:
         if only is not None and s.name not in only:
             continue
-        lines = [f"- {s.name} ({s.kind}, {s.mode}, entity {s.entity}): {s.description}"]
-        params = []
-        for p in s.params:
-            bits = [p.type, "required" if p.required else "optional"]
-            if p.ref:
-                bits.append(f"id of {p.ref}")
-            elif p.field:
-                bits.append(f"= {p.field}")
-            if p.enum:
-                bits.append("one of " + "/".join(p.enum))
-            params.append(f"{p.name} ({', '.join(bits)})")
-        lines.append("  params: " + ("; ".join(params) or "none"))
-        if s.pre:
-            lines.append("  pre: " + "; ".join(c.check for c in s.pre))
-        for ef in s.effects:
-            vals = ", ".join(f"{k}={v}" for k, v in ef.values.items())
-            lines.append(f"  effect: {ef.op} {ef.entity}" + (f" ({vals})" if vals else ""))
+        ent = _result_entity(s)
+        returns = f"the {ent} row" if ent else (s.returns_doc or s.returns)
+        lines = [f"- {s.name}({', '.join(_param_text(p) for p in s.params)}) [{s.mode}] -> {returns}: {s.description}"]
+        rules = [c.check for c in s.pre if not c.check.endswith(" is not None") or " " in c.check.removesuffix(" is not None")]
+        if rules:
+            lines.append("  pre: " + "; ".join(rules))
+        effects = [_effect_text(ef) for ef in s.effects]
+        if effects:
+            lines.append("  effect: " + "; ".join(effects))
         declared = [c.check for c in s.post if c.origin == "declared"]
         if declared:
             lines.append("  post: " + "; ".join(declared))
-        ent = _result_entity(s)
-        lines.append(f"  returns: {f'the {ent} row' if ent else s.returns_doc or s.returns}")
         out.append("\n".join(lines))
     return "\n".join(out)
 
 
+MAX_LISTED_SOURCES = 5
+"""A target parameter fed by more sources than this shows how many, of which entity, and the first few."""
+
+
 def edges_text(graph: ToolGraph, targets: set[str] | None = None) -> str:
-    """The found edges (into ``targets``, default all), compactly: data grouped by target parameter, logic one a line, state per table."""
-    lines = ["data (target.param <- sources):"]
+    """The found edges (into ``targets``, default all), compactly: data by target parameter, logic one a line, state per table.
+
+    A parameter fed by many tools (an id every tool returning that row carries) shows their
+    number, the entity and the first :data:`MAX_LISTED_SOURCES`, not every name.
+    """
     groups: dict[tuple[str, str], list[str]] = {}
+    carried: dict[tuple[str, str], str] = {}
     for u, v, _, a in graph.edges("data"):
         if targets is None or v in targets:
             groups.setdefault((v, a["param"]), []).append(u)
-    lines += [f"  {v}.{p} <- {', '.join(sorted(us))}" for (v, p), us in sorted(groups.items())]
+            carried[(v, a["param"])] = str(a.get("entity") or "")
+    lines = ["data (target.param <- sources):"]
+    lines += [f"  {v}.{p} <- {_sources_text(sorted(us), carried[(v, p)])}" for (v, p), us in sorted(groups.items())]
     lines.append("logic (source -> target: what the source establishes):")
     for u, v, _, a in graph.edges("logic"):
         if targets is not None and v not in targets:
@@ -488,3 +520,11 @@ def edges_text(graph: ToolGraph, targets: set[str] | None = None) -> str:
         + "; ".join(f"{t} written by {len(w)} tools" for t, w in sorted(tables.items()))
     )
     return "\n".join(lines)
+
+
+def _sources_text(sources: list[str], entity: str) -> str:
+    """The sources of one parameter: every name, or how many (of which entity's rows) and the first few."""
+    if len(sources) <= MAX_LISTED_SOURCES:
+        return ", ".join(sources)
+    rows = f" returning {entity} ids" if entity else ""
+    return f"{len(sources)} tools{rows} ({', '.join(sources[:MAX_LISTED_SOURCES])}, ...)"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -51,10 +52,15 @@ class CustomToolDesign(BaseModel):
     creates: list[str] = Field(default_factory=list)
     deletes: list[str] = Field(default_factory=list)
     returns: str = ""
+    say: str | None = None
+    reasons: list[str] = Field(default_factory=list)
+    asked_by: list[str] | None = None
 
     def action(self, code: str) -> dict[str, Any]:
-        """The blueprint action of this tool with ``code`` as its (untrusted) body."""
-        return {"kind": "custom", **self.model_dump(), "code": code, "untrusted": True}
+        """The blueprint action of this tool with ``code`` as its (untrusted) body (language keys only when given)."""
+        data = self.model_dump(exclude={"say", "reasons", "asked_by"})
+        words = self.model_dump(include={"say", "reasons", "asked_by"}, exclude_none=True, exclude_defaults=True)
+        return {"kind": "custom", **data, **words, "code": code, "untrusted": True}
 
 
 class DomainDesign(BaseModel):
@@ -87,11 +93,14 @@ class DomainDesign(BaseModel):
         """Every problem of the design, one line each as ``envsynth check`` reports them (none: it builds)."""
         from envsynth.check import check_data, one_line
 
+        data = self.data({})
         try:
-            report = check_data(self.data({}), SOURCE)
+            report = check_data(data, SOURCE)
         except Exception as exc:  # the checker itself failed on this data: that is the problem to report
             return [f"{SOURCE}: the blueprint cannot be checked: {type(exc).__name__}: {one_line(str(exc))[:300]}"]
-        return [self._located(one_line(p.line())) for p in report.problems]
+        found = [one_line(p.line()) for p in report.problems] + convention_problems(data)
+        found += [f"{one_line(w.line())}: write it" for w in report.warnings]
+        return [self._located(line) for line in found]
 
     def to_blueprint(self, code: dict[str, str], keep: set[str] | None = None) -> Blueprint:
         """The blueprint with the custom tools in ``keep`` (default: all), bodies from ``code``.
@@ -103,6 +112,49 @@ class DomainDesign(BaseModel):
 
     def tool(self, name: str) -> CustomToolDesign:
         return next(t for t in self.custom_tools if t.name == name)
+
+
+VERBS = frozenset(
+    w
+    for line in (resources.files("envsynth.llmbuild") / "prompts" / "verbs.txt").read_text(encoding="utf-8").splitlines()
+    if not line.startswith("#")
+    for w in line.split()
+)
+"""The words a tool name may start with (``snake_case`` verbs: ``assign_task``, ``search_orders``)."""
+
+
+def _raw_list(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """The mappings of the list ``data[key]`` (others left to the check)."""
+    items = data.get(key)
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+def convention_problems(data: dict[str, Any]) -> list[str]:
+    """The naming conventions a design breaks: ids named ``id``, tool names that are no verbs; one line each."""
+    out = []
+    for i, ent in enumerate(_raw_list(data, "entities")):
+        for j, f in enumerate(_raw_list(ent, "fields")):
+            if f.get("name") == "id":
+                out.append(f"{SOURCE}: entities[{i}].fields[{j}].name: an id named 'id'; name it '{ent.get('name')}_id'")
+    for i, action in enumerate(_raw_list(data, "actions")):
+        out += _action_naming(i, action)
+    return out
+
+
+def _action_naming(i: int, action: dict[str, Any]) -> list[str]:
+    """The naming problems of ``actions[i]``: a name that does not start with a verb, parameters named ``id``."""
+    name = str(action.get("name", ""))
+    out = []
+    if name and name.split("_")[0] not in VERBS:
+        out.append(
+            f"{SOURCE}: actions[{i}].name: {name!r} is not a verb phrase; name a tool by what it does, in snake_case "
+            f"starting with a verb (get_, search_, create_, update_, cancel_, score_...), e.g. 'get_{name}'"
+        )
+    for j, p in enumerate(_raw_list(action, "params")):
+        if p.get("name") == "id":
+            table = p.get("ref") or action.get("entity") or "table"
+            out.append(f"{SOURCE}: actions[{i}].params[{j}].name: {name}: a parameter named 'id'; name it '{table}_id'")
+    return out
 
 
 @dataclass
@@ -146,6 +198,19 @@ def correction_note(problems: list[str], round_no: int, max_rounds: int) -> str:
     )
 
 
+NO_EXAMPLE = "(The worked example was in the first request; fix the problems listed after your design.)"
+"""What stands for the worked example in a correction round's prompt (the problems to fix take its room)."""
+
+
+def design_messages(keyword: str, description: str | None = None, *, example: bool = True) -> list[dict[str, str]]:
+    """The designer's request: its prompt (with the worked example, unless ``example`` is False) and the keyword."""
+    ask = f"Domain keyword: {keyword}"
+    if description:
+        ask += f"\nDescription: {description}"
+    system = prompt("designer") if example else prompt("designer", example=NO_EXAMPLE)
+    return [{"role": "system", "content": system}, {"role": "user", "content": ask}]
+
+
 async def design_domain(
     client: BuilderClient, keyword: str, description: str | None = None, *, max_rounds: int = DESIGN_ROUNDS
 ) -> Designed:
@@ -157,19 +222,17 @@ async def design_domain(
     """
     if max_rounds < 1:
         raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
-    ask = f"Domain keyword: {keyword}"
-    if description:
-        ask += f"\nDescription: {description}"
-    messages = [{"role": "system", "content": prompt("designer")}, {"role": "user", "content": ask}]
+    messages = design_messages(keyword, description)
+    shorter = design_messages(keyword, description, example=False)  # correction rounds: the problems instead of the example
     out: list[list[str]] = []
     convo = messages
     for round_no in range(1, max_rounds + 1):
-        design = await client.structured("designer", convo, DomainDesign)
+        design = await client.structured("designer", convo, DomainDesign, retry_messages=shorter if convo is messages else None)
         problems = design.problems()
         out.append(problems)
         if not problems:
             return Designed(design, out)
         if round_no < max_rounds:
             reply = json.dumps(design.model_dump(), indent=1, ensure_ascii=False)
-            convo = client.follow_up(messages, reply, correction_note(problems, round_no, max_rounds), DomainDesign.model_json_schema())
+            convo = client.follow_up(shorter, reply, correction_note(problems, round_no, max_rounds), DomainDesign.model_json_schema())
     raise DesignProblems(out)

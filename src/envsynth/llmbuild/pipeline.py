@@ -178,6 +178,7 @@ def domain_metrics(result: DomainResult, roles: dict[str, dict[str, int]], secon
         "design_problems_left": result.design_rounds[-1] if result.design_rounds else [],
         "debug_rounds": {o.name: o.debug_rounds for o in result.tools},
         "tools_dropped": {o.name: o.dropped for o in result.tools if o.dropped},
+        "spec_amendments": {o.name: o.amendments for o in result.tools if o.amendments},
         "tools": {o.name: o.metrics() for o in result.tools},
         "error": result.error,
     }

@@ -23,9 +23,9 @@ import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 from envsynth.blueprint.codecheck import check_tool_code
 from envsynth.blueprint.errors import BlueprintError
@@ -33,7 +33,7 @@ from envsynth.compiler.compile import compile_app
 from envsynth.llm.types import Message
 from envsynth.llmbuild.client import BuilderClient
 from envsynth.llmbuild.design import DomainDesign
-from envsynth.llmbuild.prompts import prompt
+from envsynth.llmbuild.prompts import MAX_PROMPT_CHARS, prompt
 from envsynth.runtime.app import App
 from envsynth.runtime.state import Rows, StateBuilder, read_rows, rows_to_bytes
 from envsynth.testing.procedural import ToolTester
@@ -95,8 +95,24 @@ class CaseDrop(BaseModel):
     reason: str = Field(min_length=1, description="why the case is wrong and cannot be fixed")
 
 
+class SpecAmendment(BaseModel):
+    """A change of the tool's specification the debug agent proposes: the keys it changes (None: kept), and why."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    reason: str = Field(min_length=1)
+    pre: list[Any] | None = None
+    post: list[Any] | None = None
+    params: list[dict[str, Any]] | None = None
+    returns: str | None = None
+
+    def changes(self) -> dict[str, Any]:
+        """The specification keys this amendment sets."""
+        return {k: v for k, v in self.model_dump(exclude={"reason"}).items() if v is not None}
+
+
 class DebugReply(BaseModel):
-    """The debug agent's reply: a diagnosis, a new body and/or corrected cases (None: keep), cases to drop with why."""
+    """The debug agent's reply: a diagnosis, a new body and/or corrected cases (None: keep), cases to drop, an amendment."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -104,6 +120,7 @@ class DebugReply(BaseModel):
     code: str | None = None
     cases: list[TestCase] | None = None
     drop: list[CaseDrop] = Field(default_factory=list)
+    amend: Annotated[SpecAmendment | None, WithJsonSchema({"type": ["object", "null"]})] = None
 
     @field_validator("code")
     @classmethod
@@ -150,6 +167,7 @@ class ToolOutcome:
         verdicts: the last round's verdicts.
         dropped: why the tool was dropped (None if it ships).
         history: per round: failing verdicts and the debug agent's diagnosis.
+        amendments: the specification changes the debug agent proposed, each ``accepted`` or ``refused`` with why.
     """
 
     name: str
@@ -160,6 +178,7 @@ class ToolOutcome:
     verdicts: list[CaseVerdict] = field(default_factory=list)
     dropped: str | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
+    amendments: list[dict[str, Any]] = field(default_factory=list)
 
     def metrics(self) -> dict[str, Any]:
         return {
@@ -169,6 +188,7 @@ class ToolOutcome:
             "failed_cases": sum(not v.ok for v in self.verdicts),
             "dropped": self.dropped,
             "history": self.history,
+            "amendments": self.amendments,
         }
 
 
@@ -285,12 +305,15 @@ def _spec_text(design: DomainDesign, app: App, name: str, schema: str | None = N
     spec = app.spec_by_name[name]
     bound = {b.alias: b.entity for b in spec.bindings}
     info = {
-        "tool": t.model_dump(),
+        "tool": t.model_dump(exclude_defaults=True),
         "parameters": [p.model_dump(include={"name", "type", "required", "description"}) for p in spec.params],
         "bound_rows": bound,
         "checked_before_the_body": [c.check for c in spec.pre],
     }
-    return f"SCHEMA (SQLite):\n{schema or app.schema}\n\nTOOL:\n{json.dumps(info, indent=1, default=str)}"
+    clock = (
+        f"REFERENCE DATE: {app.blueprint.reference_date} (the app's clock: now() is {app.now}, today() is {app.blueprint.reference_date})"
+    )
+    return f"SCHEMA (SQLite):\n{schema or app.schema}\n\n{clock}\n\nTOOL:\n{json.dumps(info, indent=1, default=str)}"
 
 
 def tool_schema(design: DomainDesign, app: App, name: str) -> str:
@@ -308,11 +331,25 @@ def tool_schema(design: DomainDesign, app: App, name: str) -> str:
     return "\n\n".join([*kept, note] if note else kept)
 
 
+def debug_spec(design: DomainDesign, app: App, name: str) -> str:
+    """The tool's specification for the debug agent: the tables it touches only (room for the verdicts and earlier rounds).
+
+    Built from ``app`` compiled with the design as it is now, so an accepted amendment shows.
+    """
+    return _spec_text(design, app, name, tool_schema(design, app, name))
+
+
+def _fits(client: BuilderClient, messages: list[Message], schema: type[BaseModel]) -> bool:
+    """Whether a request fits the client's prompt budget and :data:`~envsynth.llmbuild.prompts.MAX_PROMPT_CHARS`."""
+    chars = sum(len(str(m.get("content", ""))) for m in messages)
+    return chars <= MAX_PROMPT_CHARS and client.fits(messages, schema)
+
+
 def _fitted_spec(client: BuilderClient, design: DomainDesign, app: App, name: str) -> str:
     """The tool's specification for the code and test agents: the whole schema if it fits, else the tool's tables."""
     for schema in (None, tool_schema(design, app, name)):
         spec = _spec_text(design, app, name, schema)
-        if all(client.fits([{"role": "system", "content": prompt(r)}, {"role": "user", "content": spec}], m) for r, m in _AUTHORS):
+        if all(_fits(client, _author_request(r, spec), m) for r, m in _AUTHORS):
             break
     return spec
 
@@ -373,6 +410,55 @@ def _kept_back(
     return kept_back
 
 
+def _check_text(rule: Any) -> str:
+    """The condition of a rule as the designer writes it (a string, or ``{check: ...}``)."""
+    return str(rule.get("check", "")) if isinstance(rule, dict) else str(rule)
+
+
+_TRIVIAL = frozenset({"", "true", "1", "not false"})
+"""Checks that always hold: a rule relaxed into one of these is a rule deleted."""
+
+
+def removed_rules(old: list[Any], new: list[Any]) -> int:
+    """How many rules ``new`` lacks compared with ``old`` (a rule whose check always holds counts as removed)."""
+    kept = [r for r in new if _check_text(r).strip().lower() not in _TRIVIAL]
+    return max(0, len(old) - len(kept))
+
+
+def amendment_problem(design: DomainDesign, name: str, amend: SpecAmendment) -> str:
+    """Why the amendment of tool ``name`` is refused ("" if it is accepted): it removes a rule, or the design no longer loads."""
+    tool = design.tool(name)
+    for key in ("pre", "post"):
+        new = getattr(amend, key)
+        if new is not None and removed_rules(getattr(tool, key), new):
+            return (
+                f"amendment refused: it removes {removed_rules(getattr(tool, key), new)} {key}-condition(s) of {name}; "
+                "a rule is relaxed or added, never deleted to make the tool pass"
+            )
+    if not amend.changes():
+        return "amendment refused: it changes nothing (give the new pre, post, params or returns)"
+    trial = _amended(design, name, amend)
+    problems = [p for p in trial.problems() if name in p or "custom_tools" in p]
+    if problems:
+        return "amendment refused: the amended specification does not load: " + "; ".join(problems[:3])
+    return ""
+
+
+def _amended(design: DomainDesign, name: str, amend: SpecAmendment) -> DomainDesign:
+    """A copy of ``design`` with tool ``name`` amended."""
+    tools = [t.model_copy(update=amend.changes()) if t.name == name else t for t in design.custom_tools]
+    return design.model_copy(update={"custom_tools": tools})
+
+
+def apply_amendment(design: DomainDesign, name: str, amend: SpecAmendment) -> str:
+    """Amend tool ``name`` of ``design`` in place when the rules accept it; returns why it is refused ("" if applied)."""
+    why = amendment_problem(design, name, amend)
+    if not why:
+        index = next(i for i, t in enumerate(design.custom_tools) if t.name == name)
+        design.custom_tools[index] = design.tool(name).model_copy(update=amend.changes())
+    return why
+
+
 def _unique_names(cases: list[TestCase]) -> list[TestCase]:
     """``cases`` with repeated names made unique (``name (2)``), so a case can be named in a debug round."""
     seen: dict[str, int] = {}
@@ -401,17 +487,21 @@ _DEBUG_SHAPES = ((12, 1500, 99, False), (12, 400, 99, False), (6, 300, 3, False)
 
 
 def _debug_messages(spec: str, out: ToolOutcome, failing: list[CaseVerdict], fit: Callable[[list[Message]], bool]) -> list[Message]:
-    """The debugger's prompt, shortened (verdict details, fewer verdicts and rounds, only failing cases) until ``fit`` accepts it."""
+    """The debugger's prompt, shortened (verdict details, fewer verdicts and rounds, only failing cases) until ``fit`` accepts it.
+
+    When even the shortest shape does not fit, the shapes are tried again without the SQL schema.
+    """
     system = {"role": "system", "content": prompt("debugger")}
     failed = {v.case for v in failing}
     messages: list[Message] = []
-    for n_verdicts, detail, rounds, only_failing in _DEBUG_SHAPES:
+    bare = re.sub(r"^SCHEMA \(SQLite\):\n.*?\n\n(?=REFERENCE DATE)", "SCHEMA: left out to fit the context.\n\n", spec, flags=re.DOTALL)
+    for text, (n_verdicts, detail, rounds, only_failing) in [(s, shape) for s in (spec, bare) for shape in _DEBUG_SHAPES]:
         report = json.dumps([{**v.to_dict(), "detail": v.detail[-detail:]} for v in failing[:n_verdicts]], indent=1)
         shown = [c for c in out.cases if c.name in failed] if only_failing else out.cases
         cases = _cases_json(shown) if not only_failing else json.dumps([c.model_dump() for c in shown], default=str)
         if len(shown) < len(out.cases):
             cases += f"\n({len(out.cases) - len(shown)} passing case(s) not shown: they are kept)"
-        ask = f"{spec}\n\nCURRENT CODE:\n{out.code}\n\nCASES:\n{cases}\n\nFAILING VERDICTS:\n{report}"
+        ask = f"{text}\n\nCURRENT CODE:\n{out.code}\n\nCASES:\n{cases}\n\nFAILING VERDICTS:\n{report}"
         earlier = out.history[-rounds:] if rounds else []
         if earlier:
             ask += "\n\nEARLIER ROUNDS (these did not make every case pass; do not repeat a fix that did not work):\n"
@@ -423,6 +513,28 @@ def _debug_messages(spec: str, out: ToolOutcome, failing: list[CaseVerdict], fit
 
 
 _AUTHORS: tuple[tuple[str, type[BaseModel]], ...] = (("coder", CodeReply), ("tester", TestPlan))
+
+
+def _author_request(role: str, spec: str) -> list[Message]:
+    """The code or test agent's request for a tool whose specification is ``spec``."""
+    return [{"role": "system", "content": prompt(role)}, {"role": "user", "content": spec}]
+
+
+def author_messages(client: BuilderClient, design: DomainDesign, name: str, role: str, seed: int = 0) -> list[Message]:
+    """The request the code (``role`` ``coder``) or test agent (``tester``) gets for custom tool ``name``."""
+    app = tool_app(design, name, "return {}", seed)  # compiled, never run
+    return _author_request(role, _fitted_spec(client, design, app, name))
+
+
+def debug_messages_for(client: BuilderClient, design: DomainDesign, name: str, seed: int = 0) -> list[Message]:
+    """A first debug request for tool ``name`` at its largest: one case, a procedural verdict with a long traceback."""
+    app = tool_app(design, name, "return {}", seed)
+    spec = debug_spec(design, app, name)
+    params = {p.name: f"<{p.type}>" for p in app.spec_by_name[name].params}
+    out = ToolOutcome(name, code="return {}", cases=[TestCase(name="the normal path", arguments=params, expect="success")])
+    detail = "Traceback (most recent call last):\n" + '  File "tools.py", line 1, in body\n' * 40
+    failing = [CaseVerdict("procedural: success", "procedural", False, "success", "unexpected_failure", stable_detail(detail))]
+    return _debug_messages(spec, out, failing, lambda m: _fits(client, m, DebugReply))
 
 
 async def develop_tool(
@@ -440,12 +552,8 @@ async def develop_tool(
     placeholder_app = tool_app(design, name, "return {}", seed)  # compiled, never run
     spec = _fitted_spec(client, design, placeholder_app, name)
     try:
-        reply = await client.structured(
-            "coder", [{"role": "system", "content": prompt("coder")}, {"role": "user", "content": spec}], CodeReply
-        )
-        plan = await client.structured(
-            "tester", [{"role": "system", "content": prompt("tester")}, {"role": "user", "content": spec}], TestPlan
-        )
+        reply = await client.structured("coder", _author_request("coder", spec), CodeReply)
+        plan = await client.structured("tester", _author_request("tester", spec), TestPlan)
     except RoleError as exc:
         out.dropped = f"{exc.role} gave no usable reply: {exc.errors[-1] if getattr(exc, 'errors', None) else exc}"
         return out
@@ -461,7 +569,7 @@ async def develop_tool(
         if not failing:
             out.passed = True
             return out
-        if attempt == rounds or not await _debug_round(client, spec, out, failing, attempt):
+        if attempt == rounds or not await _debug_round(client, design, debug_spec(design, app, name), out, failing, attempt):
             break
     failing = [v for v in out.verdicts if not v.ok]
     first = failing[0]
@@ -472,11 +580,13 @@ async def develop_tool(
     return out
 
 
-async def _debug_round(client: BuilderClient, spec: str, out: ToolOutcome, failing: list[CaseVerdict], attempt: int) -> bool:
-    """One debug agent round: its fix applied to ``out`` under the case rules; False when it gave nothing usable."""
+async def _debug_round(
+    client: BuilderClient, design: DomainDesign, spec: str, out: ToolOutcome, failing: list[CaseVerdict], attempt: int
+) -> bool:
+    """One debug agent round: its fix applied to ``out`` under the case and rule rules; False when it gave nothing usable."""
     from envsynth.llmbuild.client import RoleError
 
-    messages = _debug_messages(spec, out, failing, lambda m: client.fits(m, DebugReply))
+    messages = _debug_messages(spec, out, failing, lambda m: _fits(client, m, DebugReply))
     names = [v.case for v in failing]
     try:
         fix = await client.structured("debugger", messages, DebugReply, tag=f"{out.name}: round {attempt + 1}")
@@ -490,7 +600,13 @@ async def _debug_round(client: BuilderClient, spec: str, out: ToolOutcome, faili
     refused: list[str] = []
     if fix.cases is not None or fix.drop:
         out.cases, refused = merge_cases(out.cases, fix, out.verdicts)
+    if fix.amend is not None:
+        why = apply_amendment(design, out.name, fix.amend)
+        record = {"round": out.debug_rounds, "reason": fix.amend.reason, "changes": fix.amend.changes(), "accepted": not why}
+        out.amendments.append({**record, "refused": why} if why else record)
+        refused += [why] if why else []
     changed = [k for k in ("code", "cases") if getattr(fix, k) is not None] + (["drop"] if fix.drop else [])
+    changed += ["spec (amended: " + fix.amend.reason[:160] + ")"] if fix.amend is not None and not out.amendments[-1].get("refused") else []
     out.history.append(
         {"failing": len(failing), "failing_cases": names, "diagnosis": fix.diagnosis, "changed": changed, "refused": refused}
     )

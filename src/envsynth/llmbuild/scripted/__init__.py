@@ -6,7 +6,7 @@ imperfect model would:
 
 * designer: the first reply is cut-off JSON; the correction is the design;
 * code agent: ``withdraw_application`` comes back with a bug (a wrong column) that the
-  debug agent repairs; ``schedule_interview`` is right at once; ``candidate_match_score``
+  debug agent repairs; ``schedule_interview`` is right at once; ``score_candidate_match``
   has a bug the debug agent never manages to fix, so the tool is dropped;
 * test agent: realistic cases with partial fixtures;
 * dependency agent: one real missed edge (``save_job`` makes ``remove_saved_job``
@@ -30,6 +30,7 @@ from importlib import resources
 from typing import Any
 
 from envsynth.blueprint.load import read_yaml
+from envsynth.blueprint.nouns import row_noun, words
 from envsynth.llm.mock import ScriptedProvider
 from envsynth.llm.types import Message, message_text
 
@@ -42,7 +43,23 @@ _HERE = resources.files("envsynth.llmbuild.scripted")
 def _design() -> dict[str, Any]:
     data = read_yaml((_HERE / "job_seeking.yaml").read_text(encoding="utf-8"))
     customs = data.pop("custom_tools")
+    for ent in data["entities"]:
+        _with_words(ent)
+    for action in [*data["actions"], *customs]:
+        action.setdefault("say", words(action["name"]))
     return {"blueprint": data, "custom_tools": customs}
+
+
+def _with_words(ent: dict[str, Any]) -> None:
+    """Give a table of the design the words the designer must write: ``called`` and a ``label`` per field of several words.
+
+    The scripted designer writes the words envsynth would infer from the names, so its
+    tasks read as they did before the words were required.
+    """
+    ent.setdefault("called", row_noun(ent["name"]))
+    for f in ent["fields"]:
+        if f["type"] not in ("id", "ref") and "_" in f["name"]:
+            f.setdefault("label", words(f["name"]))
 
 
 def _code(name: str) -> str:
@@ -136,7 +153,7 @@ CASES: dict[str, list[dict[str, Any]]] = {
             "expect": "rejection",
         },
     ],
-    "candidate_match_score": [
+    "score_candidate_match": [
         {
             "name": "six years for a mid-level role is a full match",
             "fixture": {
@@ -172,7 +189,7 @@ class ScriptedBuilder:
     @staticmethod
     def _coder(messages: list[Message]) -> str:
         name = _tool_name(messages)
-        code = _code(f"{name}.buggy") if name in ("withdraw_application", "candidate_match_score") else _code(name)
+        code = _code(f"{name}.buggy") if name in ("withdraw_application", "score_candidate_match") else _code(name)
         return _dump({"code": code, "notes": f"Implements {name}."})
 
     @staticmethod
@@ -206,7 +223,7 @@ class ScriptedBuilder:
             {"source": "post_job", "target": "send_offer_letter", "kind": "logic", "reason": "Offers follow postings."},
         ]
         text = message_text(messages[0].get("content"))
-        detailed = set(re.findall(r"^- (\w+) \(", _section(text, "Tools"), re.MULTILINE))
+        detailed = set(re.findall(r"^- (\w+)\(", _section(text, "Tools"), re.MULTILINE))
         listed = set(re.findall(r"^- (\w+)\(", _section(text, "Every tool of the app"), re.MULTILINE)) or detailed
         # a prompt about one group of tools gets the edges into that group (an edge to a made-up tool: with its source)
         mine = [e for e in edges if e["target"] in detailed or (e["target"] not in listed and e["source"] in detailed)]
