@@ -125,3 +125,14 @@ def test_the_words_of_many_rows() -> None:
     assert rows_of("my active subscription") == "my active subscriptions"
     assert said_of_many("I double-booked myself.") and said_of_many("Money is tight this month.")
     assert not said_of_many("I'd like to stop it before it ships.") and not said_of_many("I haven't been using it.")
+
+
+def test_no_for_each_goal_is_over_rows_the_app_allows_one_of() -> None:
+    """tempo_music allows one active subscription a listener (at_most_one): "cancel all my active subscriptions" would
+    need several."""
+    app = _app("tempo_music")
+    ent = app.blueprint.entity("subscription")
+    assert ent.one_only({"listener_id": "lis_1", "status": "active"}) and not ent.one_only({"listener_id": "lis_1", "status": "cancelled"})
+    for states in _for_each_tasks("tempo_music"):
+        for task in states:
+            assert "active subscriptions" not in task.instruction, task.instruction

@@ -273,6 +273,15 @@ class Entity(_Model):
         default_factory=list, description="rules of generated rows: at most one row per owner matches `where` (one active plan)"
     )
 
+    def one_only(self, values: dict[str, Any]) -> bool:
+        """Whether two rows both holding ``values`` would break an ``at_most_one`` rule (two active plans of one owner)."""
+        for rule in self.at_most_one:
+            if all(p in values for p in rule.per) and all(
+                k in values and (values[k] in v if isinstance(v, list) else values[k] == v) for k, v in rule.where.items()
+            ):
+                return True
+        return False
+
     @model_validator(mode="after")
     def _id_first(self) -> Entity:
         if self.fields[0].type != "id":

@@ -193,8 +193,8 @@ def _add(app: App, rows: Rows, fe: ForEach, source: dict[str, Any], n: int, rng:
     if any(f.unique and f.name in fields for f in ent.fields) or any(set(u) <= fields for u in ent.unique):
         return None
     others = [v for v in _values(ent.field(fe.field)) if v != fe.value]
-    if not others:
-        return None
+    if not others or ent.one_only(fe.criteria(fe.owner)):
+        return None  # (no other value for a look-alike; or the app allows one such row an owner: one active plan)
     builder = StateBuilder(bp, rng.randrange(1 << 30), app.order, {t: list(rs) for t, rs in rows.items()}).use_pool(value_pool(app))
     same = {f: source[f] for f in fields}
     made = [builder.add(ent, dict(same)) for _ in range(n)]

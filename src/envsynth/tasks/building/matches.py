@@ -86,6 +86,8 @@ def _add_rows(app: App, rows: Rows, table: str, fields: set[str], meeting: list[
     ent = app.blueprint.entity(table)
     if ent.id_field in fields or any(f.unique and f.name in fields for f in ent.fields) or any(set(k) <= fields for k in ent.unique):
         return 0  # a copy would repeat a unique value
+    if any(ent.one_only({f: m[f] for f in fields}) for m in meeting):
+        return 0  # copies would be a second active plan of one owner (at_most_one)
     builder = StateBuilder(app.blueprint, rng.randrange(1 << 30), app.order, rows).use_pool(value_pool(app))
     added = 0
     for i in range(n):
