@@ -24,9 +24,10 @@ from envsynth.tasks.building.core import Core
 from envsynth.tasks.building.world import Instance, value_pool
 from envsynth.tasks.planning.answer import Question
 
-COUNTS: tuple[int, ...] = tuple(range(2, 21))
-"""The counts a counting question is made to reach, drawn uniformly (0 and 1 are guesses admission refuses)."""
-MAX_ADDED = 19
+COUNTS: tuple[int, ...] = tuple(range(3, 26))
+"""The counts a counting question is made to reach, drawn uniformly (0 and 1 are guesses admission refuses; 2 is
+left to the counts no rows were added to, so that no one count is the answer a guesser would give)."""
+MAX_ADDED = 24
 
 
 def spread_count(inst: Instance, core: Core, question: Question) -> bool:
