@@ -445,9 +445,19 @@ def _request(cx: _Ctx, spec: ToolSpec, call: Call, param: str, d: Description, r
         acting = acting_param(bp)
         if me is not None and acting in call.args:
             descs[acting] = me
-    phraser = Phraser(bp, cx.app.spec_by_name, cx.rng, me, cx.me, None, frozenset({call.args[param]}))
+    mine = frozenset({call.args[param]}) if _owned_by_requester(cx, spec.entity, call.args[param], rows) else frozenset()
+    phraser = Phraser(bp, cx.app.spec_by_name, cx.rng, me, cx.me, None, mine)  # "my reservation" only when it is theirs
     text = phraser.clause(0, [call], descs)
     return text.rstrip(".") if text else None
+
+
+def _owned_by_requester(cx: _Ctx, table: str, key: Any, rows: Rows) -> bool:
+    """Whether row ``key`` of ``table`` refers to the requester's row (their reservation), so the request says "my"."""
+    if cx.me is None:
+        return False
+    ent = cx.bp.entity(table)
+    row = next((r for r in rows.get(table, []) if r[ent.id_field] == key), None)
+    return row is not None and (key == cx.me or any(f.type == "ref" and row.get(f.name) == cx.me for f in ent.fields))
 
 
 def _tools_for(app: App, spec: ToolSpec, visible: list[str]) -> list[str]:

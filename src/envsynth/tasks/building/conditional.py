@@ -1,5 +1,5 @@
 """Conditional goals decided by the state: "cancel my order placed on March 3 if it is still pending; otherwise, just
-tell me its status".
+tell me where it stands".
 
 A one-step action task whose write is allowed only in some states of its row (``cancel_order`` needs a pending
 order) becomes, for a share of the task indexes where it fits, a request with two outcomes. The oracle first reads
