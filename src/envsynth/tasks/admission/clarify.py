@@ -125,4 +125,3 @@ def _last_joined(text: str) -> str:
 def user_answer(task: Task) -> str:
     """What the user says when asked: the facts of ``task.clarify``, as sentences ('' for a task that needs none)."""
     return " ".join(f"{f[0].upper()}{f[1:]}." for f in task.clarify)
-
