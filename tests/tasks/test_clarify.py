@@ -73,7 +73,7 @@ def test_ask_user_answers_with_the_fact() -> None:
     assert "ask_user" in [t["function"]["name"] for t in ep.tools]
     res = ep.call("ask_user", {"question": "What should the new value be?"})
     assert res.ok and _value(task.clarify[0]) in res.content
-    assert not ep.call("ask_user", "[1]").ok  # not a JSON object
+    assert not ep.call("ask_user", "[1]").ok and ep.call("ask_user", "{oops").code == "invalid_arguments"
     ep.finish()
 
 

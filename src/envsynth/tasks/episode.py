@@ -71,6 +71,13 @@ ASK_USER_TOOL = {
 """The meta-tool of a must-ask task (``Task.clarify``): the user answers from the scenario."""
 
 
+def episode_tools(app: App, task: Task) -> list[dict[str, Any]]:
+    """OpenAI function schemas of an episode of ``task``: its visible tools, ``ask_user`` for a must-ask task, then
+    ``complete_task``."""
+    asks = [ASK_USER_TOOL] if task.clarify else []
+    return [*app.tool_schemas(task.visible_tools), *asks, COMPLETE_TASK]
+
+
 class TaskEpisode:
     """One attempt at one task.
 
@@ -175,8 +182,7 @@ class TaskEpisode:
         """OpenAI function schemas of the task's visible tools, plus ``complete_task`` (and ``ask_user`` for a must-ask
         task; made on first use)."""
         if self._tools is None:
-            asks = [ASK_USER_TOOL] if self._task.clarify else []
-            self._tools = [*self._app.tool_schemas(self._task.visible_tools), *asks, COMPLETE_TASK]
+            self._tools = episode_tools(self._app, self._task)
         return self._tools
 
     @property
@@ -211,8 +217,10 @@ class TaskEpisode:
 
         Asking before the first write passes the reward's clarification part; the question's words do not matter.
         """
-        value: Any = parse_arguments(arguments)[0] if isinstance(arguments, str) else arguments
-        if value is not None and not isinstance(value, dict):
+        if self.finished:
+            return CallResult(REJECTION, "The episode is finished; no more tool calls can be made in it.", code="episode_finished")
+        value, problem = parse_arguments(arguments) if isinstance(arguments, str) else (arguments, None)
+        if problem is not None or (value is not None and not isinstance(value, dict)):
             return CallResult(REJECTION, f"Arguments of {ASK_USER} must be a JSON object.", code="invalid_arguments")
         self.note_user_message()
         reply = user_answer(self._task)
