@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import random
 import re
+from dataclasses import replace
 from typing import Any
 
 from envsynth.runtime.app import App
@@ -42,12 +43,7 @@ def ask_for_value(app: App, admitted: Admitted) -> Admitted | Rejection:
     if found is None:
         return admitted
     start, end, fact, words = found
-    return replace_task(admitted, _without(task, start, end, fact, words))
-
-
-def replace_task(admitted: Admitted, task: Task) -> Admitted:
-    """``admitted`` carrying ``task`` (sealed after the last variant, see ``admission.vary``)."""
-    return Admitted(task, admitted.state, admitted.descs, admitted.routes, admitted.lookups, admitted.workspace, admitted.runs)
+    return replace(admitted, task=_without(task, start, end, fact, words))  # sealed after the last variant (admission.vary)
 
 
 def _left_out(app: App, task: Task) -> tuple[int, int, str, str] | None:
