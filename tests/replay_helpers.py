@@ -12,8 +12,11 @@ from envsynth.tasks.model import Call, Task
 
 def play(corpus: Corpus, task: Task, calls: list[Call]) -> float:
     """Make ``calls`` (refs to earlier results resolved) in a fresh episode of ``task``, finish with the
-    answer the task's answer step gives (if any), and return the score. Every call must succeed."""
+    answer the task's answer step gives (if any), and return the score. Every call must succeed. A must-ask
+    task's user is asked first, as the oracle agent asks (tasks/admission/clarify.py)."""
     ep = corpus.start(task.id)
+    if task.clarify:
+        ep.call("ask_user", {"question": "What does your request leave out?"})
     results: list[Any] = []
     for c in calls:
         res = ep.call(c.tool, resolved(c, results))

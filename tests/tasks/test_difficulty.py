@@ -70,14 +70,8 @@ def test_constructs_are_named_for_what_the_task_does() -> None:
         assert ("refusal" in t.constructs) == (t.policy is not None and t.policy.refusal)
         assert ("distractors" in t.constructs) == bool(t.state.distractors)
         assert ("lookup" in t.constructs) == any(r.item is not None for c in t.oracle for r in c.refs.values())
+        assert ("clarification" in t.constructs) == bool(t.clarify)
     assert set(BONUS) <= {
-        "computed",
-        "count",
-        "question_and_action",
-        "multi_row",
-        "for_each",
-        "conditional",
-        "comparison",
-        "policy",
-        "refusal",
-    }
+        "computed", "count", "question_and_action", "multi_row", "for_each", "conditional", "comparison", "policy", "refusal",
+        "clarification",
+    }  # fmt: skip

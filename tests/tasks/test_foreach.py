@@ -54,6 +54,8 @@ def _changed(app: App, task: Task) -> set:
 def _run(app: App, task: Task, calls: int | None = None) -> tuple[list, float]:
     """The oracle's results on the task's state (its first ``calls`` calls only, when given), and the score."""
     ep = TaskEpisode(app, task, state_bytes(app, task))
+    if task.clarify:  # a must-ask task: the user is asked first (tasks/admission/clarify.py)
+        ep.call("ask_user", {"question": "What should I set?"})
     results: list = []
     for c in task.oracle[:calls]:
         args = {**c.args, **{p: resolve(ref, results) for p, ref in c.refs.items()}}

@@ -215,7 +215,7 @@ async def converse(episode: TaskEpisode, policy: Policy, user: UserSimulator | N
     under "## Policy") when the app has one, and the instruction open the conversation;
     with a ``user`` simulator, the user's own opening replaces the instruction and each
     assistant message without tool calls goes to the user, whose reply comes back as the
-    next user message (see :func:`hand_to_user`).
+    next user message (see :func:`hand_to_user`) and counts as asking the user (:meth:`TaskEpisode.note_user_message`).
     Each tool call runs through ``episode.call``; its result (or error message) comes back
     as a ``role: tool`` message with ``tool_call_id`` and ``name``. Arguments that are not a
     JSON object come back as an error message the model can act on (outcome ``malformed``);
@@ -241,6 +241,8 @@ async def converse(episode: TaskEpisode, policy: Policy, user: UserSimulator | N
         msg = _clean(reply)
         messages.append(msg)
         if not msg.get("tool_calls"):
+            if user is not None and message_text(msg.get("content")):
+                episode.note_user_message()  # a message to the simulated user asks (a must-ask task's clarification part)
             if await hand_to_user(message_text(msg.get("content")), messages, user, conv):
                 continue
             break

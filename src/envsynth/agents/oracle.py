@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from envsynth.errors import EnvsynthError
+from envsynth.grading.grade import ASK_USER
 from envsynth.llm.types import Message, Usage
 from envsynth.runtime.answerpath import answer_in, has_answer
 from envsynth.tasks.model import Task
@@ -23,7 +24,8 @@ class OracleAgent:
     runs through exactly the same loop as a model. An admitted task scores 1.0 with it.
 
     With ``tell`` (a run with a user simulator), it tells the user the answer in a plain
-    message before completing, as the reward's communication part asks.
+    message before completing, as the reward's communication part asks. For a must-ask task
+    (``task.clarify``) it first asks the user with ``ask_user``, as the clarification part asks.
     """
 
     name = "oracle"
@@ -34,7 +36,7 @@ class OracleAgent:
     def __init__(self, task: Task, tell: bool = False) -> None:
         self.task = task
         self.tell = tell and task.expected_answer is not None
-        self.max_turns = len(task.oracle) + 1 + self.tell
+        self.max_turns = len(task.oracle) + 1 + self.tell + bool(task.clarify)
         self.usage = Usage()
 
     def _results(self, messages: list[Message]) -> dict[int, Any]:
@@ -65,6 +67,10 @@ class OracleAgent:
         Raises:
             OracleError: a result a later step needs is missing.
         """
+        if self.task.clarify and not _asked(messages):
+            question = json.dumps({"question": "Could you tell me what your request leaves out?"})
+            call = {"id": ASK_ID, "type": "function", "function": {"name": ASK_USER, "arguments": question}}
+            return {"role": "assistant", "content": None, "tool_calls": [call]}
         step = sum(
             1
             for m in messages
@@ -94,6 +100,15 @@ class OracleAgent:
     async def next_message(self, messages: list[Message], tools: list[Message]) -> Message:
         """See :meth:`reply`."""
         return self.reply(messages)
+
+
+ASK_ID = "ask-0"
+"""The id of the oracle's ``ask_user`` call (not an ``oracle-N`` step)."""
+
+
+def _asked(messages: list[Message]) -> bool:
+    """Whether the conversation holds the oracle's ``ask_user`` call."""
+    return any(str(c.get("id", "")) == ASK_ID for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or [])
 
 
 def _told(messages: list[Message]) -> bool:

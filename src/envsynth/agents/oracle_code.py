@@ -19,7 +19,8 @@ def _arguments(items: list[tuple[str, str]]) -> str:
 
 
 def oracle_code(task: Task) -> str:
-    """The oracle solution as code: each call a function call, results passed on, then ``complete_task``.
+    """The oracle solution as code: each call a function call, results passed on, then ``complete_task`` (a must-ask
+    task asks the user first, with ``ask_user``).
 
     Example::
 
@@ -27,7 +28,7 @@ def oracle_code(task: Task) -> str:
         r1 = cancel_order(order_id=r0['id'])
         complete_task()
     """
-    lines = []
+    lines = ["ask_user(question='Could you tell me what your request leaves out?')"] if task.clarify else []  # a must-ask task
     for i, c in enumerate(task.oracle):
         items = [(k, repr(v)) for k, v in c.args.items()]
         items += [(k, source(ref)) for k, ref in c.refs.items()]

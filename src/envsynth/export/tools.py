@@ -30,7 +30,8 @@ def open_corpus(corpus: Corpus | str | Path) -> Corpus:
 
 
 def task_tools(corpus: Corpus, task: Task) -> list[dict[str, Any]]:
-    """OpenAI function schemas of the task's visible tools plus ``complete_task``: ``corpus.start(task).tools``."""
-    from envsynth.tasks.episode import COMPLETE_TASK
+    """OpenAI function schemas of the task's visible tools plus ``complete_task`` (and ``ask_user`` for a must-ask task):
+    ``corpus.start(task).tools``."""
+    from envsynth.tasks.episode import episode_tools
 
-    return [*corpus.apps[task.app].tool_schemas(task.visible_tools), COMPLETE_TASK]
+    return episode_tools(corpus.apps[task.app], task)

@@ -13,19 +13,21 @@ Regrading a finished run is :func:`envsynth.rollout.regrade` (docs/grading.md).
 
 from __future__ import annotations
 
-from envsynth.grading.grade import add_communication, communication_part, grade_task
+from envsynth.grading.grade import ASK_USER, add_communication, asked_before_writing, communication_part, grade_task
 from envsynth.grading.spec import answer_spec
 from envsynth.runtime.answers import AnswerSpec, AnswerVerdict, match_answer, mentions, spec_for
 from envsynth.runtime.parts import ALL, Part, ScoreRule
 
 __all__ = [
     "ALL",
+    "ASK_USER",
     "AnswerSpec",
     "AnswerVerdict",
     "Part",
     "ScoreRule",
     "add_communication",
     "answer_spec",
+    "asked_before_writing",
     "communication_part",
     "grade_task",
     "match_answer",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from envsynth.grading.spec import answer_spec
 from envsynth.runtime.answers import mentions
-from envsynth.runtime.parts import ALL, Part, ScoreRule, policy_part
+from envsynth.runtime.parts import ALL, Part, ScoreRule, clarification_part, policy_part
 from envsynth.runtime.reward import Effects, Reward, compare
 
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ def grade_task(
     transcript: list[str] | None = None,
     rule: ScoreRule = ALL,
     expected: Effects | None = None,
+    asked: bool = False,
 ) -> Reward:
     """The reward of an episode of ``task`` that made ``actual`` effects and gave ``answer``.
 
@@ -42,12 +43,16 @@ def grade_task(
             user (adds the communication part); None without one.
         rule: how the parts make the score.
         expected: the task's expected effects as :class:`Effects`, when the caller has them.
+        asked: whether the agent asked the user before its first write (``ask_user``, or a message to a
+            simulated user), for the clarification part of a must-ask task (``task.clarify``).
     """
     extra: list[Part] = []
     if task.policy is not None and task.policy.forbidden:
         extra.append(policy_part(task.policy.rule, task.policy.forbidden, calls))
     if transcript is not None and task.expected_answer is not None:
         extra.append(communication_part(app, task, transcript))
+    if task.clarify:
+        extra.append(clarification_part(task.clarify, asked))
     return compare(
         expected if expected is not None else Effects.from_dict(task.expected_effects),
         actual,
@@ -78,3 +83,27 @@ def add_communication(reward: Reward, app: App, task: Task, transcript: list[str
     if task.expected_answer is None or reward.part("communication") is not None:
         return reward.rescored(rule)
     return reward.rescored(rule, (communication_part(app, task, transcript),))
+
+
+ASK_USER = "ask_user"
+"""The meta-tool a must-ask task's episode offers: the user answers with what the request left out."""
+
+
+def asked_before_writing(app: App, tool_calls: Iterable[dict[str, Any]], plain_turns: Iterable[int] = ()) -> bool:
+    """Whether a recorded episode asked the user before its first successful write.
+
+    ``tool_calls``: the run record's calls in order (``tool``, ``outcome``, ``turn``); ``plain_turns``: the turns of
+    the agent's messages to a simulated user (each of them asks). A call of ``ask_user`` counts when it comes before
+    the first write, a message when its turn comes before the first write's.
+    """
+    first_message = min(plain_turns, default=None)
+    for call in tool_calls:
+        if call.get("outcome") != "success":
+            continue
+        if call.get("tool") == ASK_USER:
+            return True
+        spec = app.spec_by_name.get(str(call.get("tool")))
+        if spec is not None and spec.mode == "write":
+            turn = call.get("turn")
+            return first_message is not None and isinstance(turn, int) and first_message < turn
+    return first_message is not None

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from envsynth.corpus.load import Corpus, load_corpus
 from envsynth.errors import EnvsynthError
-from envsynth.grading import answer_spec, grade_task
+from envsynth.grading import answer_spec, asked_before_writing, grade_task
 from envsynth.grading.userfail import internal_ids, user_failure
 from envsynth.rollout.runner import plain_texts
 from envsynth.rollout.trajectory import (
@@ -116,6 +116,12 @@ def _calls(rec: dict[str, Any]) -> list[tuple[str, Any]]:
     return [(str(c["tool"]), c.get("arguments")) for c in rec.get("tool_calls") or [] if c.get("outcome") == "success"]
 
 
+def _plain_turns(messages: list[dict[str, Any]]) -> list[int]:
+    """The turns (1 for the agent's first message) of the agent's messages to the user: those without tool calls."""
+    replies = [m for m in messages if m.get("role") == "assistant"]
+    return [i + 1 for i, m in enumerate(replies) if not m.get("tool_calls") and m.get("content")]
+
+
 def regrade_record(
     corpus: Corpus, task: Task, rec: dict[str, Any], rule: ScoreRule, user_sim: bool, code: bool
 ) -> tuple[dict[str, Any], bool]:
@@ -129,7 +135,8 @@ def regrade_record(
     effects = replay_effects(corpus, task, rec) if replayed else Effects.from_dict(rec["effects"])
     messages = rec.get("messages") or []
     transcript = plain_texts(messages, code=code) if user_sim else None
-    reward = grade_task(app, task, effects, rec.get("answer"), _calls(rec), transcript, rule=rule)
+    asked = asked_before_writing(app, rec.get("tool_calls") or [], _plain_turns(messages) if user_sim and not code else ())
+    reward = grade_task(app, task, effects, rec.get("answer"), _calls(rec), transcript, rule=rule, asked=asked)
     why = None
     if user_sim:
         spec = answer_spec(app, task) if task.expected_answer is not None else None

@@ -1,13 +1,15 @@
-"""The composite reward: separate parts (state, answer, policy, communication) and the rule that scores them.
+"""The composite reward: separate parts (state, answer, policy, communication, clarification) and the rule that scores them.
 
 Each part is a check of its own, shown in the reward's breakdown:
 
 - ``state``: the agent's effects on s0 equal the oracle's (every write, none extra);
 - ``answer``: an information task's answer matches the expected one (see :mod:`envsynth.runtime.answers`);
 - ``policy``: a policy task's forbidden call was not made (the rule of ``Task.policy``);
-- ``communication``: with a user simulator, the answer reached the user in the conversation.
+- ``communication``: with a user simulator, the answer reached the user in the conversation;
+- ``clarification``: a must-ask task's user was asked (``ask_user``, or a message to a simulated user)
+  before the first write.
 
-A part that does not apply to a task (no answer asked, no policy rule, no simulated user) is left
+A part that does not apply to a task (no answer asked, no policy rule, no simulated user, nothing to ask) is left
 out. The :class:`ScoreRule` turns the parts into the score: ``all`` (the default) gives 1.0 when every
 part passes, ``weighted`` the weighted share of the parts that pass.
 """
@@ -18,8 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-PartName = Literal["state", "answer", "policy", "communication"]
-PART_NAMES: tuple[PartName, ...] = ("state", "answer", "policy", "communication")
+PartName = Literal["state", "answer", "policy", "communication", "clarification"]
+PART_NAMES: tuple[PartName, ...] = ("state", "answer", "policy", "communication", "clarification")
 
 
 @dataclass(frozen=True)
@@ -114,3 +116,12 @@ def policy_part(rule: str, forbidden: Iterable[Any], calls: Iterable[tuple[str, 
         return Part("policy", True, f"no call the policy forbids was made ({rule})")
     args = ", ".join(f"{k}={v!r}" for k, v in hit.args.items())
     return Part("policy", False, f"made {hit.tool}({args}), which the policy forbids: {rule}")
+
+
+def clarification_part(facts: Iterable[str], asked: bool) -> Part:
+    """The clarification part of a must-ask task (``facts``: what the request leaves out): passed when the agent asked
+    the user before its first write."""
+    needed = "; ".join(facts)
+    if asked:
+        return Part("clarification", True, f"the agent asked the user before writing ({needed})")
+    return Part("clarification", False, f"the agent wrote before asking the user for what the request leaves out ({needed})")

@@ -30,6 +30,7 @@ DatetimeMode = Literal["keep", "now", "ignore"]
 MismatchKind = Literal[
     "missing_update", "wrong_value", "extra_update", "missing_row", "extra_row",
     "missing_delete", "extra_delete", "wrong_answer", "missing_answer", "policy_violation", "not_communicated",
+    "not_clarified",
 ]  # fmt: skip
 
 
@@ -216,8 +217,8 @@ class Reward:
         score: 1.0 or 0.0 under the default rule (every part passes); a weighted share under
             a weighted rule.
         breakdown: every difference from the ground truth, as :class:`Mismatch` records.
-        parts: the reward's parts (``state``, ``answer``, ``policy``, ``communication``: those
-            that apply to the task), each passed or not with its reason.
+        parts: the reward's parts (``state``, ``answer``, ``policy``, ``communication``,
+            ``clarification``: those that apply to the task), each passed or not with its reason.
         answer: the verdict on the answer (what was read out of it and why it matched or not),
             for a task that asks a question.
         rule: the score rule that made ``score``.
@@ -256,6 +257,7 @@ class Reward:
         parts = (*self.parts, *extra)
         more = tuple(Mismatch("not_communicated", p.detail) for p in extra if p.name == "communication" and not p.passed)
         more += tuple(Mismatch("policy_violation", p.detail) for p in extra if p.name == "policy" and not p.passed)
+        more += _not_clarified(extra)
         return Reward(rule.score(parts), (*self.breakdown, *more), parts, self.answer, rule)
 
 
@@ -329,7 +331,7 @@ def compare(
         answer: the agent's final answer (a value, or a sentence holding it).
         spec: what kind of value the answer is (:func:`envsynth.grading.spec.answer_spec`);
             None: read from the expected value alone.
-        extra: further parts of the reward (policy, communication), scored with the others.
+        extra: further parts of the reward (policy, communication, clarification), scored with the others.
         rule: how the parts make the score (default: every part must pass).
 
     Returns:
@@ -355,7 +357,13 @@ def compare(
     parts += extra
     out += [Mismatch("policy_violation", p.detail) for p in extra if p.name == "policy" and not p.passed]
     out += [Mismatch("not_communicated", p.detail) for p in extra if p.name == "communication" and not p.passed]
+    out += _not_clarified(extra)
     return Reward(rule.score(parts), tuple(out), tuple(parts), verdict, rule)
+
+
+def _not_clarified(parts: tuple[Part, ...]) -> tuple[Mismatch, ...]:
+    """The breakdown's entry of a failed clarification part (the agent wrote before asking), if any."""
+    return tuple(Mismatch("not_clarified", p.detail) for p in parts if p.name == "clarification" and not p.passed)
 
 
 _EDGE = "\"'`.,;:!?()[]{}<> \t\n"

@@ -16,14 +16,15 @@ from collections.abc import Callable
 from typing import Any
 
 from envsynth.blueprint.policy import policy_text
-from envsynth.grading.grade import grade_task
+from envsynth.grading.grade import ASK_USER, grade_task
 from envsynth.runtime.app import App
-from envsynth.runtime.episode import REJECTION, CallResult, Episode, parse_arguments, short_repr
+from envsynth.runtime.episode import REJECTION, SUCCESS, CallResult, Episode, parse_arguments, short_repr
 from envsynth.runtime.parts import ALL, ScoreRule
 from envsynth.runtime.reward import Effects, Reward, effects_of
 from envsynth.runtime.snapshot import S0Tables
 from envsynth.runtime.state import Rows, id_fields, open_state, read_rows
 from envsynth.runtime.toolkit import Context
+from envsynth.tasks.admission.clarify import user_answer
 from envsynth.tasks.model import Task
 from envsynth.tasks.trainer import Action, EpisodeState, StepResult
 from envsynth.tasks.trainer import step as _step
@@ -51,6 +52,31 @@ COMPLETE_TASK = {
     },
 }
 
+ASK_USER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": ASK_USER,
+        "description": (
+            "Ask the user for something the request does not say and you need before you act "
+            "(a new value, a reason, a date). Returns the user's reply."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {"question": {"type": "string", "description": "What you ask the user, e.g. 'What is the new phone number?'"}},
+            "required": ["question"],
+            "additionalProperties": False,
+        },
+    },
+}
+"""The meta-tool of a must-ask task (``Task.clarify``): the user answers from the scenario."""
+
+
+def episode_tools(app: App, task: Task) -> list[dict[str, Any]]:
+    """OpenAI function schemas of an episode of ``task``: its visible tools, ``ask_user`` for a must-ask task, then
+    ``complete_task``."""
+    asks = [ASK_USER_TOOL] if task.clarify else []
+    return [*app.tool_schemas(task.visible_tools), *asks, COMPLETE_TASK]
+
 
 class TaskEpisode:
     """One attempt at one task.
@@ -60,7 +86,8 @@ class TaskEpisode:
     (pooled state) or ``TaskEpisode(app, task, state_bytes)``.
 
     Attributes:
-        tools: OpenAI function schemas of the task's visible tools, plus ``complete_task``.
+        tools: OpenAI function schemas of the task's visible tools, plus ``complete_task`` (and ``ask_user`` for a
+            must-ask task, see :meth:`call`).
         instruction: the user's request.
         app_policy: the app's policy (markdown) the agent must follow, '' when it has none.
         seed: the episode seed (ids and the clock inside tools).
@@ -68,6 +95,7 @@ class TaskEpisode:
 
     __slots__ = (
         "_app",
+        "_asked",
         "_calls",
         "_effects",
         "_episode",
@@ -84,6 +112,7 @@ class TaskEpisode:
         "_task",
         "_tools",
         "_visible",
+        "_wrote",
         "answer",
         "app_policy",
         "finished",
@@ -135,6 +164,7 @@ class TaskEpisode:
         self._visible = set(task.visible_tools)
         self._forbidden_tools = frozenset(c.tool for c in task.policy.forbidden) if task.policy is not None else frozenset()
         self._made: list[tuple[str, Any]] = []  # successful calls of the tools a policy rule forbids (the policy part)
+        self._asked = self._wrote = False  # the user asked before the first write (the clarification part); a write made
         self.score_rule = score_rule
         self._tools: list[dict[str, Any]] | None = None
         self.instruction = task.instruction
@@ -149,9 +179,10 @@ class TaskEpisode:
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        """OpenAI function schemas of the task's visible tools, plus ``complete_task`` (made on first use)."""
+        """OpenAI function schemas of the task's visible tools, plus ``complete_task`` (and ``ask_user`` for a must-ask
+        task; made on first use)."""
         if self._tools is None:
-            self._tools = [*self._app.tool_schemas(self._task.visible_tools), COMPLETE_TASK]
+            self._tools = episode_tools(self._app, self._task)
         return self._tools
 
     @property
@@ -162,11 +193,14 @@ class TaskEpisode:
         """Call a visible tool; tools outside the task's set are unknown to the agent.
 
         After :meth:`finish` every call is an Anticipated Rejection (code
-        ``episode_finished``) that touches no state.
+        ``episode_finished``) that touches no state. A must-ask task's ``ask_user`` answers
+        with what the request leaves out (:meth:`ask_user`).
         """
         if self.finished:
             return CallResult(REJECTION, "The episode is finished; no more tool calls can be made in it.", code="episode_finished")
         self._calls += 1
+        if name == ASK_USER and self._task.clarify:
+            return self.ask_user(arguments)
         if not isinstance(name, str) or name not in self._visible:
             return CallResult(REJECTION, f"Unknown tool {short_repr(name)}.", code="unknown_tool")
         if self._s0 is None:
@@ -174,7 +208,29 @@ class TaskEpisode:
         res = self._episode.call(name, arguments)
         if name in self._forbidden_tools and res.ok:
             self._made.append((name, parse_arguments(arguments)[0] if isinstance(arguments, str) else arguments))
+        if res.ok and not self._wrote and self._app.spec_by_name[name].mode == "write":
+            self._wrote = True
         return res
+
+    def ask_user(self, arguments: dict[str, Any] | str | None = None) -> CallResult:
+        """The user's reply to a question (``{"question": ...}``): the facts the request left out, as they say them.
+
+        Asking before the first write passes the reward's clarification part; the question's words do not matter.
+        """
+        if self.finished:
+            return CallResult(REJECTION, "The episode is finished; no more tool calls can be made in it.", code="episode_finished")
+        value, problem = parse_arguments(arguments) if isinstance(arguments, str) else (arguments, None)
+        if problem is not None or (value is not None and not isinstance(value, dict)):
+            return CallResult(REJECTION, f"Arguments of {ASK_USER} must be a JSON object.", code="invalid_arguments")
+        self.note_user_message()
+        reply = user_answer(self._task)
+        return CallResult(SUCCESS, reply, data=reply)
+
+    def note_user_message(self) -> None:
+        """The agent asked the user something (``ask_user``, or a message to a simulated user): before any write, that
+        is the asking a must-ask task needs."""
+        if not self._wrote:
+            self._asked = True
 
     def effects(self) -> Effects:
         """What the agent changed so far (after :meth:`finish`: what it had changed when it finished)."""
@@ -202,7 +258,8 @@ class TaskEpisode:
 
         The reward has parts: ``state`` (the effects), ``answer`` (a question's answer, read as a
         person reads it: a value or a sentence stating it), ``policy`` (no forbidden call made, for
-        a policy task). ``rule`` (default: the episode's ``score_rule``) makes the score of them.
+        a policy task), ``clarification`` (the user asked before the first write, for a must-ask
+        task). ``rule`` (default: the episode's ``score_rule``) makes the score of them.
 
         The state is released (a pooled connection goes back to its pool) exactly once, also
         when scoring fails. Finishing again returns the first reward (``answer`` is ignored).
@@ -216,7 +273,9 @@ class TaskEpisode:
             return self._reward
         try:
             effects = self._current_effects()
-            reward = grade_task(self._app, self._task, effects, answer, self._made, rule=rule or self.score_rule, expected=self._expected)
+            reward = grade_task(
+                self._app, self._task, effects, answer, self._made, rule=rule or self.score_rule, expected=self._expected, asked=self._asked
+            )
         finally:
             self.finished, self.answer = True, answer
             self._end()

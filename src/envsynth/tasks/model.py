@@ -143,6 +143,11 @@ class Task(_Frozen):
     seed: int
     stats: dict[str, Any] = Field(default_factory=dict)
     policy: TaskPolicy | None = Field(None, exclude_if=lambda v: v is None, description="the policy rule the task involves, if any")
+    clarify: list[str] = Field(
+        default_factory=list,
+        exclude_if=lambda v: not v,
+        description="the facts the request leaves out that the agent must ask the user for before writing (a must-ask task)",
+    )
     difficulty: float = Field(0.0, description="the difficulty score (tasks/admission/difficulty.py): what makes the task hard, added up")
     tier: Tier = Field("easy", description="the score's tier: easy, medium or hard")
     constructs: list[str] = Field(default_factory=list, description="the constructs the task uses (lookup, computed, policy...)")

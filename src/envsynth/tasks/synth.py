@@ -26,6 +26,7 @@ from envsynth.graph.model import ToolGraph
 from envsynth.runtime.app import App
 from envsynth.runtime.reward import effects_of
 from envsynth.tasks.admission.admit import Admitted, Variant, admit, admit_state, branch_of, vary
+from envsynth.tasks.admission.clarify import ask_for_value
 from envsynth.tasks.admission.difficulty import rated
 from envsynth.tasks.admission.lookup import look_up_requester
 from envsynth.tasks.admission.policy import shape as shape_policy
@@ -46,7 +47,7 @@ from envsynth.tasks.planning.plan import plan_task as plan_task
 from envsynth.tasks.wording.questions import unfiltered
 from envsynth.tasks.wording.request import Request, describer, request_of
 
-VARIANTS: tuple[Variant, ...] = (look_up_requester, look_up_rows)
+VARIANTS: tuple[Variant, ...] = (look_up_requester, look_up_rows, ask_for_value)
 """The variant stages every admitted task goes through, in order: a new kind of task derived from an admitted one is one entry here."""
 
 __all__ = ["KINDS", "MIN_VISIBLE", "STEP_ATTEMPTS", "WORLD_ROWS", "admit", "staff_names", "synthesize", "task_seed", "value_pool"]

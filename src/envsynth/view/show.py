@@ -37,6 +37,8 @@ def _scenario(view: dict[str, Any]) -> RenderableType:
         t.add_row("does not know", "\n".join(f"- {k}" for k in s["unknowns"]) or "-")
     if view["policy"]:
         t.add_row("policy", view["policy"]["rule"])
+    if view.get("clarify"):
+        t.add_row("must ask", "\n".join(f"- {k}" for k in view["clarify"]))
     return Group(Text(view["instruction"]), Text(""), t)
 
 

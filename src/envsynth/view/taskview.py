@@ -95,6 +95,7 @@ def task_view(
 
     Returns:
         ``id``, ``app``, ``kind``, ``instruction``, ``scenario`` (dict or None), ``user``, ``policy``,
+        ``clarify`` (the facts a must-ask task's user must be asked for, empty for others),
         ``chain_length``, ``visible_tools`` (name, mode, kind, entity, description), ``rows`` (see
         :func:`task_rows`), ``level_counts``, ``oracle_program``, ``expected_answer``,
         ``expected_effects`` and ``runs`` (label -> attempts sorted by attempt: score, passed,
@@ -113,6 +114,7 @@ def task_view(
         "scenario": task.scenario.model_dump() if task.scenario else None,
         "user": task.user.model_dump(),
         "policy": task.policy.model_dump() if task.policy else None,
+        "clarify": list(task.clarify),
         "chain_length": int(task.stats.get("chain_length", len(task.oracle))),
         "difficulty": task.difficulty,
         "tier": task.tier,

@@ -45,6 +45,7 @@ BONUS: dict[str, float] = {
     "comparison": 1.0,  # a row named as the most recent or oldest of its owner's: list them, compare, pick  # the outcome depends on the row's state: look before acting (act in one state, tell in another)  # the same write on every row a search lists ("cancel all my pending orders")
     "policy": 1.0,  # a rule of the app's policy governs the outcome
     "refusal": 2.0,  # part of the request must be refused under that rule
+    "clarification": 1.5,  # the request leaves out a value the user must be asked for before writing
 }
 """The score a construct adds (constructs without an entry add nothing on their own: their calls count)."""
 
@@ -78,6 +79,8 @@ def constructs(app: App, task: Task) -> list[str]:
         out.append("policy")
         if task.policy.refusal:
             out.append("refusal")
+    if task.clarify:
+        out.append("clarification")
     return out
 
 
