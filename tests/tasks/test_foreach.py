@@ -16,7 +16,7 @@ from envsynth.tasks.planning.refs import resolve
 from envsynth.tasks.state import merged
 from envsynth.tasks.wording.foreach import rows_of, said_of_many
 
-APPS = ("juniper_goods", "peak_fitness", "tempo_music")
+APPS = ("juniper_goods", "peak_fitness", "relay_chat")
 
 
 @cache

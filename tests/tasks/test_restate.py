@@ -65,6 +65,8 @@ def test_a_row_a_search_lists_elsewhere_in_another_state_is_taken_from_there() -
             ep = TaskEpisode(
                 app, task, state_bytes(app, task), seed=1
             )  # the carried oracle, run on the state, scores 1 and passes the state's own ids
+            if task.clarify:  # a must-ask task's user is asked first, as the oracle agent asks
+                ep.call("ask_user", {"question": "What does my request leave out?"})
             results: list[Any] = []
             for call in task.oracle:
                 args = {**call.args, **{p: resolve(r, results) for p, r in call.refs.items()}}
