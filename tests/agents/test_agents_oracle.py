@@ -22,10 +22,13 @@ def test_oracle_passes_every_task(corpus: Corpus, tmp_path: Path) -> None:
 
 
 def test_oracle_trajectory_is_an_openai_conversation(corpus: Corpus) -> None:
-    task = next(t for t in corpus.tasks if any(c.refs for c in t.oracle))
+    task = next(t for t in corpus.tasks if any(c.refs for c in t.oracle) and not t.clarify)
     traj = asyncio.run(run_episode(corpus, task, OracleAgent(task), seed=3, attempt=1))
     assert traj.passed and traj.seed == 3 and traj.attempt == 1 and traj.task_hash == task.hash
     msgs = traj.messages
+    if msgs[0]["role"] == "system":  # the app's policy, which the agent must follow
+        assert "Policy" in msgs[0]["content"]
+        msgs = msgs[1:]
     assert msgs[0] == {"role": "user", "content": task.instruction}
     assert traj.turns == len(task.oracle) + 1 == sum(m["role"] == "assistant" for m in msgs)
     for a, t in zip(msgs[1::2], msgs[2::2], strict=True):

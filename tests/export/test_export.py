@@ -160,7 +160,8 @@ def test_rl_one_row_per_task_no_ground_truth(oracle_run, tmp_path):
         text = json.dumps(r)
         assert t.oracle_program not in text and "expected" not in text
     export_rl(corpus, tmp_path / "bare.jsonl", system_prompt="")
-    assert [m["role"] for m in _rows(tmp_path / "bare.jsonl")[0]["prompt"]] == ["user"]
+    bare = _rows(tmp_path / "bare.jsonl")[0]["prompt"]  # no agent prompt: the app's policy alone, if it has one
+    assert [m["role"] for m in bare][-1] == "user" and all(m["content"].startswith("## Policy") for m in bare[:-1])
 
 
 def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -16,8 +16,9 @@ from openai import AsyncOpenAI
 import envsynth
 from chat_server import chat_server, completion
 from envsynth import catalog
-from envsynth.agents.base import SYSTEM_PROMPT
+from envsynth.agents.base import SYSTEM_PROMPT, with_app_policy
 from envsynth.agents.oracle import OracleAgent
+from envsynth.blueprint.policy import policy_text
 from envsynth.corpus import build_corpus
 from envsynth.integrations import verifiers_env
 from envsynth.integrations.verifiers_env import load_environment, task_rows
@@ -81,7 +82,8 @@ def test_rows_are_the_tasks_prompts_and_tools(corpus_dir):
     assert len(rows) == len(corpus.tasks) == 2
     for row, task in zip(rows, corpus.tasks):
         info = json.loads(row["info"])
-        assert row["prompt"] == [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task.instruction}]
+        system = with_app_policy(SYSTEM_PROMPT, policy_text(corpus.apps[task.app].blueprint))  # the prompt, the app's policy
+        assert row["prompt"] == [{"role": "system", "content": system}, {"role": "user", "content": task.instruction}]
         ep = corpus.start(task)
         assert json.loads(row["tools"]) == ep.tools  # the visible tools and complete_task
         ep.finish()

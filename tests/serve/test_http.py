@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from envsynth.blueprint.policy import policy_text
+
 pytest.importorskip("fastapi")
 httpx = pytest.importorskip("httpx")
 
@@ -76,7 +78,7 @@ def test_task_detail_is_public_only(server: Any, corpus: Corpus) -> None:
             assert r.status_code == 200
             d = r.json()
             assert set(d) == {"id", "app", "kind", "instruction", "tools", "policy"}  # no user profile: it can hold the answer
-            assert d["policy"] == ""  # the catalogue app has no policy
+            assert d["policy"] == policy_text(corpus.apps[task.app].blueprint)  # the app's policy, as the agent reads it
             assert d["instruction"] == task.instruction
             names = [t["function"]["name"] for t in d["tools"]]
             assert names[-1] == "complete_task" and set(names[:-1]) == set(task.visible_tools)

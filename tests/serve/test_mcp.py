@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from envsynth.blueprint.policy import policy_text
+
 pytest.importorskip("mcp")
 
 import anyio
@@ -24,6 +26,21 @@ from envsynth.runtime.answerpath import answer_in
 from envsynth.serve.mcp import COMPLETED, build_server
 from envsynth.tasks.model import Task
 from envsynth.tasks.planning.refs import resolve
+
+
+def _instructions(corpus: Corpus, task: Any) -> str:
+    """What the server's instructions say: the task's instruction, after the app's policy when it has one."""
+    policy = policy_text(corpus.apps[task.app].blueprint)
+    return f"## Policy\n\n{policy}\n\n## Request\n\n{task.instruction}" if policy else task.instruction
+
+
+def _tool_names(corpus: Corpus, task: Any) -> list[str]:
+    """The episode's tools, in order: the visible ones, ask_user for a must-ask task, complete_task."""
+    ep = corpus.start(task)
+    try:
+        return [t["function"]["name"] for t in ep.tools]
+    finally:
+        ep.finish()
 
 
 def text(result: Any) -> str:
@@ -63,9 +80,9 @@ def test_lists_exactly_the_visible_tools_and_the_instruction(corpus: Corpus) -> 
     app_schemas = {s["function"]["name"]: s["function"] for s in corpus.apps[task.app].tool_schemas(task.visible_tools)}
 
     async def body(client: Client) -> None:
-        assert client.instructions == task.instruction
+        assert client.instructions == _instructions(corpus, task)
         tools = (await client.list_tools()).tools
-        assert [t.name for t in tools] == [*task.visible_tools, "complete_task"]
+        assert [t.name for t in tools] == _tool_names(corpus, task)
         for t in tools[:-1]:
             assert t.description == app_schemas[t.name]["description"]
             assert t.input_schema == app_schemas[t.name]["parameters"]
@@ -155,8 +172,8 @@ def test_stdio_transport(corpus_path: Path, corpus: Corpus, tmp_path: Path) -> N
     params = StdioServerParameters(command=sys.executable, args=_launch(corpus_path, task.id, reward_file, transport="stdio"))
 
     async def body(client: Client) -> None:
-        assert client.instructions == task.instruction
-        assert [t.name for t in (await client.list_tools()).tools] == [*task.visible_tools, "complete_task"]
+        assert client.instructions == _instructions(corpus, task)
+        assert [t.name for t in (await client.list_tools()).tools] == _tool_names(corpus, task)
         assert (await client.call_tool("no_such_tool", {})).is_error
         assert await play_oracle(client, task) == COMPLETED
 
@@ -183,8 +200,8 @@ def test_streamable_http_transport(corpus_path: Path, corpus: Corpus, tmp_path: 
                 time.sleep(0.05)
 
         async def body(client: Client) -> None:
-            assert client.instructions == task.instruction
-            assert [t.name for t in (await client.list_tools()).tools] == [*task.visible_tools, "complete_task"]
+            assert client.instructions == _instructions(corpus, task)
+            assert [t.name for t in (await client.list_tools()).tools] == _tool_names(corpus, task)
             assert (await client.call_tool("no_such_tool", {})).is_error
             assert await play_oracle(client, task) == COMPLETED
 

@@ -76,6 +76,7 @@ def test_no_frame_opens_more_than_a_quarter_of_an_apps_requests() -> None:
     for name in APPS:
         tasks = _tasks(name)
         frames = Counter(_frame_of(t.instruction) for t in tasks)
+        frames.pop(None, None)  # a bare "{X}." or a frame after a policy's or a staff member's opening: not told apart here
         top, n = frames.most_common(1)[0]
         assert len(tasks) >= 20 and n / len(tasks) <= 0.25, (name, top, n, len(tasks))
 

@@ -41,7 +41,7 @@ def rl_rows(
     policies: dict[str, str] = {}
     _check_filters(order, tiers, min_difficulty, max_difficulty)
     if min_reward is not None and run is None:
-        raise ValueError("a min reward needs a run to read the rewards from (--run RUN_DIR)")
+        raise ValueError("min_reward needs a run to read the rewards from (give run: a run folder)")
     labels = run_labels(run) if run is not None else None
     for t in _chosen(c.tasks, order, tiers, min_difficulty, max_difficulty):
         label = labels.get(t.id) if labels is not None else None
@@ -153,7 +153,7 @@ def export_rl(
     """
     c = open_corpus(corpus)
     if min_reward is not None and run is None:
-        raise ValueError("a min reward needs a run to read the rewards from (--run RUN_DIR)")
+        raise ValueError("min_reward needs a run to read the rewards from (give run: a run folder)")
     rows = rl_rows(
         c, system_prompt=system_prompt, order=order, tiers=tiers, min_difficulty=min_difficulty, max_difficulty=max_difficulty, run=run
     )

@@ -31,6 +31,7 @@ from envsynth.blueprint.values import ValueMaker
 from envsynth.compiler.codegen import py
 from envsynth.runtime.app import App
 from envsynth.runtime.episode import SUCCESS, Episode
+from envsynth.runtime.sampledata import StateBuilder
 from envsynth.runtime.state import Rows
 from envsynth.tasks.admission.difficulty import for_each
 from envsynth.tasks.admission.refusal_rows import carried, oracle_results, placed_replay, replay, resolved, same_outcome, with_oracle
@@ -72,9 +73,10 @@ def shape(app: App, result: list[Task] | Rejection, base: int) -> list[Task] | R
             states = refusal_states(app, result, rules, rng)
             if states is not None:
                 return states
-        made = refusal_task(app, task, rules, rng)  # else the first state alone: its request names a row of it
-        if made is not None:
-            return [made]
+        else:  # one state: its request names a row of it (a task of S states keeps them all, without a refusal)
+            made = refusal_task(app, task, rules, rng)
+            if made is not None:
+                return [made]
     if involved is None:
         return result
     return [t.model_copy(update={"policy": TaskPolicy(rule=involved, refusal=False)}).sealed() for t in result]
@@ -316,11 +318,12 @@ def _forbidden_row(cx: _Ctx, rule: PolicyRule, spec: ToolSpec, param: str) -> tu
 def _drawn(cx: _Ctx, table: str, template: dict[str, Any], maker: ValueMaker, taken: set[str]) -> dict[str, Any] | None:
     """A new row like ``template``, with fresh values and owned by the requester (None if it cannot be)."""
     ent = cx.bp.entity(table)
-    row = dict(template)
-    row[ent.id_field] = maker.new_id(ent, taken)
-    for f in ent.fields[1:]:
-        if f.type != "ref":
-            row[f.name] = maker.value(f, row)
+    fixed = {ent.id_field: maker.new_id(ent, taken), **{f.name: template[f.name] for f in ent.fields if f.type == "ref"}}
+    builder = StateBuilder(cx.bp, maker.rng.getrandbits(32), cx.app.order, {t: list(v) for t, v in cx.rows.items()})
+    drawn = builder.add(ent, fixed)  # fresh values under the blueprint's rules (a payment never before its account opened)
+    if drawn is None:
+        return None
+    row = dict(drawn)
     auth = cx.bp.authorization
     if auth is None or table not in auth.owns:
         return row

@@ -118,9 +118,10 @@ def _made(
     rows = {t: list(rs) for t, rs in core.rows.items()}
     builder = StateBuilder(app.blueprint, rng.randrange(1 << 30), app.order, rows).use_pool(value_pool(app))
     added = 0
+    floor = _floor(app.blueprint, ent, date, row, core.rows)
     for i in range(rng.choice((1, 2, 3))):
         when = _shifted(row[date], _STEP_DAYS[i] * (1 if later else -1), clock)
-        if when is None or builder.add(ent, {owner: row[owner], date: when}) is None:
+        if when is None or (floor is not None and when < floor) or builder.add(ent, {owner: row[owner], date: when}) is None:
             break
         added += 1
     if added:
@@ -131,6 +132,22 @@ def _made(
         core.rows = rows
         inst.s0 = {**inst.s0, table: [*inst.s0.get(table, []), *new]}  # a state widened to s0 keeps them
     return added
+
+
+def _floor(bp: Any, ent: Any, date: str, row: dict[str, Any], rows: Any) -> str | None:
+    """The latest date the field's ``not_before`` names in the rows ``row`` refers to (an account is never opened
+    before its customer joined): a sibling is never made earlier than that. None: no such bound."""
+    gen = ent.field(date).gen
+    dates = []
+    for name in (gen.not_before or []) if gen is not None else []:
+        ref, _, field = name.partition(".")
+        if not field or not ent.has(ref) or row.get(ref) is None:
+            continue
+        target = bp.entity(ent.field(ref).ref or "")
+        parent = next((r for r in rows.get(target.name, []) if r[target.id_field] == row[ref]), None)
+        if parent is not None and parent.get(field):
+            dates.append(str(parent[field]))
+    return max(dates) if dates else None
 
 
 def _shifted(value: str, days: int, clock: dt.date) -> str | None:
