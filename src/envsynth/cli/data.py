@@ -108,6 +108,8 @@ def export_rl_cmd(
     """
     from envsynth.export import ExportError, export_rl
 
+    if min_reward is not None and run is None:
+        fail("--min-reward needs --run: a run folder on this corpus to read the rewards from (envsynth run ... --out RUN)")
     try:
         with err.status(f"exporting RL prompts from {corpus}"):
             summary = export_rl(
