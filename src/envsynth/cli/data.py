@@ -107,9 +107,8 @@ def export_rl_cmd(
     --run labels each row with the run's results for its task; --min-reward keeps the tasks it did well enough on.
     """
     from envsynth.export import ExportError, export_rl
+    from envsynth.export.rl import MIN_REWARD_WITHOUT_RUN
 
-    if min_reward is not None and run is None:
-        fail("--min-reward needs --run: a run folder on this corpus to read the rewards from (envsynth run ... --out RUN)")
     try:
         with err.status(f"exporting RL prompts from {corpus}"):
             summary = export_rl(
@@ -124,6 +123,8 @@ def export_rl_cmd(
                 min_reward=min_reward,
             )
     except (ExportError, ValueError, ImportError) as exc:
+        if str(exc) == MIN_REWARD_WITHOUT_RUN:
+            fail("--min-reward needs --run: a run folder on this corpus to read the rewards from (envsynth run ... --out RUN)")
         fail(str(exc))
     _print_export(summary, as_json)
 

@@ -20,6 +20,15 @@ Order = Literal["corpus", "difficulty"]
 ORDERS: tuple[str, ...] = ("corpus", "difficulty")
 
 
+MIN_REWARD_WITHOUT_RUN = "min_reward needs a run to read the rewards from (give run: a run folder)"
+"""The ValueError's message for a min reward without a run (the CLI words it with its flags)."""
+
+
+def _check_min_reward(min_reward: float | None, run: Path | str | None) -> None:
+    if min_reward is not None and run is None:
+        raise ValueError(MIN_REWARD_WITHOUT_RUN)
+
+
 def rl_rows(
     corpus: Corpus | str | Path,
     *,
@@ -40,8 +49,7 @@ def rl_rows(
     rows = []
     policies: dict[str, str] = {}
     _check_filters(order, tiers, min_difficulty, max_difficulty)
-    if min_reward is not None and run is None:
-        raise ValueError("min_reward needs a run to read the rewards from (give run: a run folder)")
+    _check_min_reward(min_reward, run)
     labels = run_labels(run) if run is not None else None
     for t in _chosen(c.tasks, order, tiers, min_difficulty, max_difficulty):
         label = labels.get(t.id) if labels is not None else None
@@ -152,8 +160,7 @@ def export_rl(
         ImportError: Parquet without ``datasets``.
     """
     c = open_corpus(corpus)
-    if min_reward is not None and run is None:
-        raise ValueError("min_reward needs a run to read the rewards from (give run: a run folder)")
+    _check_min_reward(min_reward, run)
     rows = rl_rows(
         c, system_prompt=system_prompt, order=order, tiers=tiers, min_difficulty=min_difficulty, max_difficulty=max_difficulty, run=run
     )
