@@ -352,7 +352,8 @@ def test_policy_tasks_share_and_refusals_replayed(corpus: Corpus) -> None:
     involved = [t for t in tasks if t.policy is not None]
     refusals = [t for t in involved if t.policy and t.policy.refusal]
     assert len(involved) >= 0.10 * len(tasks), (len(involved), len(tasks))
-    assert len(refusals) >= 0.5 * len(involved), (len(refusals), len(involved))
+    # about half of the tasks with a write are offered a refusal; it is made only where every state can carry one
+    assert len(refusals) >= 0.25 * len(involved), (len(refusals), len(involved))
     assert {t.policy.rule for t in refusals if t.policy} >= {"refundable_cancellation", "keep_refund_method"}
     for task in refusals:
         assert play(corpus, task, list(task.oracle)) == 1.0, task.id

@@ -241,7 +241,8 @@ def test_a_refusal_scores_one_for_the_oracle_and_zero_with_the_forbidden_call(co
     tasks = corpus.tasks
     involved = [t for t in tasks if t.policy is not None]
     refusals = [t for t in involved if t.policy and t.policy.refusal]
-    assert len(involved) >= 0.1 * len(tasks) and len(refusals) >= 0.5 * len(involved), (len(tasks), len(involved), len(refusals))
+    # about half of the tasks with a write are offered a refusal; it is made only where every state can carry one
+    assert len(involved) >= 0.1 * len(tasks) and len(refusals) >= 0.3 * len(involved), (len(tasks), len(involved), len(refusals))
     for task in refusals:
         assert task.policy is not None and task.policy.request and task.policy.request in task.instruction
         assert play(corpus, task, task.oracle) == 1.0

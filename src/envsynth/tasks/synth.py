@@ -15,6 +15,9 @@ The stages, each a function from typed artifacts to typed artifacts (or a Reject
    rated (:mod:`~envsynth.tasks.admission.difficulty`). Count questions get rows that spread their count
    (:mod:`~envsynth.tasks.building.matches`) before they are asked.
 
+A task index planned with two goals (:func:`~envsynth.tasks.planning.plan.goals_of`) whose goals are not one
+person's (:mod:`~envsynth.tasks.building.goals`), or which any stage refuses, is planned again as one goal.
+
 ``synthesize`` is pure and deterministic in its arguments.
 """
 
@@ -35,6 +38,7 @@ from envsynth.tasks.admission.routes import look_up_rows
 from envsynth.tasks.building.conditional import make_conditional, telling_question
 from envsynth.tasks.building.core import core_of
 from envsynth.tasks.building.foreach import expand_for_each
+from envsynth.tasks.building.goals import one_person
 from envsynth.tasks.building.matches import spread_count
 from envsynth.tasks.building.siblings import add_siblings
 from envsynth.tasks.building.states import TaskStateDraw, draw_state
@@ -42,7 +46,7 @@ from envsynth.tasks.building.visible import MIN_VISIBLE, visible_tools
 from envsynth.tasks.building.world import STEP_ATTEMPTS, WORLD_ROWS, Instance, instantiate_plan, staff_names, value_pool
 from envsynth.tasks.model import Rejection, Task
 from envsynth.tasks.planning.answer import Question, ask
-from envsynth.tasks.planning.plan import KINDS, task_seed
+from envsynth.tasks.planning.plan import KINDS, Plan, task_seed
 from envsynth.tasks.planning.plan import plan_task as plan_task
 from envsynth.tasks.wording.questions import unfiltered
 from envsynth.tasks.wording.request import Request, describer, request_of
@@ -61,12 +65,25 @@ def synthesize(
     Returns:
         S admitted tasks (``coordinates.state`` = 0..S-1, one instruction), or a Rejection.
     """
-    plan = plan_task(app, graph, app_index=app_index, task_index=task_index, depth=depth, seed=seed)
+    coords = {"app_index": app_index, "task_index": task_index, "depth": depth, "seed": seed}
+    plan = plan_task(app, graph, **coords)
     if isinstance(plan, Rejection):
         return plan
+    made = _planned(plan, states)
+    if isinstance(made, Rejection) and plan.goals > 1:  # a multi-goal request that cannot be made: the task as one goal
+        plan = plan_task(app, graph, **coords, goals=1)
+        made = plan if isinstance(plan, Rejection) else _planned(plan, states)
+    return made
+
+
+def _planned(plan: Plan, states: int) -> list[Task] | Rejection:
+    """The S admitted tasks of a planned task index, or a Rejection."""
     inst = instantiate_plan(plan)
     if isinstance(inst, Rejection):
         return inst
+    if inst.plan.goals > 1 and not one_person(inst):  # "close my oldest account, then ..." on someone else's loan
+        inst.ws0.close()
+        return plan.reject("not_instantiable", "the goals act on different people's rows")
     try:
         made = _tasks(inst, states)
     finally:
@@ -75,6 +92,9 @@ def synthesize(
     shaped = shape_policy(plan.app, made, plan.base)  # policy tasks (tasks/admission/policy.py); a no-op without agent-obeyed rules
     if isinstance(shaped, Rejection):
         return shaped
+    goals = inst.plan.goals
+    if goals > 1:
+        shaped = [t.model_copy(update={"stats": {**t.stats, "goals": goals}}) for t in shaped]
     return [rated(plan.app, t).sealed() for t in shaped]  # difficulty, tier and constructs (tasks/admission/difficulty.py)
 
 

@@ -40,9 +40,10 @@ BONUS: dict[str, float] = {
     "count": 0.5,  # how many rows meet the request's criteria
     "question_and_action": 1.0,  # an answer and an effect in one request
     "multi_row": 1.0,  # several rows of one table change
-    "for_each": 0.5,
-    "conditional": 1.5,
-    "comparison": 1.0,  # a row named as the most recent or oldest of its owner's: list them, compare, pick  # the outcome depends on the row's state: look before acting (act in one state, tell in another)  # the same write on every row a search lists ("cancel all my pending orders")
+    "for_each": 0.5,  # the same write on every row a search lists ("cancel all my pending orders")
+    "conditional": 1.5,  # the outcome depends on the row's state: look before acting (act in one state, tell in another)
+    "comparison": 1.0,  # a row named as the most recent or oldest of its owner's: list them, compare, pick
+    "multi_goal": 1.0,  # a further goal in the same request: keep track of what is done and what is left
     "policy": 1.0,  # a rule of the app's policy governs the outcome
     "refusal": 2.0,  # part of the request must be refused under that rule
     "clarification": 1.5,  # the request leaves out a value the user must be asked for before writing
@@ -73,6 +74,8 @@ def constructs(app: App, task: Task) -> list[str]:
         out.append("conditional")
     if "comparison" in task.stats:
         out.append("comparison")
+    if task.stats.get("goals", 1) > 1:
+        out.append("multi_goal")
     if task.state.distractors:
         out.append("distractors")
     if task.policy is not None:

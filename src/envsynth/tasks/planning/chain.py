@@ -44,6 +44,7 @@ class Step:
     refs: dict[str, Ref] = field(default_factory=dict)
     pins: dict[str, tuple[int, str]] = field(default_factory=dict)  # param -> (step, alias of that step)
     answer_field: str | None = None
+    goal: int = 0  # which goal of the request the step serves (0, or 1 for the second goal of a multi-goal request)
 
 
 def _alias_of(spec: ToolSpec, entity: str) -> str | None:
@@ -173,11 +174,18 @@ def _possible(facts: RowFacts, c: Continuation) -> bool:
     return facts.allows_one(*c)
 
 
-def _step(c: Continuation) -> Step:
+def _may_head(app: App, spec: ToolSpec) -> bool:
+    """Whether a write may start a further goal: not one naming a list of rows, nor one that signs a new person up
+    (the user of the first goal asks for the second too)."""
+    people = {u.entity for u in app.blueprint.users if u.entity}
+    return not names_many_rows(spec) and not (spec.kind == "create" and spec.entity in people)
+
+
+def _step(c: Continuation, goal: int = 0) -> Step:
     spec, how, param, j, name = c
     if how == "ref":
-        return Step(spec, refs={param: Ref(step=j, field=name)})
-    return Step(spec, pins={param: (j, name)})
+        return Step(spec, refs={param: Ref(step=j, field=name)}, goal=goal)
+    return Step(spec, pins={param: (j, name)}, goal=goal)
 
 
 @dataclass(frozen=True)
@@ -336,13 +344,20 @@ def _find_follow_ups(app: App) -> dict[str, int]:
     return reach
 
 
-def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind, slot: int | None = None) -> list[Step] | None:
+def plan_chain(
+    app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind, slot: int | None = None, goals: int = 1
+) -> list[Step] | None:
     """Plan the steps of one task; None when the graph offers no chain of this kind here.
 
     ``slot`` picks the first tool in turn (the ``slot``-th write, or for an information task
     without earlier steps the ``slot``-th read), so that the tasks of an app start with
     different tools and a corpus covers an app's tools; without it the first tool is drawn
     at random. Synthesis passes the number of earlier tasks of the app that start the same way.
+
+    ``goals`` > 1 (a task that starts with a write) makes a multi-goal request (ScaleEnv's C1..Cn): once the
+    first goal's follow-ups end, a further goal of the same user starts with a write of its own (one the user's
+    role may ask for, of a tool not used yet) and gets follow-ups of its own; its steps carry ``goal`` = 1.
+    Whether both goals are one person's is checked on the instance (:func:`envsynth.tasks.building.goals.one_person`).
     """
     steps: list[Step] = []
     facts = RowFacts(app)  # continuations whose pre-conditions the earlier steps rule out are not offered
@@ -362,11 +377,18 @@ def plan_chain(app: App, graph: ToolGraph, rng: random.Random, kind: TaskKind, s
         tools = _tools(app)
         append(Step(tools.writes[slot % len(tools.writes)] if slot is not None else rng.choice(tools.writes)))
         length = rng.choice(LENGTHS)
-        while len(steps) < length:  # one goal: every next step follows up on a row an earlier step made or touched
-            options = [c for c in _continuations(nexts, used, facts) if fits(app.blueprint, roles, c[0].name)]
-            if not options:
-                break
-            append(_step(rng.choice(options)))
+        for goal in range(goals):
+            if goal:  # a further goal of the same user: a write of its own, then its follow-ups
+                heads = [t for t in tools.writes if t.name not in used and _may_head(app, t) and fits(app.blueprint, roles, t.name)]
+                if not heads:
+                    break
+                append(Step(rng.choice(heads), goal=goal))
+                length = len(steps) + rng.choice(LENGTHS)
+            while len(steps) < length:  # one goal: every next step follows up on a row an earlier step made or touched
+                options = [c for c in _continuations(nexts, used, facts) if fits(app.blueprint, roles, c[0].name)]
+                if not options:
+                    break
+                append(_step(rng.choice(options), goal))
     if kind in ("info", "mixed"):
         reader = _reader(app, rng, steps, slot)
         if reader is None:

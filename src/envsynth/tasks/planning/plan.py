@@ -21,6 +21,16 @@ def task_seed(seed: int, app_index: int, task_index: int) -> int:
     return (seed * 1_000_003 + app_index) * 1_000_033 + task_index
 
 
+MULTI_GOAL = 0.4
+"""The share of the tasks that start with a write whose request holds a second goal of the same user (ScaleEnv's C1..Cn)."""
+
+
+def goals_of(base: int, kind: TaskKind) -> int:
+    """How many goals the request of a task of seed ``base`` holds: 2 for a share :data:`MULTI_GOAL` of the tasks that
+    start with a write, else 1. Drawn from a stream of its own, so a one-goal task's chain is the one it always was."""
+    return 2 if kind != "info" and random.Random(base * 7 + 3).random() < MULTI_GOAL else 1
+
+
 def kind_and_turn(seed: int, app_index: int, task_index: int) -> tuple[TaskKind, int]:
     """The kind of a task, and how many earlier task indexes of the app start their chain the same way.
 
@@ -63,26 +73,37 @@ class Plan:
     coords: Coordinates
     workflow: Workflow | None = None
 
+    @property
+    def goals(self) -> int:
+        """How many goals the request holds (a multi-goal request's later steps carry their goal's index)."""
+        return 1 + max((s.goal for s in self.steps), default=0)
+
     def reject(self, reason: RejectionReason, detail: str = "") -> Rejection:
         """A rejection of this task index with ``reason`` (and a detail, cut to 300 characters)."""
         return Rejection(app=self.app.name, coordinates=self.coords, reason=reason, detail=detail[:300])
 
 
-def plan_task(app: App, graph: ToolGraph, *, app_index: int, task_index: int, depth: int, seed: int) -> Plan | Rejection:
+def plan_task(
+    app: App, graph: ToolGraph, *, app_index: int, task_index: int, depth: int, seed: int, goals: int | None = None
+) -> Plan | Rejection:
     """Draw the task's kind and plan its chain on the tool graph (reason ``no_chain`` when none fits; a mixed
-    task whose first write no read follows up on is planned as an action task)."""
+    task whose first write no read follows up on is planned as an action task).
+
+    ``goals`` is how many goals the request holds (default: :func:`goals_of`; a declared workflow is one goal).
+    """
     base = task_seed(seed, app_index, task_index)
     rng = random.Random(base)
     coords = Coordinates(app=app_index, task=task_index, state=0, distractors=depth)
     kind, turn = kind_and_turn(seed, app_index, task_index)
+    goals = goals_of(base, kind) if goals is None else goals
     flow = _workflow(app, kind, turn)
     steps = plan_workflow(app, graph, rng, kind, flow.steps) if flow is not None else None
     if steps is None:
         flow = None
-        steps = plan_chain(app, graph, rng, kind, slot=turn)
+        steps = plan_chain(app, graph, rng, kind, slot=turn, goals=goals)
     if steps is None and kind == "mixed":  # no read follows up on what this write touches: the write alone is the task
         kind = "action"
-        steps = plan_chain(app, graph, rng, kind, slot=turn)
+        steps = plan_chain(app, graph, rng, kind, slot=turn, goals=goals)
     plan = Plan(app, graph, kind, steps or [], rng, base, coords, flow)
     return plan if steps else plan.reject("no_chain", f"no {kind} chain")
 

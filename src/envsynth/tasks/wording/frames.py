@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Frames:
-    """The frames of one style: the first clause's, the middle ones', the last of three or more, the question's, a sign-off."""
+    """The frames of one style: the first clause's, the middle ones', the last of three or more, the question's, a sign-off,
+    and the first clause of a further goal of a multi-goal request (``also``: something else the person wants done)."""
 
     first: tuple[str, ...]
     then: tuple[str, ...]
@@ -24,6 +25,7 @@ class Frames:
     ask: tuple[str, ...]
     ask_alone: tuple[str, ...] = ("{q}",)
     sign_off: tuple[str, ...] = ("",)
+    also: tuple[str, ...] = ("Also, {x}.",)
 
 
 _THEN = ("Then {x}.", "After that, {x}.", "Next, {x}.", "Once that's done, {x}.")
@@ -35,6 +37,7 @@ FRAMES: dict[str, Frames] = {
         then=("Then {x}.", "Also {x}.", "Next, {x}."),
         last=("Finally, {x}.", "Last, {x}."),
         ask=("{q}", "Also: {q_lower}"),
+        also=("Also, {x}.", "Separately, {x}.", "And {x}."),
     ),
     "polite": Frames(
         first=("Could you please {x}?", "Would you be able to {x}?", "I'd be grateful if you could {x}.", "May I ask you to {x}?"),
@@ -43,6 +46,7 @@ FRAMES: dict[str, Frames] = {
         ask=("I'd also like to know: {q_lower}", "Could you also tell me: {q_lower}", "{q}"),
         ask_alone=("{q}", "Could you tell me: {q_lower}", "I'd like to know: {q_lower}"),
         sign_off=("Thank you.", "Thank you very much.", "Many thanks."),
+        also=("Separately, could you also {x}?", "I'd also like you to {x}.", "While you're at it, could you {x}?"),
     ),
     "chatty": Frames(
         first=("I was hoping you could {x}.", "Any chance you could {x}?", "So, I'd like you to {x}.", "Can you {x}?"),
@@ -51,6 +55,7 @@ FRAMES: dict[str, Frames] = {
         ask=("Oh, and one more thing: {q_lower}", "Also, I was wondering: {q_lower}", "{q}"),
         ask_alone=("{q}", "I was wondering: {q_lower}", "Quick question: {q_lower}"),
         sign_off=("Thanks so much!", "Thanks a lot, I appreciate it!", "Thanks!"),
+        also=("Oh, and while you're at it, {x}.", "Something else: can you {x}?", "And another thing, {x}."),
     ),
     "in a hurry": Frames(
         first=("Quick one: {x}.", "I need you to {x}, please.", "Can you {x}? It's urgent.", "Please {x} as soon as you can."),
@@ -59,6 +64,7 @@ FRAMES: dict[str, Frames] = {
         ask=("And quickly: {q_lower}", "{q}"),
         ask_alone=("{q}", "Quick question: {q_lower}"),
         sign_off=("Thanks, I'm short on time.", "Thanks, I'm in a rush.", ""),
+        also=("Also, {x}.", "One more: {x}.", "And {x}, please."),
     ),
     "unsure of the details": Frames(
         first=("I think I need to {x}, if that's possible.", "Could you help me {x}?", "I'm not sure how this works, but I'd like to {x}."),
@@ -67,6 +73,7 @@ FRAMES: dict[str, Frames] = {
         ask=("Also, I'm not sure: {q_lower}", "And could you check: {q_lower}", "{q}"),
         ask_alone=("I'm not sure, so could you check: {q_lower}", "{q}", "I can't remember: {q_lower}"),
         sign_off=("I hope that makes sense.", "Thanks for your patience.", ""),
+        also=("Also, I think I need to {x}.", "And separately, could you {x}?", "There's one more thing: I'd like to {x}."),
     ),
 }
 """The frames of each style (the scenario's ``style``)."""
@@ -75,12 +82,18 @@ STYLES: tuple[str, ...] = tuple(FRAMES)
 """How requesters talk, drawn once per request."""
 
 
-def framed(clauses: list[str], question: str | None, rng: random.Random, style: str) -> list[str]:
-    """The sentences of a request in ``style``: each clause and the question in a frame of that style, then a sign-off."""
+def framed(clauses: list[str], question: str | None, rng: random.Random, style: str, goals: frozenset[int] = frozenset()) -> list[str]:
+    """The sentences of a request in ``style``: each clause and the question in a frame of that style, then a sign-off.
+
+    ``goals`` are the indexes of the clauses that start a further goal (framed as something else asked for).
+    """
     frames = FRAMES[style]
     out = []
     for i, clause in enumerate(clauses):
-        pool = frames.first if i == 0 else frames.last if i == len(clauses) - 1 and i > 1 else frames.then
+        if i and i in goals:
+            pool = frames.also
+        else:
+            pool = frames.first if i == 0 else frames.last if i == len(clauses) - 1 and i > 1 else frames.then
         x = clause.removeprefix("please ")  # the frame is polite already: never "Please please"
         out.append(rng.choice(pool).format(x=x, X=x[:1].upper() + x[1:]))
     if question:

@@ -394,10 +394,13 @@ def _mine_said(phrase: str, fill: dict[str, str]) -> str:
     return phrase
 
 
-def compose(clauses: list[str], question: str | None, rng: random.Random, greeting: str, style: str = "brief") -> str:
-    """The request's text: the greeting, then its clauses and question framed the way a person of ``style`` talks."""
+def compose(
+    clauses: list[str], question: str | None, rng: random.Random, greeting: str, style: str = "brief", goals: frozenset[int] = frozenset()
+) -> str:
+    """The request's text: the greeting, then its clauses and question framed the way a person of ``style`` talks
+    (``goals``: the clauses that start a further goal of a multi-goal request, "Also, ...")."""
     sentences = [greeting] if greeting else []
-    sentences += framed(clauses, question, rng, style)
+    sentences += framed(clauses, question, rng, style, goals)
     text = " ".join(s[0].upper() + s[1:] if s else s for s in sentences)
     text = _THAT_THAT.sub(lambda m: f"{m.group(1)} the same", text)  # "record that that customer ...": "that the same customer"
     return " ".join(text.split())  # runs of white space made one space, none at the ends

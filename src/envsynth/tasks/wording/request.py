@@ -97,7 +97,8 @@ def request_of(inst: Instance, draw: TaskStateDraw, question: Question, visible:
     asked = phraser.question(calls[question.step], question.field, params[question.step], calls) if question.step is not None else None
     opening, reason, client = _opening(inst, full, targets, requester, rng)
     style = rng.choice(STYLES)
-    instruction = compose(clauses, asked, rng, opening.strip(), style)
+    starts = frozenset(i for i in range(1, len(clauses)) if i < len(plan.steps) and plan.steps[i].goal > plan.steps[i - 1].goal)
+    instruction = compose(clauses, asked, rng, opening.strip(), style, starts)
     if leaks_id(instruction):
         return plan.reject("id_in_instruction", instruction)
     if says_answer(instruction, answer) or _set_by_request(calls, answer):

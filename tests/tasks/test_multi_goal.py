@@ -1,0 +1,142 @@
+"""Multi-goal requests: a second goal of the same person in one request, each goal's writes in the oracle."""
+
+from __future__ import annotations
+
+import random
+from functools import cache
+
+import pytest
+
+from envsynth import catalog
+from envsynth.compiler.compile import compile_app
+from envsynth.graph import build_graph
+from envsynth.runtime.app import App
+from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synthesize
+from envsynth.tasks.building.goals import one_person, people_of_goals
+from envsynth.tasks.building.world import instantiate_plan
+from envsynth.tasks.planning.chain import plan_chain
+from envsynth.tasks.planning.plan import MULTI_GOAL, goals_of, plan_task, task_seed
+from envsynth.tasks.planning.refs import resolve
+from envsynth.tasks.wording.frames import FRAMES, framed
+
+APPS = ("tempo_music", "juniper_goods", "northwind_bank")
+
+
+@cache
+def _app(name: str) -> App:
+    return compile_app(catalog.load(name), 0)
+
+
+@cache
+def _multi(name: str) -> list[list[Task]]:
+    app = _app(name)
+    graph = build_graph(app)
+    out = []
+    for t in range(40):
+        made = synthesize(app, graph, app_index=catalog.names().index(name), task_index=t, states=2, depth=4)
+        if not isinstance(made, Rejection) and made[0].stats.get("goals") == 2:
+            out.append(made)
+    return out
+
+
+def test_the_share_of_multi_goal_tasks_follows_its_setting_and_never_an_information_task() -> None:
+    bases = [task_seed(0, 0, t) for t in range(2000)]
+    share = sum(goals_of(b, "action") == 2 for b in bases) / len(bases)
+    assert abs(share - MULTI_GOAL) < 0.05
+    assert all(goals_of(b, "info") == 1 for b in bases)
+
+
+def test_a_second_goal_starts_with_a_write_of_its_own_after_the_first_goal() -> None:
+    app = _app("tempo_music")
+    graph = build_graph(app)
+    seen = 0
+    for s in range(40):
+        steps = plan_chain(app, graph, random.Random(s), "action", slot=s, goals=2)
+        assert steps is not None
+        goals = [st.goal for st in steps]
+        assert goals == sorted(goals) and goals[0] == 0  # the first goal's steps, then the second's
+        if 1 in goals:
+            seen += 1
+            head = steps[goals.index(1)]
+            assert head.spec.mode == "write" and not head.refs and not head.pins
+            assert head.spec.name not in {st.spec.name for st in steps[: goals.index(1)]}
+    assert seen >= 30
+
+
+def test_one_goal_plans_the_chain_it_always_did() -> None:
+    app = _app("juniper_goods")
+    graph = build_graph(app)
+    for t in range(30):
+        one = plan_task(app, graph, app_index=1, task_index=t, depth=0, seed=0, goals=1)
+        if goals_of(one.base, one.kind) == 1:  # the default plan of a one-goal task is the same plan
+            again = plan_task(app, graph, app_index=1, task_index=t, depth=0, seed=0)
+            assert [s.spec.name for s in again.steps] == [s.spec.name for s in one.steps]
+        assert one.goals == 1
+
+
+@pytest.mark.parametrize("name", APPS)
+def test_multi_goal_tasks_are_one_persons_and_their_oracle_scores_one(name: str) -> None:
+    app = _app(name)
+    found = _multi(name)
+    assert found, name
+    for states in found:
+        task = states[0]
+        assert "multi_goal" in task.constructs and task.stats["goals"] == 2
+        writes = [c for c in task.oracle if app.spec_by_name[c.tool].mode == "write"]
+        assert len(writes) >= 2 and len({c.tool for c in writes}) >= 2
+        for t in states:
+            ep = TaskEpisode(app, t, state_bytes(app, t))
+            results: list = []
+            for c in t.oracle:
+                out = ep.call(c.tool, {**c.args, **{p: resolve(r, results) for p, r in c.refs.items()}})
+                assert out.outcome == "success", (t.id, c.tool, out)
+                results.append(out.data)
+            answer = results[t.answer_step][t.answer_field] if t.answer_step is not None else None
+            assert ep.finish(answer=answer).score == 1.0, t.id
+
+
+@pytest.mark.parametrize("name", APPS)
+def test_doing_only_the_first_goal_scores_zero(name: str) -> None:
+    app = _app(name)
+    for states in _multi(name):
+        task = states[0]
+        first = next(i for i, c in enumerate(task.oracle) if app.spec_by_name[c.tool].mode == "write")
+        # the calls up to and including the first write: at least one write of the request is left undone
+        ep = TaskEpisode(app, task, state_bytes(app, task))
+        results: list = []
+        for c in task.oracle[: first + 1]:
+            results.append(ep.call(c.tool, {**c.args, **{p: resolve(r, results) for p, r in c.refs.items()}}).data)
+        assert ep.finish(answer=None).score == 0.0, task.id
+
+
+def test_a_multi_goal_instance_of_two_people_is_refused_and_planned_again_as_one_goal() -> None:
+    app = _app("tempo_music")
+    graph = build_graph(app)
+    refused = kept = 0
+    for t in range(60):
+        plan = plan_task(app, graph, app_index=0, task_index=t, depth=0, seed=0, goals=2)
+        if isinstance(plan, Rejection) or plan.goals < 2:
+            continue
+        inst = instantiate_plan(plan)
+        if isinstance(inst, Rejection):
+            continue
+        try:
+            people = people_of_goals(inst)
+            ok = one_person(inst)
+        finally:
+            inst.ws0.close()
+        assert ok == (len(people[0]) <= 1 and all(p == people[0] for p in people[1:]))
+        refused += not ok
+        kept += ok
+        if not ok:  # synthesis falls back to the task as one goal
+            made = synthesize(app, graph, app_index=0, task_index=t, states=1, depth=0)
+            assert isinstance(made, Rejection) or made[0].stats.get("goals", 1) == 1
+    assert refused and kept
+
+
+def test_a_further_goal_is_framed_as_something_else_asked_for() -> None:
+    for style, frames in FRAMES.items():
+        out = framed(["cancel my order", "unfollow the artist", "delete the playlist"], None, random.Random(0), style, frozenset({1}))
+        starts = [f.split("{x}")[0] for f in frames.also]
+        assert any(out[1].startswith(s) for s in starts), (style, out)
+        assert not any(out[0].startswith(s) for s in starts if s) or style == "brief"
