@@ -31,7 +31,7 @@ def test_two_state_refusals_share_the_request_and_score_like_one_state_ones(corp
         by_index[t.coordinates.task].append(t)
     refusing = [ts for ts in by_index.values() if any(t.policy and t.policy.refusal for t in ts)]
     involved = [ts for ts in by_index.values() if any(t.policy for t in ts)]
-    assert refusing and len(refusing) >= 0.3 * len(involved), (len(refusing), len(involved))  # 2 of 6 task indexes
+    assert refusing and 3 * len(refusing) >= len(involved), (len(refusing), len(involved))  # 2 of 6 task indexes
     # a new row drawn for the forbidden request may be listed by a search of the oracle (items[k]) and move the row the
     # oracle means: the oracle is re-placed (tasks/admission/refusal_rows.py); what is still lost is a new row that changes the
     # answer (a count of the requester's reservations) or is listed past the search's first page

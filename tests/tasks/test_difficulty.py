@@ -71,7 +71,8 @@ def test_constructs_are_named_for_what_the_task_does() -> None:
         assert ("distractors" in t.constructs) == bool(t.state.distractors)
         assert ("lookup" in t.constructs) == any(r.item is not None for c in t.oracle for r in c.refs.values())
         assert ("clarification" in t.constructs) == bool(t.clarify)
+        assert ("multi_goal" in t.constructs) == (t.stats.get("goals", 1) > 1)
     assert set(BONUS) <= {
         "computed", "count", "question_and_action", "multi_row", "for_each", "conditional", "comparison", "policy", "refusal",
-        "clarification",
+        "clarification", "multi_goal",
     }  # fmt: skip

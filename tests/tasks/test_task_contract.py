@@ -177,6 +177,8 @@ def test_another_valid_order_scores_one(built_catalog: dict[str, BuiltApp]) -> N
             run_oracle(TaskEpisode(app, task, state_bytes(app, task)), task, results=results)  # the ids the lookups find
             args = [{**c.args, **{p: resolve(r, results) for p, r in c.refs.items()}} for c in acts]
             ep = TaskEpisode(app, task, state_bytes(app, task))
+            if task.clarify:  # a must-ask task: asking before writing is part of every valid order
+                ep.ask_user({"question": "What do you need me to know?"})
             if not all(ep.call(c.tool, a).ok for c, a in reversed(list(zip(acts, args, strict=True)))):
                 continue  # this order is not valid for this chain (a step needs an earlier one)
             assert ep.finish(None).score == 1.0, task.id
