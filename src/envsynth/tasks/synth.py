@@ -15,8 +15,10 @@ The stages, each a function from typed artifacts to typed artifacts (or a Reject
    rated (:mod:`~envsynth.tasks.admission.difficulty`). Count questions get rows that spread their count
    (:mod:`~envsynth.tasks.building.matches`) before they are asked.
 
-A task index planned with two goals (:func:`~envsynth.tasks.planning.plan.goals_of`) whose goals are not one
-person's (:mod:`~envsynth.tasks.building.goals`), or which any stage refuses, is planned again as one goal.
+A task index planned with 2-4 goals (:func:`~envsynth.tasks.planning.plan.goals_of`) whose goals are not one
+person's (:mod:`~envsynth.tasks.building.goals`), or which any stage refuses, is planned again with one goal fewer.
+One whose first goal is a lone write is first made as that one goal: when the write becomes a for-each or
+conditional goal (which only a lone write does), that task is kept.
 
 ``synthesize`` is pure and deterministic in its arguments.
 """
@@ -69,10 +71,25 @@ def synthesize(
     plan = plan_task(app, graph, **coords)
     if isinstance(plan, Rejection):
         return plan
+    if plan.goals > 1 and plan.kind == "action" and sum(s.goal == 0 for s in plan.steps) == 1:
+        alone = _single_goal_construct(plan_task(app, graph, **coords, goals=1), states)
+        if alone is not None:  # the first goal's one write makes a for-each or conditional goal: that task instead
+            return alone
     made = _planned(plan, states)
-    if isinstance(made, Rejection) and plan.goals > 1:  # a multi-goal request that cannot be made: the task as one goal
-        plan = plan_task(app, graph, **coords, goals=1)
+    goals = plan.goals
+    while isinstance(made, Rejection) and goals > 1:  # a multi-goal request that cannot be made: one goal fewer
+        goals -= 1
+        plan = plan_task(app, graph, **coords, goals=goals)
         made = plan if isinstance(plan, Rejection) else _planned(plan, states)
+    return made
+
+
+def _single_goal_construct(plan: Plan | Rejection, states: int) -> list[Task] | None:
+    """The tasks of a one-goal plan when they are a for-each or conditional goal (which only a lone write becomes), or
+    None: a multi-goal plan whose first goal is one write is made so only when that write makes neither."""
+    made = plan if isinstance(plan, Rejection) else _planned(plan, states)
+    if isinstance(made, Rejection) or not {"for_each", "conditional"} & set(made[0].constructs):
+        return None
     return made
 
 

@@ -22,6 +22,7 @@ from envsynth.runtime.app import App
 from envsynth.runtime.episode import SUCCESS, Episode
 from envsynth.runtime.state import Rows, id_fields, insert_rows, read_rows, ref_fields, scratch_connection
 from envsynth.runtime.toolkit import Context
+from envsynth.tasks.building.goals import same_person
 from envsynth.tasks.building.step_args import allowed_pre, bound_rows, created_rows, given_before, id_filters, oracle_call, same_actor
 from envsynth.tasks.model import Call, Ref
 from envsynth.tasks.planning.chain import Step
@@ -427,6 +428,8 @@ def _instantiate(
             for p in unnamed:
                 fixed[p] = None
             fixed.update(same_actor(app, step, calls))
+            for p, key in same_person(app, steps, i, bound, run.final, attempt).items():
+                fixed.setdefault(p, key)  # a later goal of the request: on the first goal's person's rows (building/goals.py)
             for p in given_before(app, step, fixed, refs, calls):
                 fixed[p] = None  # what the request already set on this row stays as it set it
             solver = Solver(app.blueprint, step.spec, app.order, app.now, seed * 131 + i * 17 + attempt)

@@ -29,14 +29,15 @@ MADE = re.compile(
 _STEP_DAYS = (2, 5, 9, 16, 30)
 
 
-def add_siblings(inst: Instance, core: Core) -> frozenset[tuple[str, Any]]:
-    """Add siblings for one named row when the task's draw says so; the rows to name by comparison (empty: none)."""
+def add_siblings(inst: Instance, core: Core) -> dict[tuple[str, Any], str]:
+    """Add siblings for one named row when the task's draw says so; the rows to name by comparison, each with the
+    reference to the owner whose rows it is compared with (empty: none)."""
     plan = inst.plan
     if inst.for_each is not None or inst.conditional is not None:
-        return frozenset()
+        return {}
     rng = random.Random(plan.base * 613 + 5)
     if rng.random() >= SHARE:
-        return frozenset()
+        return {}
     bp = plan.app.blueprint
     roles = {u.entity for u in bp.users if u.entity}
     clock = dt.date.fromisoformat(bp.reference_date)
@@ -50,8 +51,8 @@ def add_siblings(inst: Instance, core: Core) -> frozenset[tuple[str, Any]]:
         later = _later(plan.app, table, date_field, rng)
         if _made(inst, core, table, row, owner_field, date_field, clock, rng, later):
             inst.comparison = Comparison(table, key, owner_field, date_field, "min" if later else "max")
-            return frozenset({(table, key)})
-    return frozenset()
+            return {(table, key): owner_field}
+    return {}
 
 
 @dataclass(frozen=True)

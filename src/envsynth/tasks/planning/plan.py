@@ -21,14 +21,15 @@ def task_seed(seed: int, app_index: int, task_index: int) -> int:
     return (seed * 1_000_003 + app_index) * 1_000_033 + task_index
 
 
-MULTI_GOAL = 0.4
+MULTI_GOAL = 0.7
 """The share of the tasks that start with a write whose request holds a second goal of the same user (ScaleEnv's C1..Cn)."""
 
 
 def goals_of(base: int, kind: TaskKind) -> int:
     """How many goals the request of a task of seed ``base`` holds: 2 for a share :data:`MULTI_GOAL` of the tasks that
     start with a write, else 1. Drawn from a stream of its own, so a one-goal task's chain is the one it always was."""
-    return 2 if kind != "info" and random.Random(base * 7 + 3).random() < MULTI_GOAL else 1
+    rng = random.Random(base * 7 + 3)
+    return rng.choice((2, 2, 3, 4)) if kind != "info" and rng.random() < MULTI_GOAL else 1
 
 
 def kind_and_turn(seed: int, app_index: int, task_index: int) -> tuple[TaskKind, int]:

@@ -253,13 +253,16 @@ def describe(
     depth: int = 0,
     avoid: tuple[str, ...] = (),
     most_first: bool = False,
+    most_by: str | None = None,
 ) -> Description | None:
     """The shortest description (greedy) that matches ``row`` and no other row, or None.
 
     ``avoid``: fields of the row the description must not use (the answer a question asks for). ``most_first``: name
     the row as the most recent or oldest of its parent's rows when that singles it out ("my most recent order").
+    ``most_by``: the same, among the rows of the parent this reference names only (the owner whose rows were made
+    to compare with: not "the oldest order of the card ..." where the card has that one order in another state).
     """
-    return _describe(bp, rows, _Lookup(bp, rows), entity, row, rng, depth, avoid, most_first)
+    return _describe(bp, rows, _Lookup(bp, rows), entity, row, rng, depth, avoid, most_first or most_by is not None, most_by)
 
 
 def _describe(
@@ -272,11 +275,12 @@ def _describe(
     depth: int,
     avoid: tuple[str, ...] = (),
     most_first: bool = False,
+    most_by: str | None = None,
 ) -> Description | None:
     ent = bp.entity(entity)
     fields = _fields(ent)
     if depth == 0 and most_first:
-        most = _superlative(bp, rows, lookup, ent, row, fields, rng, avoid)
+        most = _superlative(bp, rows, lookup, ent, row, fields, rng, avoid, most_by)
         if most is not None:
             return most
     d = Description(entity)
@@ -309,9 +313,10 @@ def _superlative(
     fields: _Fields,
     rng: random.Random,
     avoid: tuple[str, ...],
+    most_by: str | None = None,
 ) -> Description | None:
     """``row`` as the most recent (or oldest) of its parent's rows ("my most recent order"), when the draw says so and
-    that singles it out among two or more rows of that parent; else None."""
+    that singles it out among two or more rows of that parent (of the parent ``most_by`` names, when given); else None."""
     dates = [f for f in ent.fields if f.type in ("date", "datetime") and _MADE.search(f.name) and f.name not in avoid]
     dates = [f for f in dates if f.name not in ent.never_describe and row.get(f.name) is not None]
     if not dates:
@@ -319,6 +324,8 @@ def _superlative(
     how = rng.choice(("max", "min"))
     table = rows.get(ent.name, [])
     for ref, target in fields.refs:
+        if most_by is not None and ref != most_by:
+            continue
         prow = lookup.row(target, row.get(ref)) if row.get(ref) is not None else None
         pd = _describe(bp, rows, lookup, target, prow, rng, 1) if prow is not None else None
         if pd is None:

@@ -88,10 +88,10 @@ def framed(clauses: list[str], question: str | None, rng: random.Random, style: 
     ``goals`` are the indexes of the clauses that start a further goal (framed as something else asked for).
     """
     frames = FRAMES[style]
-    out = []
+    out: list[str] = []
     for i, clause in enumerate(clauses):
-        if i and i in goals:
-            pool = frames.also
+        if i and i in goals:  # a further goal: a frame no earlier goal of the request took, while any is left
+            pool = tuple(f for f in frames.also if not any(s.startswith(f.split("{x}")[0]) for s in out)) or frames.also
         else:
             pool = frames.first if i == 0 else frames.last if i == len(clauses) - 1 and i > 1 else frames.then
         x = clause.removeprefix("please ")  # the frame is polite already: never "Please please"

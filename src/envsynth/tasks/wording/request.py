@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -44,19 +45,20 @@ class Request:
     routes: dict[tuple[str, Any], Route] = field(default_factory=dict)
 
 
-def describer(app: App, question: Question, by_comparison: frozenset[tuple[str, Any]] = frozenset()) -> Describer:
+def describer(app: App, question: Question, by_comparison: Mapping[tuple[str, Any], str] | None = None) -> Describer:
     """The describe stage for :func:`~envsynth.tasks.building.states.draw_state`: a description per target, or None.
 
     ``by_comparison``: targets to name as the most recent or oldest of their owner's rows where that singles them out
-    (the rows :mod:`envsynth.tasks.building.siblings` gave siblings).
+    (the rows :mod:`envsynth.tasks.building.siblings` gave siblings), each with the reference to that owner.
     """
+    by_comparison = by_comparison or {}
 
     def describe_targets(full: Rows, targets: list[tuple[str, Any]], rng: random.Random) -> Descriptions | None:
         ids = id_fields(app.blueprint)
         descs: Descriptions = {}
         for t, k in targets:
             row = next(r for r in full[t] if r[ids[t]] == k)
-            d = describe(app.blueprint, full, t, row, rng, avoid=question.avoid.get((t, k), ()), most_first=(t, k) in by_comparison)
+            d = describe(app.blueprint, full, t, row, rng, avoid=question.avoid.get((t, k), ()), most_by=by_comparison.get((t, k)))
             if d is None:
                 return None
             descs[(t, k)] = d
