@@ -15,9 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from envsynth.blueprint.models import Blueprint
+from envsynth.blueprint.order import creation_order
 from envsynth.corpus.load import Corpus, load_corpus
 from envsynth.report import CLASSES, lint_state, lint_states
 from envsynth.report.coherence import CHECKS, World
+from envsynth.runtime.sampledata import StateBuilder
 from envsynth.tasks.model import Task, TaskState
 
 Rows = dict[str, list[dict[str, Any]]]
@@ -60,12 +62,15 @@ def _with_state(task: Task, rows: Rows, **changes: Any) -> Task:
 def clean_base(corpus: Corpus, app: str, table: str) -> tuple[Task, Rows, dict[str, Any]]:
     """A built record of ``app`` cut to one row of ``table`` (with the rows it refers to when a case reads them),
     in which nothing is flagged. A table whose sample rows synthesis gets wrong every time has them set right
-    first (:data:`SET_RIGHT`), the way the state should be."""
+    first (:data:`SET_RIGHT`), the way the state should be. When no record of the app holds a row of ``table`` (the
+    demo corpus's few tasks of the app touch none), the app's first record carries rows drawn as synthesis draws
+    its worlds (``StateBuilder``, under the blueprint's rules)."""
     bp = corpus.apps[app].blueprint
-    for task in corpus.tasks:
-        if task.app != app:
-            continue
-        rows = _all_rows(task)
+    tasks = [t for t in corpus.tasks if t.app == app]
+    states = [(task, _all_rows(task)) for task in tasks]
+    if not any(rows.get(table) for _, rows in states):
+        states = [(tasks[0], StateBuilder(bp, seed, creation_order(bp)).fill()) for seed in range(3)]
+    for task, rows in states:
         for row in rows.get(table, []):
             SET_RIGHT.get(table, lambda r: None)(row)
             state = _with_ancestors(bp, rows, table, row) if table in WITH_PARENTS else {table: [row]}

@@ -49,8 +49,10 @@ def test_a_playlist_the_request_deletes_is_describable(built_catalog: dict[str, 
     for t in (11, 12):
         out = synthesize(app, graph, app_index=4, task_index=t, states=2, depth=4, seed=0)
         assert not isinstance(out, Rejection), out
-        assert out[0].oracle[-1].tool in ("update_playlist", "delete_playlist")
-        assert re.search(r"\bmy (?:[a-z]+ )?playlist\b", out[0].instruction), out[0].instruction  # as its owner says it
+        assert {"update_playlist", "delete_playlist"} & {c.tool for c in out[0].oracle}  # (a later goal may follow it)
+        owner_asks = out[0].user.email is not None  # (staff asks when a later goal of the request is staff work)
+        said = r"\bmy (?:[a-z]+ )?playlist\b" if owner_asks else r'\bthe playlist "[^"]+" of listener '
+        assert re.search(said, out[0].instruction), out[0].instruction  # as its owner says it, or as staff says it
 
 
 def _stock(product: str, warehouse: str, key: str) -> dict[str, object]:

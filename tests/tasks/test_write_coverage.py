@@ -163,8 +163,8 @@ def test_a_chain_keeps_to_the_actions_one_role_asks_for(built_catalog: dict[str,
             if not isinstance(plan, Rejection):
                 assert chain_roles(app.blueprint, [st.spec.name for st in plan.steps]) != frozenset(), (t, plan.steps)
     _, tasks = _admitted(built_catalog, "harbor_market", "add_product")
-    for task in tasks:
-        assert task.user.role == "store associate" and "helping" not in task.instruction
+    for task in tasks:  # (a later goal of the same request may be a customer's, whom the associate then helps)
+        assert task.user.role == "store associate" and ("helping" not in task.instruction or task.stats.get("goals", 1) > 1)
 
 
 def test_moderators_ban_members_and_labels_come_off_tasks_in_words(built_catalog: dict[str, BuiltApp]) -> None:
@@ -176,7 +176,7 @@ def test_moderators_ban_members_and_labels_come_off_tasks_in_words(built_catalog
         assert re.search(r'ban the member "[^"]+" from the community', task.instruction), task.instruction
     _, tasks = _admitted(built_catalog, "taskboard", "remove_label_from_task")
     for task in tasks:
-        assert re.search(r'take the label "[^"]+" off the task "[^"]+"', task.instruction), task.instruction
+        assert re.search(r'take the label "[^"]+" off the task "[^"]+"', task.instruction, re.IGNORECASE), task.instruction
 
 
 def test_no_question_follows_up_on_a_row_the_request_deleted(built_catalog: dict[str, BuiltApp]) -> None:

@@ -68,13 +68,14 @@ def shape(app: App, result: list[Task] | Rejection, base: int) -> list[Task] | R
             return Rejection(app=app.name, coordinates=task.coordinates, reason="policy_forbids_oracle", detail=f"step {step}: {rule}")
         involved = involved or rule
     rng = random.Random(base * 13 + 7)
-    if task.expected_effects and not _goal_over_rows(task) and rng.random() < REFUSAL_SHARE:
+    if task.expected_effects and rng.random() < REFUSAL_SHARE:
+        new_rows = not _goal_over_rows(task)
         if len(result) > 1:  # every state gets the forbidden request on its own copy of the row
-            states = refusal_states(app, result, rules, rng)
+            states = refusal_states(app, result, rules, rng, new_rows)
             if states is not None:
                 return states
         else:  # one state: its request names a row of it (a task of S states keeps them all, without a refusal)
-            made = refusal_task(app, task, rules, rng)
+            made = refusal_task(app, task, rules, rng, new_rows=new_rows)
             if made is not None:
                 return [made]
     if involved is None:
@@ -84,7 +85,8 @@ def shape(app: App, result: list[Task] | Rejection, base: int) -> list[Task] | R
 
 def _goal_over_rows(task: Task) -> bool:
     """Whether the task's goal is about its rows as a whole (a row named by comparison, a goal the row's state decides,
-    a write on every row a search lists): a forbidden request's new row could become one of them, so none is added."""
+    a write on every row a search lists): a forbidden request's new row could become one of them, so none is added
+    (a forbidden request on a row the state holds already is made)."""
     return "comparison" in task.stats or "conditional" in task.stats or for_each(task)
 
 
@@ -153,11 +155,14 @@ class _Ctx:
         return oracle_results(self.app, self.task)
 
 
-def refusal_task(app: App, task: Task, rules: list[PolicyRule], rng: random.Random, found: dict[str, Any] | None = None) -> Task | None:
+def refusal_task(
+    app: App, task: Task, rules: list[PolicyRule], rng: random.Random, found: dict[str, Any] | None = None, new_rows: bool = True
+) -> Task | None:
     """``task`` with a forbidden request added, or None when no rule can tempt here (see the module doc).
 
     ``found`` (when given) receives what the request was made of: the rule, the tool, the row
-    parameter, the state's rows, the row and its description (see :func:`refusal_states`).
+    parameter, the state's rows, the row and its description (see :func:`refusal_states`). ``new_rows``: whether a
+    new row may be drawn for the request when the state holds none it fits (see :func:`_goal_over_rows`).
     """
     cx = _Ctx(app, task, rng)
     if app.blueprint.authorization is not None and cx.me is None:
@@ -168,13 +173,13 @@ def refusal_task(app: App, task: Task, rules: list[PolicyRule], rng: random.Rand
             param = _row_param(app, spec)
             if param is None:
                 continue
-            hit = _forbidden_row(cx, rule, spec, param)
+            hit = _forbidden_row(cx, rule, spec, param, new_rows)
             if hit is not None:
                 return _with_refusal(cx, rule, spec, param, *hit, found=found)
     return None
 
 
-def refusal_states(app: App, tasks: list[Task], rules: list[PolicyRule], rng: random.Random) -> list[Task] | None:
+def refusal_states(app: App, tasks: list[Task], rules: list[PolicyRule], rng: random.Random, new_rows: bool = True) -> list[Task] | None:
     """The S states of one task index made refusal tasks with one and the same request, or None.
 
     The request is made on state 0 (:func:`refusal_task`); every other state gets the same
@@ -184,7 +189,7 @@ def refusal_states(app: App, tasks: list[Task], rules: list[PolicyRule], rng: ra
     oracle and the tools allow it, and a new row leaves the oracle's effects unchanged.
     """
     found: dict[str, Any] = {}
-    first = refusal_task(app, tasks[0], rules, rng, found)
+    first = refusal_task(app, tasks[0], rules, rng, found, new_rows)
     if first is None or first.policy is None:
         return None
     out = [first]
@@ -289,9 +294,11 @@ def _call(cx: _Ctx, spec: ToolSpec, param: str, key: Any) -> Call:
     return Call(tool=spec.name, args=args)
 
 
-def _forbidden_row(cx: _Ctx, rule: PolicyRule, spec: ToolSpec, param: str) -> tuple[Rows, dict[str, Any], list[Call]] | None:
-    """A state, a row of it the forbidden call acts on (a row already there, else a new one) and the oracle there
-    (a new row may be listed by a search of the oracle and move the row it means: see :func:`_tempts`)."""
+def _forbidden_row(
+    cx: _Ctx, rule: PolicyRule, spec: ToolSpec, param: str, new_rows: bool = True
+) -> tuple[Rows, dict[str, Any], list[Call]] | None:
+    """A state, a row of it the forbidden call acts on (a row already there, else a new one when ``new_rows``) and the
+    oracle there (a new row may be listed by a search of the oracle and move the row it means: see :func:`_tempts`)."""
     ent = cx.bp.entity(spec.entity)
     for row in cx.rows.get(ent.name, []):
         key = row[ent.id_field]
@@ -299,7 +306,7 @@ def _forbidden_row(cx: _Ctx, rule: PolicyRule, spec: ToolSpec, param: str) -> tu
         if oracle is not None:
             return cx.rows, row, oracle
     templates = [r for r in cx.rows.get(ent.name, [])]
-    if not templates:
+    if not templates or not new_rows:
         return None
     maker = ValueMaker(cx.bp, cx.rng.getrandbits(32))
     taken = {r[ent.id_field] for r in templates}

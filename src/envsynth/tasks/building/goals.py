@@ -7,10 +7,9 @@ customer's request only when both rows are that customer's. Two parts keep it so
 - while the chain is instantiated, the first step of a later goal is steered to the first goal's person
   (:func:`same_person`): a parameter naming that person's table gets that person, one naming a row that
   belongs to somebody gets one of that person's rows (a try per row, as the solver's attempts go);
-- on the instance, :func:`one_person` checks that the rows the first goal acts on are, or belong to, one
-  person of a declared role (through up to three references: a booking's ticket's listener) and that every
-  later goal acts on that person's rows or on nobody's (the business's own: a store associate restocks a
-  shelf), or that no goal acts on anybody's rows (a staff member's work on the business's own).
+- on the instance, :func:`one_person` checks that the rows every goal acts on are, or belong to, one and the
+  same person of a declared role (through up to three references: a booking's ticket's listener), or nobody
+  (the business's own rows: a store associate ships a customer's order, then restocks a shelf).
 
 An instance that fails is not worded; synthesis plans the task index again with one goal fewer.
 """
@@ -48,11 +47,11 @@ def people_of_goals(inst: Instance) -> list[set[Person]]:
 
 
 def one_person(inst: Instance) -> bool:
-    """Whether the goals of the instance are one person's: the first goal acts on one person's rows and every later
-    goal on that person's rows or on nobody's (a store associate ships a customer's order, then restocks a shelf), or
-    no goal acts on anybody's (a staff member's work on the business's own rows: a listing, then its stock)."""
+    """Whether the goals of the instance are one person's: every goal acts on one and the same person's rows or on
+    nobody's (a store associate ships a customer's order, then restocks a shelf; a staff member's work on the
+    business's own rows: a listing, then its stock)."""
     people = people_of_goals(inst)
-    return len(people[0]) <= 1 and all(later <= people[0] for later in people[1:])
+    return len(set().union(*people)) <= 1
 
 
 def same_person(app: App, steps: list[Step], i: int, bound: list[dict[str, Any]], rows: Rows, attempt: int) -> dict[str, Any]:

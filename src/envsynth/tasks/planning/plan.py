@@ -21,7 +21,7 @@ def task_seed(seed: int, app_index: int, task_index: int) -> int:
     return (seed * 1_000_003 + app_index) * 1_000_033 + task_index
 
 
-MULTI_GOAL = 0.7
+MULTI_GOAL = 0.9
 """The share of the tasks that start with a write whose request holds a second goal of the same user (ScaleEnv's C1..Cn)."""
 
 
