@@ -61,6 +61,8 @@ def synth_rates(app: Any, graph: Any, configs: list[tuple[int, int, int]], round
 
 def replay(ep: TaskEpisode, task: Task) -> Any:
     results: list[Any] = []
+    if task.clarify:  # a must-ask task: the user is asked before the first write
+        ep.ask_user({"question": "What do you need me to know?"})
     for c in task.oracle:
         args = dict(c.args)
         for p, ref in c.refs.items():
