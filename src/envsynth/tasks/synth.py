@@ -71,25 +71,20 @@ def synthesize(
     plan = plan_task(app, graph, **coords)
     if isinstance(plan, Rejection):
         return plan
+    alone: list[Task] | Rejection | None = None  # the task as its first goal alone, once made
     if plan.goals > 1 and plan.kind == "action" and sum(s.goal == 0 for s in plan.steps) == 1:
-        alone = _single_goal_construct(plan_task(app, graph, **coords, goals=1), states)
-        if alone is not None:  # the first goal's one write makes a for-each or conditional goal: that task instead
-            return alone
+        one = plan_task(app, graph, **coords, goals=1)
+        alone = one if isinstance(one, Rejection) else _planned(one, states)
+        if isinstance(alone, list) and {"for_each", "conditional"} & set(alone[0].constructs):
+            return alone  # the first goal's lone write makes a for-each or conditional goal (only a lone write can)
     made = _planned(plan, states)
     goals = plan.goals
     while isinstance(made, Rejection) and goals > 1:  # a multi-goal request that cannot be made: one goal fewer
         goals -= 1
-        plan = plan_task(app, graph, **coords, goals=goals)
-        made = plan if isinstance(plan, Rejection) else _planned(plan, states)
-    return made
-
-
-def _single_goal_construct(plan: Plan | Rejection, states: int) -> list[Task] | None:
-    """The tasks of a one-goal plan when they are a for-each or conditional goal (which only a lone write becomes), or
-    None: a multi-goal plan whose first goal is one write is made so only when that write makes neither."""
-    made = plan if isinstance(plan, Rejection) else _planned(plan, states)
-    if isinstance(made, Rejection) or not {"for_each", "conditional"} & set(made[0].constructs):
-        return None
+        if goals == 1 and alone is not None:
+            return alone
+        again = plan_task(app, graph, **coords, goals=goals)
+        made = again if isinstance(again, Rejection) else _planned(again, states)
     return made
 
 

@@ -44,7 +44,7 @@ class Step:
     refs: dict[str, Ref] = field(default_factory=dict)
     pins: dict[str, tuple[int, str]] = field(default_factory=dict)  # param -> (step, alias of that step)
     answer_field: str | None = None
-    goal: int = 0  # which goal of the request the step serves (0, or 1 for the second goal of a multi-goal request)
+    goal: int = 0  # which goal of the request the step serves (0 for the first; 1-3 for the later goals of a multi-goal one)
 
 
 def _alias_of(spec: ToolSpec, entity: str) -> str | None:
@@ -354,10 +354,11 @@ def plan_chain(
     different tools and a corpus covers an app's tools; without it the first tool is drawn
     at random. Synthesis passes the number of earlier tasks of the app that start the same way.
 
-    ``goals`` > 1 (a task that starts with a write) makes a multi-goal request (ScaleEnv's C1..Cn): once the
-    first goal's follow-ups end, a further goal of the same user starts with a write of its own (one the user's
-    role may ask for, of a tool not used yet) and gets follow-ups of its own; its steps carry ``goal`` = 1.
-    Whether both goals are one person's is checked on the instance (:func:`envsynth.tasks.building.goals.one_person`).
+    ``goals`` > 1 (a task that starts with a write) makes a multi-goal request (ScaleEnv's C1..Cn): once a goal's
+    follow-ups end, the next goal of the same user starts with a write of its own (one the user's role may ask for,
+    of a tool not used yet) and gets follow-ups of its own; its steps carry the goal's index. A chain may end with
+    fewer goals when no write is left to start one. Whether the goals are one person's is steered and checked on the
+    instance (:mod:`envsynth.tasks.building.goals`).
     """
     steps: list[Step] = []
     facts = RowFacts(app)  # continuations whose pre-conditions the earlier steps rule out are not offered
