@@ -15,8 +15,9 @@ The stages, each a function from typed artifacts to typed artifacts (or a Reject
    rated (:mod:`~envsynth.tasks.admission.difficulty`). Count questions get rows that spread their count
    (:mod:`~envsynth.tasks.building.matches`) before they are asked.
 
-A task index planned with 2-4 goals (:func:`~envsynth.tasks.planning.plan.goals_of`) whose goals are not one
-person's (:mod:`~envsynth.tasks.building.goals`), or which any stage refuses, is planned again with one goal fewer.
+A task index planned with 2-8 goals (:func:`~envsynth.tasks.planning.plan.goals_of`) whose goals are not one
+person's (:mod:`~envsynth.tasks.building.goals`) is planned again with the leading goals that are; one any other
+stage refuses, with one goal fewer.
 One whose first goal is a lone write is first made as that one goal: when the write becomes a for-each or
 conditional goal (which only a lone write does), that task is kept.
 
@@ -40,7 +41,7 @@ from envsynth.tasks.admission.routes import look_up_rows
 from envsynth.tasks.building.conditional import make_conditional, telling_question
 from envsynth.tasks.building.core import core_of
 from envsynth.tasks.building.foreach import expand_for_each
-from envsynth.tasks.building.goals import one_person
+from envsynth.tasks.building.goals import leading_goals
 from envsynth.tasks.building.matches import spread_count
 from envsynth.tasks.building.siblings import add_siblings
 from envsynth.tasks.building.states import TaskStateDraw, draw_state
@@ -74,28 +75,28 @@ def synthesize(
     alone: list[Task] | Rejection | None = None  # the task as its first goal alone, once made
     if plan.goals > 1 and plan.kind == "action" and sum(s.goal == 0 for s in plan.steps) == 1:
         one = plan_task(app, graph, **coords, goals=1)
-        alone = one if isinstance(one, Rejection) else _planned(one, states)
+        alone = one if isinstance(one, Rejection) else _planned(one, states)[0]
         if isinstance(alone, list) and {"for_each", "conditional"} & set(alone[0].constructs):
             return alone  # the first goal's lone write makes a for-each or conditional goal (only a lone write can)
-    made = _planned(plan, states)
-    goals = plan.goals
-    while isinstance(made, Rejection) and goals > 1:  # a multi-goal request that cannot be made: one goal fewer
-        goals -= 1
+    made, goals = _planned(plan, states)
+    while isinstance(made, Rejection) and goals >= 1:  # a multi-goal request that cannot be made: fewer goals
         if goals == 1 and alone is not None:
             return alone
         again = plan_task(app, graph, **coords, goals=goals)
-        made = again if isinstance(again, Rejection) else _planned(again, states)
+        made, goals = (again, 0) if isinstance(again, Rejection) else _planned(again, states)
     return made
 
 
-def _planned(plan: Plan, states: int) -> list[Task] | Rejection:
-    """The S admitted tasks of a planned task index, or a Rejection."""
+def _planned(plan: Plan, states: int) -> tuple[list[Task] | Rejection, int]:
+    """The S admitted tasks of a planned task index, or a Rejection and how many goals to plan the index with next
+    (0: none; a multi-goal plan is tried again with fewer goals: those that are one person's, else one fewer)."""
     inst = instantiate_plan(plan)
     if isinstance(inst, Rejection):
-        return inst
-    if inst.plan.goals > 1 and not one_person(inst):  # "close my oldest account, then ..." on someone else's loan
+        return inst, plan.goals - 1
+    goals = inst.plan.goals  # (an instance may cut a chain short)
+    if goals > 1 and (kept := leading_goals(inst)) < goals:  # "close my oldest account, then ..." on another's loan
         inst.ws0.close()
-        return plan.reject("not_instantiable", "the goals act on different people's rows")
+        return plan.reject("not_instantiable", "the goals act on different people's rows"), max(kept, 1)
     try:
         made = _tasks(inst, states)
     finally:
@@ -103,11 +104,10 @@ def _planned(plan: Plan, states: int) -> list[Task] | Rejection:
             inst.ws0.close()
     shaped = shape_policy(plan.app, made, plan.base)  # policy tasks (tasks/admission/policy.py); a no-op without agent-obeyed rules
     if isinstance(shaped, Rejection):
-        return shaped
-    goals = inst.plan.goals
+        return shaped, goals - 1
     if goals > 1:
         shaped = [t.model_copy(update={"stats": {**t.stats, "goals": goals}}) for t in shaped]
-    return [rated(plan.app, t).sealed() for t in shaped]  # difficulty, tier and constructs (tasks/admission/difficulty.py)
+    return [rated(plan.app, t).sealed() for t in shaped], 0  # difficulty, tier and constructs (tasks/admission/difficulty.py)
 
 
 def _tasks(inst: Instance, states: int) -> list[Task] | Rejection:

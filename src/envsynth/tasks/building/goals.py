@@ -11,7 +11,8 @@ customer's request only when both rows are that customer's. Two parts keep it so
   same person of a declared role (through up to three references: a booking's ticket's listener), or nobody
   (the business's own rows: a store associate ships a customer's order, then restocks a shelf).
 
-An instance that fails is not worded; synthesis plans the task index again with one goal fewer.
+An instance that fails is not worded; synthesis plans the task index again with the goals that are one person's
+(:func:`leading_goals`; a chain with fewer goals is the same chain cut short).
 """
 
 from __future__ import annotations
@@ -50,8 +51,17 @@ def one_person(inst: Instance) -> bool:
     """Whether the goals of the instance are one person's: every goal acts on one and the same person's rows or on
     nobody's (a store associate ships a customer's order, then restocks a shelf; a staff member's work on the
     business's own rows: a listing, then its stock)."""
-    people = people_of_goals(inst)
-    return len(set().union(*people)) <= 1
+    return leading_goals(inst) == inst.plan.goals
+
+
+def leading_goals(inst: Instance) -> int:
+    """How many goals, from the first, are one person's (see :func:`one_person`): at least 1 when the first goal is."""
+    seen: set[Person] = set()
+    for n, people in enumerate(people_of_goals(inst)):
+        seen |= people
+        if len(seen) > 1:
+            return n
+    return inst.plan.goals
 
 
 def same_person(app: App, steps: list[Step], i: int, bound: list[dict[str, Any]], rows: Rows, attempt: int) -> dict[str, Any]:

@@ -44,7 +44,7 @@ class Step:
     refs: dict[str, Ref] = field(default_factory=dict)
     pins: dict[str, tuple[int, str]] = field(default_factory=dict)  # param -> (step, alias of that step)
     answer_field: str | None = None
-    goal: int = 0  # which goal of the request the step serves (0 for the first; 1-3 for the later goals of a multi-goal one)
+    goal: int = 0  # which goal of the request the step serves (0 for the first; 1-7 for the later goals of a multi-goal one)
 
 
 def _alias_of(spec: ToolSpec, entity: str) -> str | None:

@@ -26,11 +26,11 @@ MULTI_GOAL = 0.9
 
 
 def goals_of(base: int, kind: TaskKind) -> int:
-    """How many goals the request of a task of seed ``base`` holds: 2 to 4 for a share :data:`MULTI_GOAL` of the tasks
-    that start with a write (2 in half of them, 3 or 4 in a quarter each), else 1. Drawn from a stream of its own, so a
-    one-goal task's chain is the one it always was."""
+    """How many goals the request of a task of seed ``base`` holds: 2 to 8 for a share :data:`MULTI_GOAL` of the tasks
+    that start with a write (2 in a third of them; 3, 4, 6 or 8 in a sixth each: the long-horizon requests), else 1.
+    Drawn from a stream of its own, so a one-goal task's chain is the one it always was."""
     rng = random.Random(base * 7 + 3)
-    return rng.choice((2, 2, 3, 4)) if kind != "info" and rng.random() < MULTI_GOAL else 1
+    return rng.choice((2, 2, 3, 4, 6, 8)) if kind != "info" and rng.random() < MULTI_GOAL else 1
 
 
 def kind_and_turn(seed: int, app_index: int, task_index: int) -> tuple[TaskKind, int]:
