@@ -13,7 +13,7 @@ from envsynth.compiler.compile import compile_app
 from envsynth.graph import build_graph
 from envsynth.runtime.app import App
 from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synthesize
-from envsynth.tasks.building.goals import leading_goals, one_person, people_by_goal, people_of_goals, same_person
+from envsynth.tasks.building.goals import confusable_head, leading_goals, one_person, people_by_goal, people_of_goals, same_person
 from envsynth.tasks.building.world import instantiate_plan
 from envsynth.tasks.planning.chain import plan_chain
 from envsynth.tasks.planning.plan import MULTI_GOAL, goals_of, plan_task, task_seed
@@ -131,8 +131,8 @@ def test_a_multi_goal_instance_of_two_people_is_refused_and_planned_again_with_f
             kept = leading_goals(inst)
         finally:
             inst.ws0.close()
-        assert ok == (len(set().union(*people)) <= 1) == (kept == inst.plan.goals)
-        assert len(set().union(*people[:kept])) <= 1 and (ok or len(set().union(*people[: kept + 1])) > 1)
+        assert ok == (len(set().union(*people)) <= 1) and (ok or kept < inst.plan.goals)
+        assert len(set().union(*people[:kept])) <= 1  # the goals kept are one person's
         refused += not ok
         kept += ok
         if not ok and goals_of(plan.base, plan.kind) == 2:  # synthesis falls back to the task as one goal
@@ -187,3 +187,32 @@ def test_further_goals_take_frames_no_earlier_goal_took() -> None:
         out = framed(["a", "b", "c", "d"], None, random.Random(3), style, frozenset({1, 2, 3}))
         starts = [next(f.split("{x}")[0] for f in frames.also if s.startswith(f.split("{x}")[0])) for s in out[1:4]]
         assert len(set(starts)) == min(3, len(frames.also)), (style, out)
+
+
+def test_a_later_goal_never_starts_on_a_row_like_one_the_request_adds() -> None:
+    """ "Book 1 ticket for the concert ..., and cancel the ticket booking for 1 ticket": the booking named was told
+    apart on the state before the request, not from the booking the request adds. A later goal that starts on a
+    pre-existing row of a table an earlier step adds rows to is cut off, with the goals after it."""
+    cut = 0
+    for name in ("tempo_music", "harbor_market"):
+        app = _app(name)
+        graph = build_graph(app)
+        for t in range(40):
+            plan = plan_task(app, graph, app_index=0, task_index=t, depth=0, seed=0, goals=4)
+            if isinstance(plan, Rejection) or plan.goals < 2:
+                continue
+            inst = instantiate_plan(plan)
+            if isinstance(inst, Rejection):
+                continue
+            inst.ws0.close()
+            steps, kept = inst.plan.steps, leading_goals(inst)
+            for goal in range(1, inst.plan.goals):
+                head = next(i for i, s in enumerate(steps) if s.goal == goal)
+                added = {ef.entity for s in steps[:head] for ef in s.spec.effects if ef.op == "insert"}
+                clash = any(table in added for table, _ in inst.bound[head].values())
+                assert clash == confusable_head(inst, goal)
+                if goal < kept:
+                    assert not clash, (name, t, goal)
+                elif goal == kept and clash:
+                    cut += 1
+    assert cut >= 1

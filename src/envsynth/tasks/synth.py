@@ -96,7 +96,8 @@ def _planned(plan: Plan, states: int) -> tuple[list[Task] | Rejection, int]:
     goals = inst.plan.goals  # (an instance may cut a chain short)
     if goals > 1 and (kept := leading_goals(inst)) < goals:  # "close my oldest account, then ..." on another's loan
         inst.ws0.close()
-        return plan.reject("not_instantiable", "the goals act on different people's rows"), max(kept, 1)
+        detail = f"goal {kept + 1} acts on another person's rows, or starts on a row like one an earlier goal adds"
+        return plan.reject("not_instantiable", detail), max(kept, 1)
     try:
         made = _tasks(inst, states)
     finally:

@@ -11,7 +11,10 @@ customer's request only when both rows are that customer's. Two parts keep it so
   same person of a declared role (through up to three references: a booking's ticket's listener), or nobody
   (the business's own rows: a store associate ships a customer's order, then restocks a shelf).
 
-An instance that fails is not worded; synthesis plans the task index again with the goals that are one person's
+A later goal may not start on a pre-existing row of a table an earlier step adds rows to (:func:`confusable_head`):
+the row was told apart on the state before the request, not from the row the request adds.
+
+An instance that fails is not worded; synthesis plans the task index again with the leading goals that pass
 (:func:`leading_goals`; a chain with fewer goals is the same chain cut short).
 """
 
@@ -51,17 +54,28 @@ def one_person(inst: Instance) -> bool:
     """Whether the goals of the instance are one person's: every goal acts on one and the same person's rows or on
     nobody's (a store associate ships a customer's order, then restocks a shelf; a staff member's work on the
     business's own rows: a listing, then its stock)."""
-    return leading_goals(inst) == inst.plan.goals
+    return len(set().union(*people_of_goals(inst))) <= 1
 
 
 def leading_goals(inst: Instance) -> int:
-    """How many goals, from the first, are one person's (see :func:`one_person`): at least 1 when the first goal is."""
+    """How many goals, from the first, are one person's (see :func:`one_person`) and start on a row no earlier step
+    could be taken for (:func:`confusable_head`)."""
     seen: set[Person] = set()
     for n, people in enumerate(people_of_goals(inst)):
         seen |= people
-        if len(seen) > 1:
+        if len(seen) > 1 or (n and confusable_head(inst, n)):
             return n
     return inst.plan.goals
+
+
+def confusable_head(inst: Instance, goal: int) -> bool:
+    """Whether the first step of ``goal`` acts on a pre-existing row of a table an earlier step of the request adds
+    rows to: "book 1 ticket for the concert ..., and cancel the ticket booking for 1 ticket" names a booking that was
+    described on the state before the request, which the new booking may now match as well."""
+    steps = inst.plan.steps
+    head = next(i for i, s in enumerate(steps) if s.goal == goal)
+    added = {ef.entity for s in steps[:head] for ef in s.spec.effects if ef.op == "insert"}
+    return head < len(inst.bound) and any(table in added for table, _ in inst.bound[head].values())
 
 
 def same_person(app: App, steps: list[Step], i: int, bound: list[dict[str, Any]], rows: Rows, attempt: int) -> dict[str, Any]:
