@@ -353,8 +353,9 @@ def test_policy_tasks_share_and_refusals_replayed(corpus: Corpus) -> None:
     refusals = [t for t in involved if t.policy and t.policy.refusal]
     assert len(involved) >= 0.10 * len(tasks), (len(involved), len(tasks))
     # about half of the tasks with a write are offered a refusal; it is made only where every state can carry one (not on
-    # a staff request; on a goal about its rows as a whole, only on a row the states hold): a third of the policy tasks
-    assert 3 * len(refusals) >= len(involved), (len(refusals), len(involved))
+    # a staff request; on a goal about its rows as a whole, only on a row the states hold). Measured against all tasks:
+    # multi-goal requests meet more rules, so the policy tasks grow more than the refusals (7.5% before them, 10% now)
+    assert len(refusals) >= 0.05 * len(tasks), (len(refusals), len(involved), len(tasks))
     assert {t.policy.rule for t in refusals if t.policy} >= {"refundable_cancellation", "keep_refund_method"}
     for task in refusals:
         assert play(corpus, task, list(task.oracle)) == 1.0, task.id

@@ -242,8 +242,9 @@ def test_a_refusal_scores_one_for_the_oracle_and_zero_with_the_forbidden_call(co
     involved = [t for t in tasks if t.policy is not None]
     refusals = [t for t in involved if t.policy and t.policy.refusal]
     # about half of the tasks with a write are offered a refusal; it is made only where every state can carry one (not on
-    # a staff request; on a goal about its rows as a whole, only on a row the states hold): a third of the policy tasks
-    assert len(involved) >= 0.1 * len(tasks) and 3 * len(refusals) >= len(involved), (len(tasks), len(involved), len(refusals))
+    # a staff request; on a goal about its rows as a whole, only on a row the states hold). Measured against all tasks:
+    # multi-goal requests meet more rules, so the policy tasks grow more than the refusals
+    assert len(involved) >= 0.1 * len(tasks) and len(refusals) >= 0.05 * len(tasks), (len(tasks), len(involved), len(refusals))
     for task in refusals:
         assert task.policy is not None and task.policy.request and task.policy.request in task.instruction
         assert play(corpus, task, task.oracle) == 1.0
