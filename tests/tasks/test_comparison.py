@@ -3,37 +3,22 @@
 from __future__ import annotations
 
 import random
-from functools import cache
 
 import pytest
 
 from envsynth import catalog
-from envsynth.compiler.compile import compile_app
-from envsynth.graph import build_graph
 from envsynth.runtime.app import App
-from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synthesize
+from envsynth.tasks import Task, TaskEpisode, state_bytes
 from envsynth.tasks.planning.refs import resolve
 from envsynth.tasks.state import merged
 from envsynth.tasks.wording.describe import Description, describe, render
+from task_samples import compiled, synthesized
 
 APPS = ("juniper_goods", "northstar_air")
 
 
-@cache
-def _app(name: str) -> App:
-    return compile_app(catalog.load(name), 0)
-
-
-@cache
 def _compared(name: str) -> list[list[Task]]:
-    app = _app(name)
-    graph = build_graph(app)
-    out = []
-    for t in range(40):
-        made = synthesize(app, graph, app_index=catalog.names().index(name), task_index=t, states=2, depth=4)
-        if not isinstance(made, Rejection) and "comparison" in made[0].constructs:
-            out.append(made)
-    return out
+    return [made for made in synthesized(name, states=2) if "comparison" in made[0].constructs]
 
 
 def _picked(app: App, task: Task) -> list[tuple[str, dict]]:
@@ -54,7 +39,7 @@ def _picked(app: App, task: Task) -> list[tuple[str, dict]]:
 
 @pytest.mark.parametrize("name", APPS)
 def test_the_named_row_is_the_extreme_of_its_owners_rows_in_every_state(name: str) -> None:
-    app = _app(name)
+    app = compiled(name)
     found = _compared(name)
     assert len(found) >= 2, name
     for states in found:

@@ -2,37 +2,20 @@
 
 from __future__ import annotations
 
-from functools import cache
-
 import pytest
 
-from envsynth import catalog
-from envsynth.compiler.compile import compile_app
-from envsynth.graph import build_graph
 from envsynth.runtime.app import App
-from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synthesize
+from envsynth.tasks import Task, TaskEpisode, state_bytes
 from envsynth.tasks.building.conditional import Conditional, telling_state
 from envsynth.tasks.planning.refs import resolve
 from envsynth.tasks.state import merged
+from task_samples import compiled, synthesized
 
 APPS = ("juniper_goods", "tempo_music")
 
 
-@cache
-def _app(name: str) -> App:
-    return compile_app(catalog.load(name), 0)
-
-
-@cache
 def _conditional(name: str) -> list[list[Task]]:
-    app = _app(name)
-    graph = build_graph(app)
-    out = []
-    for t in range(40):
-        made = synthesize(app, graph, app_index=catalog.names().index(name), task_index=t, states=3, depth=4)
-        if not isinstance(made, Rejection) and "conditional" in made[0].stats:
-            out.append(made)
-    return out
+    return [made for made in synthesized(name, states=3) if "conditional" in made[0].stats]
 
 
 def _play(app: App, task: Task, calls: list) -> tuple[list, TaskEpisode]:
@@ -46,7 +29,7 @@ def _play(app: App, task: Task, calls: list) -> tuple[list, TaskEpisode]:
 
 @pytest.mark.parametrize("name", APPS)
 def test_states_alternate_between_acting_and_telling(name: str) -> None:
-    app = _app(name)
+    app = compiled(name)
     found = _conditional(name)
     assert found, name
     for states in found:
@@ -67,7 +50,7 @@ def test_states_alternate_between_acting_and_telling(name: str) -> None:
 
 @pytest.mark.parametrize("name", APPS)
 def test_acting_in_the_telling_state_is_refused_and_telling_in_the_acting_state_does_nothing(name: str) -> None:
-    app = _app(name)
+    app = compiled(name)
     for states in _conditional(name):
         act, tell = states[0], states[1]
         write = next(c for c in act.oracle if app.spec_by_name[c.tool].mode == "write")

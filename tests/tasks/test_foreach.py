@@ -2,39 +2,22 @@
 
 from __future__ import annotations
 
-from functools import cache
-
 import pytest
 
-from envsynth import catalog
-from envsynth.compiler.compile import compile_app
-from envsynth.graph import build_graph
 from envsynth.runtime.app import App
-from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synthesize
+from envsynth.tasks import Task, TaskEpisode, state_bytes
 from envsynth.tasks.building.foreach import ForEach, meets
 from envsynth.tasks.planning.refs import resolve
 from envsynth.tasks.state import merged
 from envsynth.tasks.wording.foreach import rows_of, said_of_many
+from task_samples import compiled, synthesized
 
 APPS = ("juniper_goods", "peak_fitness", "relay_chat")
 
 
-@cache
-def _app(name: str) -> App:
-    return compile_app(catalog.load(name), 0)
-
-
-@cache
 def _for_each_tasks(name: str) -> list[list[Task]]:
     """The for-each tasks (every state) of the first 40 task indexes of an app."""
-    app = _app(name)
-    graph = build_graph(app)
-    out = []
-    for t in range(40):
-        made = synthesize(app, graph, app_index=catalog.names().index(name), task_index=t, states=2, depth=4)
-        if not isinstance(made, Rejection) and "for_each" in made[0].constructs:
-            out.append(made)
-    return out
+    return [made for made in synthesized(name, states=2) if "for_each" in made[0].constructs]
 
 
 def _search_and_writes(task: Task) -> tuple[int, list[int]]:
@@ -67,7 +50,7 @@ def _run(app: App, task: Task, calls: int | None = None) -> tuple[list, float]:
 
 @pytest.mark.parametrize("name", APPS)
 def test_for_each_requests_say_all_and_the_oracle_writes_every_row_the_search_lists(name: str) -> None:
-    app = _app(name)
+    app = compiled(name)
     found = _for_each_tasks(name)
     assert len(found) >= 2, name
     for states in found:
@@ -84,7 +67,7 @@ def test_for_each_requests_say_all_and_the_oracle_writes_every_row_the_search_li
 
 @pytest.mark.parametrize("name", APPS)
 def test_one_row_of_all_is_not_enough_and_look_alikes_stay_untouched(name: str) -> None:
-    app = _app(name)
+    app = compiled(name)
     for states in _for_each_tasks(name):
         task = states[0]
         search, writes = _search_and_writes(task)
@@ -106,7 +89,7 @@ def test_one_row_of_all_is_not_enough_and_look_alikes_stay_untouched(name: str) 
 
 
 def test_no_distractor_meets_the_criteria() -> None:
-    app = _app("juniper_goods")
+    app = compiled("juniper_goods")
     fe = ForEach("customer_order", "customer_id", "customer", "cus_1", "status", "pending")
     assert meets(fe, {"customer_id": "cus_1", "status": "pending"}, "cus_1")
     assert not meets(fe, {"customer_id": "cus_2", "status": "pending"}, "cus_1")
@@ -132,7 +115,7 @@ def test_the_words_of_many_rows() -> None:
 def test_no_for_each_goal_is_over_rows_the_app_allows_one_of() -> None:
     """tempo_music allows one active subscription a listener (at_most_one): "cancel all my active subscriptions" would
     need several."""
-    app = _app("tempo_music")
+    app = compiled("tempo_music")
     ent = app.blueprint.entity("subscription")
     assert ent.one_only({"listener_id": "lis_1", "status": "active"}) and not ent.one_only({"listener_id": "lis_1", "status": "cancelled"})
     for states in _for_each_tasks("tempo_music"):

@@ -1,44 +1,45 @@
-"""Multi-goal requests: two to four goals of the same person in one request, each goal's writes in the oracle."""
+"""Multi-goal requests: two to eight goals of the same person in one request, each goal's writes in the oracle."""
 
 from __future__ import annotations
 
 import random
 from collections import Counter
-from functools import cache
+from collections.abc import Iterator
 
 import pytest
 
-from envsynth import catalog
-from envsynth.compiler.compile import compile_app
 from envsynth.graph import build_graph
-from envsynth.runtime.app import App
 from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synthesize
 from envsynth.tasks.building.goals import confusable_head, leading_goals, one_person, people_by_goal, people_of_goals, same_person
-from envsynth.tasks.building.world import instantiate_plan
+from envsynth.tasks.building.world import Instance, instantiate_plan
 from envsynth.tasks.planning.chain import plan_chain
 from envsynth.tasks.planning.plan import MULTI_GOAL, goals_of, plan_task, task_seed
 from envsynth.tasks.planning.refs import resolve
 from envsynth.tasks.wording.frames import FRAMES, framed
 from envsynth.tasks.wording.scenario import acted_for
+from task_samples import compiled, synthesized
 
 APPS = ("tempo_music", "juniper_goods", "northwind_bank")
 
 
-@cache
-def _app(name: str) -> App:
-    return compile_app(catalog.load(name), 0)
-
-
-@cache
 def _multi(name: str) -> list[list[Task]]:
-    app = _app(name)
+    return [made for made in synthesized(name, states=2) if made[0].stats.get("goals", 1) >= 2]
+
+
+def _instances(name: str, app_index: int, goals: int, indexes: int) -> Iterator[tuple[int, Instance]]:
+    """(task index, instance) of the first ``indexes`` task indexes of an app planned with ``goals`` goals whose plan
+    keeps two or more; each instance's workspace is closed (its rows stay in memory)."""
+    app = compiled(name)
     graph = build_graph(app)
-    out = []
-    for t in range(40):
-        made = synthesize(app, graph, app_index=catalog.names().index(name), task_index=t, states=2, depth=4)
-        if not isinstance(made, Rejection) and made[0].stats.get("goals", 1) >= 2:
-            out.append(made)
-    return out
+    for t in range(indexes):
+        plan = plan_task(app, graph, app_index=app_index, task_index=t, depth=0, seed=0, goals=goals)
+        if isinstance(plan, Rejection) or plan.goals < 2:
+            continue
+        inst = instantiate_plan(plan)
+        if isinstance(inst, Rejection):
+            continue
+        inst.ws0.close()
+        yield t, inst
 
 
 def test_the_share_of_multi_goal_tasks_follows_its_setting_and_never_an_information_task() -> None:
@@ -50,7 +51,7 @@ def test_the_share_of_multi_goal_tasks_follows_its_setting_and_never_an_informat
 
 
 def test_a_second_goal_starts_with_a_write_of_its_own_after_the_first_goal() -> None:
-    app = _app("tempo_music")
+    app = compiled("tempo_music")
     graph = build_graph(app)
     seen = 0
     for s in range(40):
@@ -67,7 +68,7 @@ def test_a_second_goal_starts_with_a_write_of_its_own_after_the_first_goal() -> 
 
 
 def test_one_goal_plans_the_chain_it_always_did() -> None:
-    app = _app("juniper_goods")
+    app = compiled("juniper_goods")
     graph = build_graph(app)
     for t in range(30):
         one = plan_task(app, graph, app_index=1, task_index=t, depth=0, seed=0, goals=1)
@@ -79,7 +80,7 @@ def test_one_goal_plans_the_chain_it_always_did() -> None:
 
 @pytest.mark.parametrize("name", APPS)
 def test_multi_goal_tasks_are_one_persons_and_their_oracle_scores_one(name: str) -> None:
-    app = _app(name)
+    app = compiled(name)
     found = _multi(name)
     assert found, name
     for states in found:
@@ -102,7 +103,7 @@ def test_multi_goal_tasks_are_one_persons_and_their_oracle_scores_one(name: str)
 
 @pytest.mark.parametrize("name", APPS)
 def test_doing_only_the_first_goal_scores_zero(name: str) -> None:
-    app = _app(name)
+    app = compiled(name)
     for states in _multi(name):
         task = states[0]
         first = next(i for i, c in enumerate(task.oracle) if app.spec_by_name[c.tool].mode == "write")
@@ -115,27 +116,16 @@ def test_doing_only_the_first_goal_scores_zero(name: str) -> None:
 
 
 def test_a_multi_goal_instance_of_two_people_is_refused_and_planned_again_with_fewer_goals() -> None:
-    app = _app("tempo_music")
+    app = compiled("tempo_music")
     graph = build_graph(app)
     refused = kept = 0
-    for t in range(60):
-        plan = plan_task(app, graph, app_index=0, task_index=t, depth=0, seed=0, goals=2)
-        if isinstance(plan, Rejection) or plan.goals < 2:
-            continue
-        inst = instantiate_plan(plan)
-        if isinstance(inst, Rejection):
-            continue
-        try:
-            people = people_of_goals(inst)
-            ok = one_person(inst)
-            kept = leading_goals(inst)
-        finally:
-            inst.ws0.close()
-        assert ok == (len(set().union(*people)) <= 1) and (ok or kept < inst.plan.goals)
-        assert len(set().union(*people[:kept])) <= 1  # the goals kept are one person's
+    for t, inst in _instances("tempo_music", app_index=0, goals=2, indexes=60):
+        people, ok, lead = people_of_goals(inst), one_person(inst), leading_goals(inst)
+        assert ok == (len(set().union(*people)) <= 1) and (ok or lead < inst.plan.goals)
+        assert len(set().union(*people[:lead])) <= 1  # the goals kept are one person's
         refused += not ok
         kept += ok
-        if not ok and goals_of(plan.base, plan.kind) == 2:  # synthesis falls back to the task as one goal
+        if not ok and goals_of(inst.plan.base, inst.plan.kind) == 2:  # synthesis falls back to the task as one goal
             made = synthesize(app, graph, app_index=0, task_index=t, states=1, depth=0)
             assert isinstance(made, Rejection) or made[0].stats.get("goals", 1) == 1
     assert refused and kept
@@ -151,17 +141,9 @@ def test_a_further_goal_is_framed_as_something_else_asked_for() -> None:
 
 def test_a_later_goal_starts_on_the_first_goals_persons_rows() -> None:
     """The first step of a later goal is steered to the first goal's person: the person, or one of their rows."""
-    app = _app("northwind_bank")
-    graph = build_graph(app)
+    app = compiled("northwind_bank")
     steered = 0
-    for t in range(60):
-        plan = plan_task(app, graph, app_index=2, task_index=t, depth=0, seed=0, goals=2)
-        if isinstance(plan, Rejection) or plan.goals < 2:
-            continue
-        inst = instantiate_plan(plan)
-        if isinstance(inst, Rejection):
-            continue
-        inst.ws0.close()
+    for _, inst in _instances("northwind_bank", app_index=2, goals=2, indexes=60):
         steps, bound = inst.plan.steps, inst.bound  # the chain as instantiated (a step that cannot be made is cut)
         if inst.plan.goals < 2:
             continue
@@ -195,16 +177,7 @@ def test_a_later_goal_never_starts_on_a_row_like_one_the_request_adds() -> None:
     pre-existing row of a table an earlier step adds rows to is cut off, with the goals after it."""
     cut = 0
     for name in ("tempo_music", "harbor_market"):
-        app = _app(name)
-        graph = build_graph(app)
-        for t in range(40):
-            plan = plan_task(app, graph, app_index=0, task_index=t, depth=0, seed=0, goals=4)
-            if isinstance(plan, Rejection) or plan.goals < 2:
-                continue
-            inst = instantiate_plan(plan)
-            if isinstance(inst, Rejection):
-                continue
-            inst.ws0.close()
+        for t, inst in _instances(name, app_index=0, goals=4, indexes=40):
             steps, kept = inst.plan.steps, leading_goals(inst)
             for goal in range(1, inst.plan.goals):
                 head = next(i for i, s in enumerate(steps) if s.goal == goal)
