@@ -28,7 +28,7 @@ def test_catalog_json_has_category_tools_tables_and_policy_rules() -> None:
     by_name = {r["name"]: r for r in rows}
     air = catalog.load("northstar_air")
     assert by_name["northstar_air"]["policy_rules"] == len(air.policy.rules) > 0  # type: ignore[union-attr]
-    assert by_name["northstar_air"]["category"] == "travel" and by_name["northstar_air"]["tables"] == len(air.entities)
+    assert by_name["northstar_air"]["category"] == "shopping" and by_name["northstar_air"]["tables"] == len(air.entities)
     assert all(r["policy_rules"] == 0 for r in rows if catalog.load(r["name"]).policy is None)
     assert all(0 < r["writes"] < r["tools"] for r in rows)
 
