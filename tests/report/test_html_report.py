@@ -86,6 +86,12 @@ def test_index_loads_without_errors_and_plots_render(report: Path, browser: Any)
         assert box is not None and box["width"] > 300 and box["height"] > 150
     assert page.locator(".chart svg rect.rect").count() > 0  # bars were drawn, not just axes
     assert page.locator("#apps a").count() == len(catalog.entries())
+    categories = {e.name: e.category for e in catalog.entries()}
+    heads = page.locator("#apps tr.category")  # the apps by category, a heading row each
+    assert sorted(heads.nth(i).get_attribute("data-category") for i in range(heads.count())) == sorted(set(categories.values()))
+    for name, category in categories.items():
+        assert page.locator(f"#apps tr[data-category='{category}'] a[href='apps/{name}.html']").count() == 1
+    assert heads.first.inner_text().startswith(f"{heads.first.get_attribute('data-category')}: ")
     assert page.locator("#runs a").count() == 1
     assert page.locator("#coherence tr").count() == len(CLASSES) + 1  # the state linter: a row per class
     audit = page.locator("#audit tr")  # the OOD audit, against the three benchmarks by default

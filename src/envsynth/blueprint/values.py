@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from envsynth.blueprint.models import Blueprint, Entity, FieldDef, Generator
+from envsynth.blueprint.people import PEOPLE, by_name, people, shared_fields
 
 _OFFSET = re.compile(r"^([+-]?\d+)([dwmy])$")
 _DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
@@ -77,6 +78,27 @@ class ValueMaker:
         self.rng = random.Random(seed)
         self.ref_day = dt.date.fromisoformat(bp.reference_date)
         self._fake = _faker_instance()
+        self._shared = shared_fields(bp)  # users' name, email and phone fields: drawn from the shared persons
+        self._people_taken: set[str] = set()
+
+    def take_person(self, name: Any) -> None:
+        """Note that a row of this state already is the person called ``name``: no other row is drawn as them."""
+        if self._shared and isinstance(name, str):
+            self._people_taken.add(name)
+
+    def user_name(self) -> str:
+        """The name of a shared person (:mod:`envsynth.blueprint.people`) no row of this state is yet, or a
+        fresh name (none of theirs) once three quarters of them are."""
+        below, everyone, taken = self.rng._randbelow, people(), self._people_taken
+        if len(taken) < PEOPLE * 3 // 4:
+            while (name := everyone[below(PEOPLE)].name) in taken:
+                pass
+        else:  # a fresh name, never one of the list's (that person's email is theirs)
+            for _ in range(20):
+                if (name := self.person_name()) not in taken and name not in by_name():
+                    break
+        taken.add(name)
+        return name
 
     def fake(self, provider: str, **args: Any) -> Any:
         self._fake.seed_instance(self.rng.getrandbits(32))
@@ -124,6 +146,8 @@ class ValueMaker:
 
     def value(self, f: FieldDef, row: dict[str, Any] | None = None) -> Any:
         """A fresh value for field ``f`` (``row``: fields drawn so far, for derived emails)."""
+        if self._shared and id(f) in self._shared:
+            return self._of_person(f.type, row)
         if f.gen is not None and f.gen.kind not in (None, "after", "before", "compute"):  # drawn from the row (correlate.derive)
             v = self.draw_gen(f.gen, f)
             return self._clamp(f, v)
@@ -141,6 +165,15 @@ class ValueMaker:
         if t == "datetime":
             return self._with_time(self.ref_day + dt.timedelta(days=self.rng.randint(-365, 120)))
         raise ValueError(f"no value maker for type {t}")  # id and ref are drawn by the state builder
+
+    def _of_person(self, t: str, row: dict[str, Any] | None) -> str:
+        """A user row's name, email or phone: a shared person's, the same person's as the row's name."""
+        if t == "name":
+            return self.user_name()
+        person = by_name().get(next((v for k, v in (row or {}).items() if isinstance(v, str) and k in _name_fields(row)), ""))
+        if person is None:
+            return self._text(t, row)
+        return person.email if t == "email" else person.phone
 
     def _text(self, t: str, row: dict[str, Any] | None) -> str:
         """A value of a text type: Faker's, or an email or phone number made here."""

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 from envsynth.blueprint.correlate import depends_on, derive, derived_order, few_values, holds, one_rule_values, timed_matches, when_holds
 from envsynth.blueprint.entities import OneRule
 from envsynth.blueprint.models import Blueprint, Entity, FieldDef
+from envsynth.blueprint.people import shared_fields
 from envsynth.blueprint.values import ValueMaker, offset_days
 from envsynth.runtime.state import Rows, id_fields
 
@@ -79,6 +80,10 @@ class StateBuilder:
                 rows.setdefault(t, [])
             self.rows = rows
             self.taken_ids = TakenIds(rows, id_fields(bp))
+            for plan in self._plans.values():
+                for name in plan.person_names:
+                    for r in rows.get(plan.table) or ():
+                        self.values.take_person(r.get(name))
         self.unique_seen: dict[tuple[str, str], set[Any]] = {}
         self.pool: Rows | None = None
         self._sums_into = any(p.sums for p in self._plans.values())  # some table's total is summed from its children
@@ -175,6 +180,8 @@ class StateBuilder:
                 if row.get(used) is not None and row.get(cap) is not None and row[used] > row[cap]:
                     row[used] = row[cap]
         self.rows[table].append(row)
+        for name in plan.person_names:  # a user row copied from a donor is that person: no other row is drawn as them
+            self.values.take_person(row.get(name))
         if self._sums_into:
             self.__dict__.setdefault("_drawn", set()).add(id(row))
         for ref, parent_table, parent_field, child_field in plan.sums:
@@ -453,6 +460,7 @@ class _Plan(NamedTuple):
     one_rules: tuple[OneRule, ...] = ()
     sums: tuple[tuple[str, str, str, str], ...] = ()
     timed: tuple[FieldDef, ...] = ()  # fields with past_when / future_when
+    person_names: tuple[str, ...] = ()  # name fields a user row takes from its shared person (blueprint.people)
 
     @property
     def rules(self) -> bool:
@@ -471,7 +479,7 @@ def _build_plans(bp: Blueprint) -> dict[str, _Plan]:
 
 def _build_plan(e: Entity, bp: Blueprint) -> _Plan:
     """How rows of ``e`` are drawn, its refs read in ``bp``."""
-    steps = []
+    steps, shared = [], shared_fields(bp)
     derived = derived_order(e)
     for f in e.fields[1:]:
         null_rate = f.null_rate if f.nullable else None
@@ -502,6 +510,7 @@ def _build_plan(e: Entity, bp: Blueprint) -> _Plan:
         tuple(e.at_most_one),
         sums,
         tuple(f for f in e.fields if f.gen is not None and (f.gen.past_when is not None or f.gen.future_when is not None)),
+        tuple(f.name for f in e.fields if shared.get(id(f)) == "name"),
     )
 
 

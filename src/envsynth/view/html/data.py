@@ -48,6 +48,7 @@ def app_data(corpus: Corpus, name: str) -> dict[str, Any]:
             }
             for s in app.specs
         ],
+        "tools_count": len(app.specs),
         "by_kind": dict(Counter(s.kind for s in app.specs).most_common()),
         "tests": tests.get("summary", {}),
         "graph": graph,
