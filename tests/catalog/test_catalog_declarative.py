@@ -45,7 +45,12 @@ def test_make_payment_pays_part_then_all_of_a_bill_from_a_wallet() -> None:
         db, "SELECT b.*, a.customer_id FROM bill b JOIN service_account a ON a.account_id = b.account_id WHERE b.status = 'issued' LIMIT 1"
     )
     db.execute("UPDATE bill SET amount_due = 100, amount_paid = 0 WHERE bill_id = ?", (bill["bill_id"],))
-    wallet = _one(db, "SELECT * FROM credit_wallet LIMIT 1")
+    wallet = _one(  # the customer's own wallet, else one whose nickname theirs do not use (a customer's nicknames are unique)
+        db,
+        "SELECT * FROM credit_wallet WHERE customer_id = ?1 OR nickname NOT IN (SELECT nickname FROM credit_wallet WHERE customer_id = ?1)"
+        " ORDER BY customer_id = ?1 DESC LIMIT 1",
+        bill["customer_id"],
+    )
     db.execute(
         "UPDATE credit_wallet SET customer_id = ?, status = 'active', balance = 150 WHERE wallet_id = ?",
         (bill["customer_id"], wallet["wallet_id"]),

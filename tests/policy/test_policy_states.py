@@ -21,7 +21,9 @@ EXAMPLE = Path(__file__).parent.parent / "data" / "examples" / "policy.yaml"
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     out = tmp_path_factory.mktemp("policy_states") / "corpus"
-    build_corpus(out, blueprints=[load_blueprint(EXAMPLE)], tasks_per_app=16, states=2, distractors=2, seed=0)
+    build_corpus(
+        out, blueprints=[load_blueprint(EXAMPLE)], tasks_per_app=24, states=2, distractors=2, seed=0
+    )  # 24 task indexes: about 10 hold a policy
     return load_corpus(out)
 
 
@@ -31,7 +33,10 @@ def test_two_state_refusals_share_the_request_and_score_like_one_state_ones(corp
         by_index[t.coordinates.task].append(t)
     refusing = [ts for ts in by_index.values() if any(t.policy and t.policy.refusal for t in ts)]
     involved = [ts for ts in by_index.values() if any(t.policy for t in ts)]
-    assert refusing and 3 * len(refusing) >= len(involved), (len(refusing), len(involved))  # 2 of 6 task indexes
+    assert refusing and 3 * len(refusing) >= len(involved), (
+        len(refusing),
+        len(involved),
+    )  # 6 of 11 task indexes (16 indexes gave 2 of 5 to 2 of 7, too few to measure a share)
     # a new row drawn for the forbidden request may be listed by a search of the oracle (items[k]) and move the row the
     # oracle means: the oracle is re-placed (tasks/admission/refusal_rows.py); what is still lost is a new row that changes the
     # answer (a count of the requester's reservations) or is listed past the search's first page

@@ -81,6 +81,10 @@ class ValueMaker:
         self._shared = shared_fields(bp)  # users' name, email and phone fields: drawn from the shared persons
         self._people_taken: set[str] = set()
 
+    def shares(self, f: FieldDef) -> bool:
+        """Whether field ``f`` of this blueprint takes its value from a shared person (a user's name, email or phone)."""
+        return id(f) in self._shared
+
     def take_person(self, name: Any) -> None:
         """Note that a row of this state already is the person called ``name``: no other row is drawn as them."""
         if self._shared and isinstance(name, str):

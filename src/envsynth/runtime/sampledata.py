@@ -136,7 +136,7 @@ class StateBuilder:
                 row[name] = value
             elif null_rate and rng.random() < null_rate:
                 row[name] = None
-            elif source is not None and (not unique or self._free(table, name, source[name])):
+            elif source is not None and name not in plan.persons and (not unique or self._free(table, name, source[name])):
                 row[name] = source[name]
             elif unique:
                 row[name] = self._unique(ent, f, row)
@@ -180,7 +180,7 @@ class StateBuilder:
                 if row.get(used) is not None and row.get(cap) is not None and row[used] > row[cap]:
                     row[used] = row[cap]
         self.rows[table].append(row)
-        for name in plan.person_names:  # a user row copied from a donor is that person: no other row is drawn as them
+        for name in plan.person_names:  # (a given name, or a row made by hand): no other row is drawn as that person
             self.values.take_person(row.get(name))
         if self._sums_into:
             self.__dict__.setdefault("_drawn", set()).add(id(row))
@@ -461,6 +461,9 @@ class _Plan(NamedTuple):
     sums: tuple[tuple[str, str, str, str], ...] = ()
     timed: tuple[FieldDef, ...] = ()  # fields with past_when / future_when
     person_names: tuple[str, ...] = ()  # name fields a user row takes from its shared person (blueprint.people)
+    persons: frozenset[str] = (
+        frozenset()
+    )  # all fields it takes from that person: drawn, never copied from a pool row (the state may hold its person)
 
     @property
     def rules(self) -> bool:
@@ -511,6 +514,7 @@ def _build_plan(e: Entity, bp: Blueprint) -> _Plan:
         sums,
         tuple(f for f in e.fields if f.gen is not None and (f.gen.past_when is not None or f.gen.future_when is not None)),
         tuple(f.name for f in e.fields if shared.get(id(f)) == "name"),
+        frozenset(f.name for f in e.fields if id(f) in shared),
     )
 
 

@@ -188,16 +188,18 @@ class Solver:
 
     def _draw_field(self, p: ParamSpec, f: FieldDef, rng: random.Random, builder: StateBuilder, drawn: dict[str, Any] | None = None) -> Any:
         """A value of the field a parameter stands for: from the builder's pool when it has one, else drawn
-        (an email from the name drawn for the same row: a person registers their own address)."""
+        (an email from the name drawn for the same row: a person registers their own address; a user's name is a
+        shared person's whom the state does not hold yet, :meth:`ValueMaker.user_name`)."""
         table = (p.field or "").split(".")[0]
-        source = builder.pool.get(table) if builder.pool and not f.unique else None
+        shared = builder.values.shares(f)  # a user's name, email or phone: a person no row of the state is yet
+        source = builder.pool.get(table) if builder.pool and not f.unique and not shared else None
         if source and derived_order(self.bp.entity(table)):  # correlated fields: all from one pool row
             v = builder.donor(table).get(f.name)
         else:
             v = rng.choice(source).get(f.name) if source else None
         if v is not None:
             return v
-        return builder.values.value(f, self._same_row(table, drawn) if f.type == "email" and drawn else None)
+        return builder.values.value(f, self._same_row(table, drawn) if (f.type == "email" or shared) and drawn else None)
 
     def _same_row(self, table: str, drawn: dict[str, Any]) -> dict[str, Any]:
         """The arguments drawn so far that stand for fields of ``table``, by field name."""
