@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -40,6 +41,22 @@ def test_catalog_table_shows_the_same_numbers() -> None:
         line = next(x for x in out.splitlines() if f"│ {r['name']} " in x)
         cells = [c.strip() for c in line.strip("│ ").split("│")]
         assert cells == [r["name"], r["title"], r["category"], str(r["tables"]), str(r["tools"]), str(r["writes"]), str(r["policy_rules"])]
+
+
+def test_catalog_table_groups_the_apps_by_category() -> None:
+    """The apps of one category are listed together, in SynthAPI's order of categories, a rule line between two."""
+    from envsynth.blueprint.models import CATEGORIES
+
+    rc, out = _invoke("catalog")
+    assert rc == 0
+    lines = out.splitlines()
+    names = {r["name"]: r["category"] for r in catalog.summaries()}
+    listed = [(i, n) for i, x in enumerate(lines) for n in names if x.startswith(f"│ {n} ")]
+    cats = [names[n] for _, n in listed]
+    assert len(listed) == len(names) and cats == sorted(cats, key=CATEGORIES.index)
+    for (i, a), (j, b) in pairwise(listed):
+        assert (j - i == 2 and lines[i + 1].startswith("├")) == (names[a] != names[b]), (a, b)
+        assert names[a] != names[b] or a < b
 
 
 def test_check_warnings_pass_and_strict_fails_on_them() -> None:

@@ -36,13 +36,19 @@ def catalog(as_json: Annotated[bool, typer.Option("--json", help="Print JSON ins
 
 
 def _catalog_table(rows: list[dict[str, Any]]) -> Table:
-    """The catalogue as a table, one row per app (the description left to --json)."""
+    """The catalogue as a table, one row per app (the description left to --json), the apps of a category together
+    (SynthAPI's categories in their order, a line between two) and by name within it."""
+    from envsynth.blueprint.models import CATEGORIES
+
     t = Table(title="envsynth catalogue")
     columns = ["name", "title", "category", *_COUNTS]
     for col in columns:
         t.add_column(col.replace("_", " "), justify="right" if col in _COUNTS else "left")
-    for r in rows:
-        t.add_row(*(str(r[c]) for c in columns))
+    rank = {c: i for i, c in enumerate(CATEGORIES)}
+    ordered = sorted(rows, key=lambda r: (rank.get(r["category"], len(rank)), r["name"]))
+    for i, r in enumerate(ordered):
+        last = i + 1 == len(ordered) or ordered[i + 1]["category"] != r["category"]
+        t.add_row(*(str(r[c]) for c in columns), end_section=last)
     return t
 
 
