@@ -418,12 +418,10 @@ def without_owner(bp: Blueprint, d: Description, owner: str | None) -> Descripti
     """``d`` of a row of the requester (a row of table ``owner``) without that parent: "my playlist "Chill Jams"", not
     "my playlist "Chill Jams" of listener Rodney Gordon". A row with two references to ``owner`` (a sender and a
     recipient) keeps its parent: that may be the other person."""
-    if owner is None or d.parent is None or owner not in (d.parent[1].entity, d.also and d.also[1].entity):
+    if owner is None or d.parent is None or d.parent[1].entity != owner:
         return d
     if sum(f.type == "ref" and f.ref == owner for f in bp.entity(d.entity).fields) != 1:
         return d
-    if d.parent[1].entity != owner:  # "my follow of the artist X", not "... of the artist X and listener Rodney Gordon"
-        return Description(d.entity, dict(d.facts), d.parent, most=d.most)
     return Description(d.entity, dict(d.facts), d.also, most=d.most)  # a second parent, if any, names it instead
 
 
