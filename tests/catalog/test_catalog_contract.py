@@ -28,6 +28,17 @@ def test_no_two_apps_share_more_than_30_percent_of_their_tool_names() -> None:
     assert max(shares.values()) <= MOST_SHARED, sorted(shares.items(), key=lambda kv: -kv[1])[:3]
 
 
+def test_every_app_has_one_place_in_the_catalogue_order() -> None:
+    """order.txt lists each shipped file once (its index in a corpus), and nothing else; the first ten are the apps of the
+    first catalogue, so their corpora's tasks are those they always were."""
+    stems = sorted(p.stem for p in catalog.CATALOG_DIR.glob("*.yaml"))
+    listed = catalog.order()
+    assert sorted(listed) == stems and len(set(listed)) == len(listed)
+    assert [e.path.stem for e in catalog.entries()] == listed
+    first = ["airline", "finance", "fitness", "messaging", "music", "productivity", "retail", "shopping", "social", "utilities"]
+    assert listed[:10] == first
+
+
 @pytest.mark.parametrize("name", catalog.names())
 def test_app_contract(name: str, built_catalog: dict[str, BuiltApp]) -> None:
     built = built_catalog[name]

@@ -14,7 +14,7 @@ from envsynth.tasks import Rejection, synthesize
 from envsynth.tasks.building.distractors import add_distractors
 from envsynth.tasks.planning.askable import askable
 from envsynth.tasks.planning.plan import plan_task
-from envsynth.tasks.wording.describe import describe, render, without_owner
+from envsynth.tasks.wording.describe import describe, render
 
 
 def _near_duplicates_differ_in_what_a_description_says(entity: str, unsaid: tuple[str, ...]) -> None:
@@ -92,8 +92,7 @@ def test_a_row_with_no_fact_of_its_own_is_named_by_a_parent_even_when_alone() ->
 
 def test_stock_moves_and_unfollows_are_asked_for(built_catalog: dict[str, BuiltApp]) -> None:
     """harbor_market's restock_inventory and transfer_stock, tempo_music's unfollow_artist: their rows were never
-    describable (or described by nothing the request states: not_solvable). A follow is named by its artist, not
-    as "my follow" (its only other parent, the requester, singles it out too)."""
+    describable (or described by nothing the request states: not_solvable)."""
     for name, tool, words in (
         ("harbor_market", "transfer_stock", "stock entry of the "),
         ("harbor_market", "restock_inventory", "stock entry of the "),
@@ -148,26 +147,3 @@ def test_a_question_whose_answer_is_a_word_of_the_noun_or_date_phrase_is_asked(b
         assert not isinstance(out, Rejection), (name, t, out)
         assert out[0].oracle[-1].tool == tool
         assert str(out[0].expected_answer).lower() not in out[0].instruction.lower()
-
-
-def test_a_follow_its_listener_alone_singles_out_is_still_named_by_its_artist() -> None:
-    """A listener's only follow was "my follow" ("Can you end my follow?"): their one row of the table, but not how
-    anyone names it. A row with no fact of its own is named by its other parent as well as by the user."""
-    bp = catalog.load("tempo_music")
-    rows = {
-        "listener": [
-            {"listener_id": "l1", "display_name": "Rodney Gordon", "email": "rodney.gordon7@gmail.com", "country": "US"},
-            {"listener_id": "l2", "display_name": "Maya Chen", "email": "maya.chen3@gmail.com", "country": "CA"},
-        ],
-        "artist": [{"artist_id": "a1", "name": "The Lanterns"}, {"artist_id": "a2", "name": "Northbound"}],
-        "follow": [
-            {"follow_id": "f1", "listener_id": "l1", "artist_id": "a1", "followed_at": "2025-05-01T10:00:00"},
-            {"follow_id": "f2", "listener_id": "l2", "artist_id": "a1", "followed_at": "2025-06-01T10:00:00"},
-            {"follow_id": "f3", "listener_id": "l2", "artist_id": "a2", "followed_at": "2025-07-01T10:00:00"},
-        ],
-    }
-    for seed in range(5):
-        d = describe(bp, rows, "follow", rows["follow"][0], random.Random(seed))
-        assert d is not None
-        said = render(bp, without_owner(bp, d, "listener"), "my")
-        assert said.startswith("my follow") and '"The Lanterns"' in said, said

@@ -25,11 +25,24 @@ class CatalogEntry:
     description: str
 
 
+ORDER_FILE = CATALOG_DIR / "order.txt"
+"""The file stems of the shipped blueprints in the order they joined the catalogue (see :func:`order`)."""
+
+
+def order() -> list[str]:
+    """The file stems ``order.txt`` lists, in its order: each app's index in a corpus. An app appended there leaves the
+    indexes, and so the tasks, of the apps before it unchanged."""
+    lines = (line.strip() for line in ORDER_FILE.read_text(encoding="utf-8").splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
 @cache
 def entries() -> tuple[CatalogEntry, ...]:
-    """All shipped blueprints, sorted by name (read without full validation)."""
+    """All shipped blueprints, in the catalogue's order (:func:`order`; a file it does not list comes after those,
+    by name), read without full validation."""
+    rank = {stem: i for i, stem in enumerate(order())}
     out = []
-    for path in sorted(CATALOG_DIR.glob("*.yaml")):
+    for path in sorted(CATALOG_DIR.glob("*.yaml"), key=lambda p: (rank.get(p.stem, len(rank)), p.stem)):
         data = read_yaml(path.read_text(encoding="utf-8")) or {}
         out.append(
             CatalogEntry(data.get("name", path.stem), path, data.get("title", ""), data.get("category", ""), data.get("description", ""))
@@ -38,7 +51,7 @@ def entries() -> tuple[CatalogEntry, ...]:
 
 
 def names() -> list[str]:
-    """The names of the shipped blueprints, sorted."""
+    """The names of the shipped blueprints, in the catalogue's order (an app's index in a corpus)."""
     return [e.name for e in entries()]
 
 

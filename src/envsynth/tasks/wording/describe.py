@@ -389,21 +389,15 @@ def _by_parents(
     One parent first ("the item of my order ..."), then two ("the stock entry of the product X at the warehouse Y").
     """
     found: list[tuple[str, Description]] = []
-    # a row that only links two rows is named by both ("the label X on the task Y"); a row with no fact of its own is
-    # named by a second parent besides a user that alone names it ("my follow": of the artist X, the requester means)
-    links = pair = _links(bp.entity(d.entity))
-    users = {u.entity for u in bp.users} if not d.facts and len(refs) >= 2 else ()
-    alone = None  # (without a pair that names it) the user that does
+    pair = _links(bp.entity(d.entity))  # a row that only links two rows is named by both ("the label X on the task Y")
     for ref, target in refs:
         prow = lookup.row(target, row.get(ref)) if row.get(ref) is not None else None
         pd = _describe(bp, rows, lookup, target, prow, rng, 1) if prow is not None else None
         if pd is None:
             continue
         d.parent = (ref, pd)
-        if len(_matching(d, matching, lookup)) == 1:
-            if not pair and target not in users:
-                return
-            alone, pair = alone or (ref, pd), True
+        if not pair and len(_matching(d, matching, lookup)) == 1:
+            return
         found.append((ref, pd))
     d.parent = None
     for i, first in enumerate(found):
@@ -411,7 +405,7 @@ def _by_parents(
             d.parent, d.also = first, second
             if len(_matching(d, matching, lookup)) == 1:
                 return
-    d.parent, d.also = (alone, None) if alone is not None and not links else (None, None)
+    d.parent = d.also = None
 
 
 def without_owner(bp: Blueprint, d: Description, owner: str | None) -> Description:
