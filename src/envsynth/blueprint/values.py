@@ -85,6 +85,10 @@ class ValueMaker:
         """Whether field ``f`` of this blueprint takes its value from a shared person (a user's name, email or phone)."""
         return id(f) in self._shared
 
+    def has_person(self, name: Any) -> bool:
+        """Whether a row of this state already is the person called ``name``."""
+        return name in self._people_taken
+
     def take_person(self, name: Any) -> None:
         """Note that a row of this state already is the person called ``name``: no other row is drawn as them."""
         if self._shared and isinstance(name, str):

@@ -136,7 +136,7 @@ class StateBuilder:
                 row[name] = value
             elif null_rate and rng.random() < null_rate:
                 row[name] = None
-            elif source is not None and name not in plan.persons and (not unique or self._free(table, name, source[name])):
+            elif source is not None and (not unique or self._free(table, name, source[name])):
                 row[name] = source[name]
             elif unique:
                 row[name] = self._unique(ent, f, row)
@@ -164,6 +164,10 @@ class StateBuilder:
             candidates = self.pool.get(plan.table)
             if candidates:
                 source = candidates[self.rng._randbelow(len(candidates))]
+                for _ in range(8 if plan.person_names else 0):  # a user row is a person the state does not hold yet
+                    if not any(self.values.has_person(source.get(n)) for n in plan.person_names):
+                        break
+                    source = candidates[self.rng._randbelow(len(candidates))]
         id_name = plan.id_name
         if id_name in fixed:
             return {id_name: fixed[id_name]}, source
@@ -180,7 +184,7 @@ class StateBuilder:
                 if row.get(used) is not None and row.get(cap) is not None and row[used] > row[cap]:
                     row[used] = row[cap]
         self.rows[table].append(row)
-        for name in plan.person_names:  # (a given name, or a row made by hand): no other row is drawn as that person
+        for name in plan.person_names:  # a user row copied from a pool row is that person: no other row is drawn as them
             self.values.take_person(row.get(name))
         if self._sums_into:
             self.__dict__.setdefault("_drawn", set()).add(id(row))
@@ -461,9 +465,6 @@ class _Plan(NamedTuple):
     sums: tuple[tuple[str, str, str, str], ...] = ()
     timed: tuple[FieldDef, ...] = ()  # fields with past_when / future_when
     person_names: tuple[str, ...] = ()  # name fields a user row takes from its shared person (blueprint.people)
-    persons: frozenset[str] = (
-        frozenset()
-    )  # all fields it takes from that person: drawn, never copied from a pool row (the state may hold its person)
 
     @property
     def rules(self) -> bool:
@@ -514,7 +515,6 @@ def _build_plan(e: Entity, bp: Blueprint) -> _Plan:
         sums,
         tuple(f for f in e.fields if f.gen is not None and (f.gen.past_when is not None or f.gen.future_when is not None)),
         tuple(f.name for f in e.fields if shared.get(id(f)) == "name"),
-        frozenset(f.name for f in e.fields if id(f) in shared),
     )
 
 
