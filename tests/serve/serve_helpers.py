@@ -25,5 +25,5 @@ def says(record: Any, answer: Any) -> bool:
 
 
 def distinctive(answer: Any) -> bool:
-    """An answer a response cannot hold by coincidence: not a single digit (a mismatch count, a digit of an id)."""
-    return answer is not None and not (isinstance(answer, int) and abs(answer) < 10)
+    """An answer a response cannot hold by coincidence: not a single digit (a mismatch count, a digit of an id, a score)."""
+    return answer is not None and not (isinstance(answer, (int, float)) and abs(answer) < 10)

@@ -181,13 +181,14 @@ def test_moderators_ban_members_and_labels_come_off_tasks_in_words(built_catalog
 
 def test_no_question_follows_up_on_a_row_the_request_deleted(built_catalog: dict[str, BuiltApp]) -> None:
     """delete_draft, then "how many reports does that post have?": nothing is left of the post to ask about (the task
-    was rejected as answer_in_question). The draft's deletion is the task."""
-    app, tasks = _admitted(built_catalog, "circle_social", "delete_draft", tries=1)
+    was rejected as answer_in_question). The draft's deletion is its goal; a later goal is about other rows."""
+    _, tasks = _admitted(built_catalog, "circle_social", "delete_draft", tries=1)
     for task in tasks:
-        writes = [c.tool for c in task.oracle if app.spec_by_name[c.tool].mode == "write"]  # the lookups come first
-        assert (
-            set(writes) == {"delete_draft"} and task.oracle[-1].tool == "delete_draft" and task.expected_answer is None
-        )  # (all my drafts, for a for-each goal)
+        at = _tools(task).index("delete_draft")
+        deleted = task.oracle[at].refs["post_id"]
+        later = task.oracle[at + 1 :]
+        assert all(ref != deleted for c in later for ref in c.refs.values()), _tools(task)
+        assert all("post_id" not in c.args and c.tool not in ("get_post", "search_posts") for c in later), _tools(task)
 
 
 def test_staff_actions_are_asked_for_by_staff(built_catalog: dict[str, BuiltApp]) -> None:

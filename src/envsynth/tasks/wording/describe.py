@@ -131,6 +131,9 @@ class Description:
     parent: tuple[str, Description] | None = None  # (ref field, parent description)
     also: tuple[str, Description] | None = None  # a second parent, for a row that only its two parents tell apart
     most: tuple[str, str] | None = None  # (a date field, "max" or "min"): the most recent / oldest of the rows the rest matches
+    # the other end of a row its one parent singles out (a follow by its listener): what names it to that parent's
+    # person ("my follow of the artist X", not "my follow"); neither matched on nor rendered otherwise
+    other: tuple[str, Description] | None = None
 
     def parents(self) -> list[tuple[str, Description]]:
         """The (ref field, parent description) pairs the row is described through."""
@@ -397,6 +400,8 @@ def _by_parents(
             continue
         d.parent = (ref, pd)
         if not pair and len(_matching(d, matching, lookup)) == 1:
+            if not d.facts:
+                d.other = _other_end(bp, rows, lookup, row, refs, ref)
             return
         found.append((ref, pd))
     d.parent = None
@@ -408,6 +413,20 @@ def _by_parents(
     d.parent = d.also = None
 
 
+def _other_end(
+    bp: Blueprint, rows: Rows, lookup: _Lookup, row: dict[str, Any], refs: tuple[tuple[str, str], ...], parent: str
+) -> tuple[str, Description] | None:
+    """The first reference of ``row`` to another table than its ``parent`` reference's, described (by a draw of its
+    own: the request's other draws are not moved), or None."""
+    target = dict(refs)[parent]
+    for ref, other in refs:
+        prow = lookup.row(other, row.get(ref)) if other != target and row.get(ref) is not None else None
+        pd = _describe(bp, rows, lookup, other, prow, random.Random(str(row.get(ref))), 1) if prow is not None else None
+        if pd is not None:
+            return ref, pd
+    return None
+
+
 def without_owner(bp: Blueprint, d: Description, owner: str | None) -> Description:
     """``d`` of a row of the requester (a row of table ``owner``) without that parent: "my playlist "Chill Jams"", not
     "my playlist "Chill Jams" of listener Rodney Gordon". A row with two references to ``owner`` (a sender and a
@@ -416,6 +435,8 @@ def without_owner(bp: Blueprint, d: Description, owner: str | None) -> Descripti
         return d
     if sum(f.type == "ref" and f.ref == owner for f in bp.entity(d.entity).fields) != 1:
         return d
+    if not d.facts and d.also is None and d.most is None:  # nothing left but the owner: the row's other end names it
+        return Description(d.entity, parent=d.other)
     return Description(d.entity, dict(d.facts), d.also, most=d.most)  # a second parent, if any, names it instead
 
 
