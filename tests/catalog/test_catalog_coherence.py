@@ -11,7 +11,7 @@ import pytest
 from envsynth import catalog
 from envsynth.corpus import build_corpus
 from envsynth.corpus.load import load_corpus
-from envsynth.report.coherence import lint_states
+from envsynth.tasks.admission.coherence import lint_states
 
 FIXED = ("date_order", "repeated_names_per_owner", "balance_on_wrong_kind", "derived_arithmetic", "several_active", "upcoming_in_past")
 

@@ -18,8 +18,8 @@ from envsynth.blueprint.models import Blueprint
 from envsynth.blueprint.order import creation_order
 from envsynth.corpus.load import Corpus, load_corpus
 from envsynth.report import CLASSES, lint_state, lint_states
-from envsynth.report.coherence import CHECKS, World
 from envsynth.runtime.sampledata import StateBuilder
+from envsynth.tasks.admission.coherence import CHECKS, World
 from envsynth.tasks.model import Task, TaskState
 
 Rows = dict[str, list[dict[str, Any]]]

@@ -12,6 +12,7 @@ from envsynth.graph import build_graph
 from envsynth.runtime.answerpath import answer_in
 from envsynth.runtime.state import id_fields
 from envsynth.tasks import Rejection, Task, TaskEpisode, state_bytes, synthesize
+from envsynth.tasks.admission.coherence import first_defect
 from envsynth.tasks.planning.refs import resolve
 from envsynth.tasks.wording.instruction import leaks_id
 
@@ -73,6 +74,7 @@ def test_every_task_is_admitted_honestly(name: str, built_catalog: dict[str, Bui
             assert " of it" not in task.instruction and " for it" not in task.instruction, task.instruction  # every row is named
             assert {c.tool for c in task.oracle} <= set(task.visible_tools)
             assert len(task.visible_tools) >= min(20, len(app.specs))
+            assert first_defect(task, app.blueprint) is None, task.id  # the state linter finds nothing odd (admission)
             s0 = state_bytes(app, task)
             # the oracle scores 1.0
             ep = TaskEpisode(app, task, s0, seed=3)

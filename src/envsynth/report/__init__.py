@@ -1,7 +1,7 @@
 """Reports over corpora: quality statistics of the tasks a reader sees, and the coherence of their initial states."""
 
-from envsynth.report.coherence import CLASSES, CoherenceReport, StateLint, lint_state, lint_states
 from envsynth.report.quality import DEFECTS, AppView, QualityReport, TaskLint, lint_corpus, lint_task
+from envsynth.tasks.admission.coherence import CLASSES, CoherenceReport, StateLint, lint_state, lint_states
 
 __all__ = [
     "CLASSES",

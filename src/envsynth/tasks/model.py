@@ -184,6 +184,7 @@ RejectionReason = Literal[
     "policy_forbids_oracle",
     "guessable",
     "requester_not_findable",
+    "incoherent_state",
     "difficulty_quota",
     "synthesis_error",
 ]

@@ -14,6 +14,7 @@ from envsynth.runtime.app import App
 from envsynth.runtime.reward import Effects, compare, effects_of
 from envsynth.runtime.state import Rows
 from envsynth.tasks.admission.baselines import first_candidate_wins, guessed_by
+from envsynth.tasks.admission.coherence import first_defect
 from envsynth.tasks.admission.findable import requester_findable
 from envsynth.tasks.admission.solvable import Route
 from envsynth.tasks.building.instantiate import ChainFailed, Run, Workspace, execute
@@ -268,6 +269,8 @@ def admit(
         return "verifier_passes_on_s0"
     if not {c.tool for c in task.oracle} <= set(task.visible_tools):
         return "tool_not_visible"
+    if first_defect(task, app.blueprint) is not None:
+        return "incoherent_state"  # the state linter finds a row a reader would find odd (envsynth.tasks.admission.coherence)
     if not requester_findable(app.blueprint, task, s0):
         return "requester_not_findable"  # namesakes of the requester, nothing said tells them apart (admission/findable.py)
     run = replay

@@ -23,6 +23,7 @@ from envsynth.runtime.app import App
 from envsynth.runtime.reward import Effects
 from envsynth.tasks.admission.admit import Admitted, admit, nonempty, resolves_to
 from envsynth.tasks.admission.baselines import constant_guess, first_candidate_wins
+from envsynth.tasks.admission.coherence import first_defect
 from envsynth.tasks.admission.routes import run_reads
 from envsynth.tasks.building.instantiate import Run
 from envsynth.tasks.building.states import TaskStateDraw, remap_call
@@ -70,8 +71,8 @@ def restate(app: App, first: Admitted, draw: TaskStateDraw, field: str | None, e
             "hash": "",
         }
     )
-    if constant_guess(app, task) is not None:
-        return None  # likewise
+    if constant_guess(app, task) is not None or first_defect(task, app.blueprint) is not None:
+        return None  # likewise (an incoherent state is refused there too)
     if draw.check is not draw.run:  # a chain with code of its own: its replay under seed 1 must score as well
         chain = iter(draw.check.results)  # the lookups' results in their places
         replay = Run([results[at[i]] if i in at else next(chain) for i in range(len(oracle))], draw.check.final)

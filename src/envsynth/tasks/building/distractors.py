@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 from typing import Any, NamedTuple
 
+from envsynth.blueprint.correlate import depends_on, timed_matches
 from envsynth.blueprint.models import Blueprint
 from envsynth.runtime.state import Rows, StateBuilder, ValuePool, distinct_values, id_fields, ref_fields
 
@@ -164,10 +165,40 @@ def _add(b: StateBuilder, rng: random.Random, level: int, tg: _Target) -> None:
         other = _other_value(b, rng, ent, change, tg.row.get(change))
         if other is not None:
             fixed[change] = other
-        b.add(ent, _key_open(ent, fixed, change))
+        if _second_of_one(b, ent, fixed):
+            return  # a second active membership of the member: a near-duplicate may not break an at_most_one rule
+        b.add(ent, _key_open(ent, _untimed(ent, fixed, change), change))
     elif level == 4 and tg.children:
         child, f = rng.choice(tg.children)
         b.add(child, {f.name: tg.row[ent.fields[0].name]})
+
+
+def _untimed(ent: Any, fixed: dict[str, Any], change: str) -> dict[str, Any]:
+    """``fixed`` without the dates whose ``past_when``/``future_when`` name the ``change``d field, nor the fields drawn
+    from them: a copy of a scheduled flight changed to landed draws a past departure (and its times) of its own."""
+    dropped = {
+        f.name
+        for f in ent.fields
+        if f.gen is not None and change in {**(f.gen.past_when or {}), **(f.gen.future_when or {})} and f.name in fixed
+    }
+    grew = bool(dropped)
+    while grew:
+        more = {f.name for f in ent.fields if f.name in fixed and f.name not in dropped and set(depends_on(f)) & dropped}
+        dropped |= more
+        grew = bool(more)
+    return {n: v for n, v in fixed.items() if n not in dropped} if dropped else fixed
+
+
+def _second_of_one(b: StateBuilder, ent: Any, row: dict[str, Any]) -> bool:
+    """Whether ``row`` (the values given so far) would be a second match of one of ``ent``'s ``at_most_one`` rules for
+    an owner that already has a matching row in the state."""
+    for rule in ent.at_most_one:
+        owner = tuple(row.get(p) for p in rule.per)
+        if None in owner or not timed_matches(rule.where, row):
+            continue
+        if any(timed_matches(rule.where, r) and tuple(r.get(p) for p in rule.per) == owner for r in b.rows.get(ent.name, ())):
+            return True
+    return False
 
 
 def _key_open(ent: Any, fixed: dict[str, Any], change: str) -> dict[str, Any]:

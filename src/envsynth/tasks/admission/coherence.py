@@ -521,6 +521,17 @@ CHECKS: dict[str, Callable[[World], Iterator[str]]] = {
 """Each class's check, by name (the order of :data:`CLASSES`): it yields what it finds wrong, row by row."""
 
 
+def first_defect(task: Task, blueprint: Blueprint) -> str | None:
+    """The first defect of any class in a task's initial state (``<class>: <finding>``), or None when it holds together:
+    admission refuses a task whose state has one (``incoherent_state``, envsynth.tasks.admission.admit)."""
+    world = World(task, blueprint)
+    for name in CLASSES:
+        found = next(CHECKS[name](world), None)
+        if found is not None:
+            return f"{name}: {found}"
+    return None
+
+
 def lint_state(task: Task, blueprint: Blueprint) -> StateLint:
     """Every class of state defect one task's initial state has, with the first finding of each."""
     world = World(task, blueprint)
