@@ -11,9 +11,11 @@ import random
 import re
 from typing import Any
 
+from envsynth.blueprint.entities import Entity
 from envsynth.blueprint.language import slots
 from envsynth.blueprint.models import Blueprint, FieldDef
 from envsynth.blueprint.spec import ToolSpec
+from envsynth.runtime.state import Rows
 from envsynth.tasks.model import Call
 from envsynth.tasks.wording.describe import Description, flag, human, noun, one_of, render, without_owner
 from envsynth.tasks.wording.frames import framed
@@ -74,6 +76,9 @@ class Phraser(Questions):
         self.mine = mine  # ids of the rows that are the user's own (their orders, their accounts): "my order ..."
         self.me_table = me_table if me_table is not None else me.entity if me is not None else None  # the requester's table
         self.mentioned: set[Any] = set()  # ids of the rows named in full so far
+        self.owners: list[Description] = []  # the rows named in full inside another's words ("the order of fan X")
+        self.named: list[Description] = []  # the rows named in full in their own words ("fan X")
+        self.client: tuple[Entity, dict[str, Any], Rows] | None = None  # the person the opening names (a staff request)
         self.actions = bp.index.actions
 
     def row_text(self, spec: ToolSpec, call: Call, param: str, descs: dict[str, Description], calls: list[Call], role: str = "main") -> str:
@@ -92,13 +97,34 @@ class Phraser(Questions):
             texts = [render(self.bp, one, possessive="my" if k in self.mine else "the") for one, k in zip(d, keys)]
             return ", ".join(texts[:-1]) + (" and " if len(texts) > 1 else "") + texts[-1]
         key = call.args.get(param)
-        if isinstance(key, str) and key in self.mentioned:  # named in full once; after that "that order"
+        if (isinstance(key, str) and key in self.mentioned) or d in self.owners:  # named in full once; then "that order"
             return self.rng.choice(("that ", "the same ")) + noun(self.bp.entity(d.entity))
         if isinstance(key, str):
             self.mentioned.add(key)
         if self._owned(call, param):  # the requester's own row: "my playlist ...", never "... of <the requester>"
             return render(self.bp, without_owner(self.bp, d, self.me_table), possessive="my")
+        self.owners.extend(parent for _, parent in d.parents())  # "the order of fan X ... to the same fan"
+        told = next((p for _, p in d.parents() if self._is_told(p)), None)
+        self.named.append(d)
+        if told is not None and (alone := without_owner(self.bp, d, told.entity)) is not d:  # "... of that fan"
+            return f"{render(self.bp, alone)} of {self.rng.choice(('that ', 'the same '))}{noun(self.bp.entity(told.entity))}"
         return render(self.bp, d)
+
+    def told(self, row: tuple[str, Any], rows: Rows) -> None:
+        """The person ``row`` ((table, id) in ``rows``) is named before the clauses (a staff request's "I'm helping our fan
+        X"): the clauses refer back to them ("that fan", "the hold of the same fan")."""
+        ent = self.bp.entity(row[0])
+        found = next((r for r in rows.get(row[0], []) if r.get(ent.id_field) == row[1]), None)
+        if found is not None:
+            self.mentioned.add(row[1])
+            self.client = (ent, found, rows)
+
+    def _is_told(self, d: Description) -> bool:
+        """Whether ``d`` names a row the request has named in full already (in its own words, or in the opening)."""
+        if d in self.named:
+            return True
+        c = self.client
+        return c is not None and d.entity == c[0].name and d.matches(self.bp, c[2], c[1])
 
     def _is_me(self, call: Call, param: str, descs: dict[str, Description]) -> bool:
         """Whether the row ``param`` names is the requester (their existing row, or the one the request signs them up as)."""
@@ -180,7 +206,11 @@ class Phraser(Questions):
         self, spec: ToolSpec, call: Call, calls: list[Call], descs: dict[str, Description], rows: set[str], used: set[str]
     ) -> str:
         """The rows a say phrase leaves out (but the requester, implied), after it: " for the colleague ..."."""
-        extra = [p for p in sorted(rows) if p not in used and (p in call.args or p in call.refs) and not self._is_me(call, p, descs)]
+        extra = [
+            p
+            for p in sorted(rows)
+            if p not in used and (p in call.args or p in call.refs) and not self._is_me(call, p, descs) and descs.get(p) not in self.owners
+        ]  # a row named as another's owner is not named again ("the hold of fan X", not "... of fan X for fan X")
         if not extra:
             return ""
         return " for " + ", ".join(self.row_text(spec, call, p, descs, calls, role="other") for p in extra)

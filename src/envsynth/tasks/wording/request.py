@@ -82,6 +82,9 @@ def request_of(inst: Instance, draw: TaskStateDraw, question: Question, visible:
     me = descs.get((requester.table, requester.key)) if not requester.staff else None
     mine = frozenset(k for t, k in targets if requester.key is not None and owned(app, full, t, k, requester))
     phraser = Phraser(app.blueprint, app.spec_by_name, rng, me, requester.key, requester.made_at, mine, requester.table)
+    client = _client_row(app, full, targets, requester, calls)
+    if client is not None:  # named in the opening ("I'm helping our fan X"): the clauses say "that fan"
+        phraser.told(client, full)
     params = _param_descriptions(app, calls, descs)
     _add_asked_rows(inst, calls, question, targets, descs, params)
     n_writes = len(calls) - (1 if question.step is not None else 0)
@@ -176,6 +179,14 @@ def _opening(
     opening += f" I'm helping {client[0]}." if client is not None else ""
     opening += f" I'd like to {flow.name}." if flow is not None else ""
     return opening, reason, client
+
+
+def _client_row(app: App, full: Rows, targets: list[tuple[str, Any]], requester: Requester, calls: list[Call]) -> tuple[str, Any] | None:
+    """(table, id) of the person the opening says a staff member acts for (:func:`_client`), or None."""
+    writes = [c.tool for c in calls if app.spec_by_name[c.tool].mode == "write"]
+    if not requester.staff or on_own_authority(app.blueprint, writes):
+        return None
+    return acted_for(app, full, targets)
 
 
 def _client(app: App, full: Rows, targets: list[tuple[str, Any]], requester: Requester, rng: random.Random) -> tuple[str, str] | None:
