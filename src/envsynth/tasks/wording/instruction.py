@@ -119,6 +119,10 @@ class Phraser(Questions):
             self.mentioned.add(row[1])
             self.client = (ent, found, rows)
 
+    def _is_client(self, key: Any) -> bool:
+        """Whether ``key`` is the id of the person the opening says the request is for."""
+        return self.client is not None and key is not None and key == self.client[1].get(self.client[0].id_field)
+
     def _is_told(self, d: Description) -> bool:
         """Whether ``d`` names a row the request has named in full already (in its own words, or in the opening)."""
         if d in self.named:
@@ -209,8 +213,12 @@ class Phraser(Questions):
         extra = [
             p
             for p in sorted(rows)
-            if p not in used and (p in call.args or p in call.refs) and not self._is_me(call, p, descs) and descs.get(p) not in self.owners
-        ]  # a row named as another's owner is not named again ("the hold of fan X", not "... of fan X for fan X")
+            if p not in used
+            and (p in call.args or p in call.refs)
+            and not self._is_me(call, p, descs)
+            and descs.get(p) not in self.owners
+            and not self._is_client(call.args.get(p))
+        ]  # a row named as another's owner, or in the opening, is not named again ("the hold of fan X", not "... for fan X")
         if not extra:
             return ""
         return " for " + ", ".join(self.row_text(spec, call, p, descs, calls, role="other") for p in extra)
