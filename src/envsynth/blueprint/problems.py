@@ -159,6 +159,8 @@ def _unknown_key(key: str, where: _Where) -> str:
         return f"unknown key {key!r}"
     allowed = keys_of(where.model)
     msg = f"unknown key {key!r}{suggest(key, allowed)}"
+    if " " in str(key):  # words as a key: the rest of a text cut at an unquoted comma of a { ... } mapping
+        msg += "; a comma in an unquoted text inside { } starts a new key: put the text in quotes"
     tag = _tag_of(where.model)
     if tag is None:
         return msg + f" (allowed here: {', '.join(allowed)})"
