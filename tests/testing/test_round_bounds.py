@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from types import SimpleNamespace
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from envsynth.testing.choose import filter_value, round_bound
+from envsynth.blueprint.spec import ParamSpec
+from envsynth.testing.choose import draw_number, filter_value, round_bound
 
 PASSES = {"gte": lambda x, b: x >= b, "gt": lambda x, b: x > b, "lte": lambda x, b: x <= b, "lt": lambda x, b: x < b}
 
@@ -61,3 +63,27 @@ def test_no_catalogue_request_states_a_bound_with_cents(tmp_path: Path) -> None:
                     at = text.find(phrase, at + 1)
     assert bounds, "no request states a money bound"
     assert all(b.endswith(".00") for b in bounds), bounds
+
+
+def test_a_drawn_amount_is_round_as_a_person_says_it() -> None:
+    """A money argument the tester or a task draws is whole dollars ("move $25", not "$2.64"); another number a multiple
+    of 0.5 ("2.5 hours"); integers are left as they were."""
+    rng = random.Random(0)
+    money = ParamSpec(name="amount", type="number", description="", minimum=0.01, semantic="money")
+    hours = ParamSpec(name="hours", type="number", description="", minimum=0.5, maximum=8, semantic="float")
+    amounts = [draw_number(money, rng) for _ in range(200)]
+    assert all(a == int(a) and 1 <= a <= 20 for a in amounts)
+    assert len(set(amounts)) >= 15
+    assert all((2 * h) == int(2 * h) and 0.5 <= h <= 8 for h in (draw_number(hours, rng) for _ in range(200)))
+
+
+@given(
+    lo=st.floats(min_value=-1000, max_value=1000, allow_nan=False),
+    width=st.floats(min_value=0, max_value=100, allow_nan=False),
+    money=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_a_drawn_number_stays_within_its_bounds(lo: float, width: float, money: bool, seed: int) -> None:
+    p = ParamSpec(name="x", type="number", description="", minimum=lo, maximum=lo + width, semantic="money" if money else "float")
+    v = draw_number(p, random.Random(seed))
+    assert lo - 0.005 <= v <= min(lo + width, lo + 40) + 0.005

@@ -108,7 +108,8 @@ def _step(size: float, whole: bool) -> int:
 
 
 def draw_number(p: ParamSpec, rng: random.Random) -> int | float:
-    """A random number within an integer or number parameter's bounds (at most 40 above the lower one)."""
+    """A random number within an integer or number parameter's bounds (at most 40 above the lower one); a number
+    parameter's is round when the bounds allow: whole for money, a multiple of 0.5 else."""
     if p.minimum is not None:
         lo = p.minimum
     elif p.exclusive_minimum is not None:
@@ -119,6 +120,9 @@ def draw_number(p: ParamSpec, rng: random.Random) -> int | float:
     hi = min(hi, lo + 40)
     if p.type == "integer":
         return rng.randint(int(lo), int(hi))
+    if math.ceil(lo) <= math.floor(hi):  # an amount as a person says it: "$25", "2.5 hours", not "$2.64"
+        step = 1.0 if p.semantic == "money" else 0.5
+        return float(rng.randint(math.ceil(lo / step), math.floor(hi / step)) * step)
     return round(rng.uniform(lo, hi), 2)
 
 
