@@ -19,7 +19,10 @@ def _users(name: str) -> dict[str, dict[str, str]]:
     bp, rows = app.blueprint, read_rows(open_state(app.sample_state), app.blueprint)
     out: dict[str, dict[str, str]] = {}
     for table in {u.entity for u in bp.users if u.entity}:
-        fields = {f.type: f.name for f in bp.entity(table).fields if f.type in ("name", "email", "phone")}
+        fields: dict[str, str] = {}
+        for f in bp.entity(table).fields:  # the first field of each type: the person's own (a guardian's name comes later)
+            if f.type in ("name", "email", "phone"):
+                fields.setdefault(f.type, f.name)
         names = [r[fields["name"]] for r in rows[table]]
         assert len(names) == len(set(names)), (name, table, Counter(names).most_common(2))  # each person once per state
         for r in rows[table]:
