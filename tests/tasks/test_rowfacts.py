@@ -163,3 +163,17 @@ def test_a_transition_that_rewrites_what_the_request_gave_a_made_row_is_refused(
     assert not replied.allows_one(relay.spec_by_name["edit_message"], "ref", "message_id", 0, "message_id")
     scheduled = _facts(relay, ("schedule_huddle", {}, {}))  # a transition that only moves the state is a next step
     assert scheduled.allows_one(relay.spec_by_name["start_huddle"], "ref", "huddle_id", 0, "huddle_id")
+
+
+def test_no_write_acts_on_a_row_an_earlier_step_ended() -> None:
+    """A student withdrawn for good (a state no transition leaves) is not then invoiced or booked: the chain would
+    read as "take the student off the school roll, then invoice the same student"."""
+    school = compile_app(catalog.load("allegro_music_school"), 0)
+    student = {"student_id": (0, "student")}
+    f = RowFacts(school)
+    f.add(school.spec_by_name["withdraw_student"], {}, {})
+    assert not f.allows(school.spec_by_name["issue_term_invoice"], {}, student)
+    assert not f.allows_one(school.spec_by_name["issue_term_invoice"], "pin", "student_id", 0, "student")
+    # before the withdrawal, and for a row the withdrawal did not touch, the same write is allowed
+    assert RowFacts(school).allows(school.spec_by_name["issue_term_invoice"], {}, {})
+    assert f.allows(school.spec_by_name["issue_term_invoice"], {}, {})

@@ -7,7 +7,8 @@ chain created as a *draft*, then discontinued as if *active*), or that needs a c
 of a row the chain itself created when no step adds one (paying an order no step put an
 item in), or a row an earlier step deleted (an address removed, then used for an order),
 or no child of a row that an earlier step gave a child (``not exists(order, address_id=a)``
-after an order was placed to that address). The fixture solver cannot repair those:
+after an order was placed to that address), or a write to a row an earlier step ended (moved to a state no
+transition leaves: a student withdrawn, then invoiced) that does not ask for that state. The fixture solver cannot repair those:
 changing the row in s0 breaks the earlier step, and it cannot add or remove rows the chain
 creates.
 
@@ -60,6 +61,20 @@ class _Facts:
     checked: bool  # states, children or no_children is not empty
     gives: tuple[str, ...] = ()  # a create: the fields of its new row the request gives values for
     changes: tuple[str, ...] | None = None  # an update: the fields it can change (not the id or the acting user)
+
+
+def _final_states(app: App, entity: str, field: str) -> Keys:
+    """The states of a state field that no transition leaves (keys, as :func:`value_key` makes them); empty for another
+    field, or a state field without transitions."""
+    return app.index.of(_find_final_states, app, entity, field)  # type: ignore[no-any-return]
+
+
+def _find_final_states(app: App, entity: str, field: str) -> Keys:
+    ent = app.blueprint.entity(entity)
+    f = ent.field(field) if ent.has(field) else None
+    if f is None or f.type != "state" or not f.transitions:
+        return frozenset()
+    return frozenset(value_key(st) for st in f.states or () if not f.transitions.get(st))
 
 
 def _keys(values: Any) -> Keys:
@@ -240,6 +255,7 @@ class RowFacts:
         self.bound: list[dict[str, int]] = []  # per step: alias -> symbol
         self.given: dict[int, frozenset[str]] = {}  # rows the chain creates -> the fields the request gave them
         self.returned: list[int | None] = []  # per step: the row its result is
+        self.ended: set[int] = set()  # rows a step moved to a state no transition leaves (withdrawn, closed for good)
 
     def _new(self, entity: str) -> int:
         sym = len(self.entity)
@@ -291,6 +307,8 @@ class RowFacts:
         facts = _facts(self.app, spec)
         if facts.changes is not None and self.given and self._erases(facts, self._fixed(refs, pins)):
             return False
+        if self.ended and spec.mode == "write" and self._acts_on_ended(facts, self._fixed(refs, pins)):
+            return False
         if not facts.checked and not self.deleted:
             return True
         return self._allows(facts, self._fixed(refs, pins))
@@ -304,9 +322,19 @@ class RowFacts:
         fixed = {} if s is None else {param: s}
         if self._erases(facts, fixed):
             return False
+        if self.ended and spec.mode == "write" and self._acts_on_ended(facts, fixed):
+            return False
         if not facts.checked and not self.deleted:
             return True
         return self._allows(facts, fixed)
+
+    def _acts_on_ended(self, facts: _Facts, fixed: dict[str, int]) -> bool:
+        """Whether a write would act on a row an earlier step ended (moved to a state no transition leaves) without asking
+        for that state: a student taken off the roll, then invoiced. A write whose pre-condition names the row's state
+        follows up on the ending (a refund of a cancelled order) and is left to the state checks."""
+        rows = self._bind(facts, fixed, create=False)
+        checked = {alias for alias, _, _ in facts.states}
+        return any(rows.get(alias) in self.ended and alias not in checked for alias in facts.needed)
 
     def _erases(self, facts: _Facts, fixed: dict[str, int]) -> bool:
         """Whether an update could only change fields the request gave when it made the row the update is fed
@@ -355,6 +383,8 @@ class RowFacts:
                 old = None if s is None else self.known.get(s, {}).get(f)
                 vals = None if old is None else old | vals
             self._write(ent, s, f, vals)
+            if s is not None and vals is not None and (final := _final_states(self.app, ent, f)):
+                (self.ended.add if vals <= final else self.ended.discard)(s)
         new = {alias: self._insert(ent, consts, links, ref_fields, rows) for alias, ent, consts, links, ref_fields in facts.inserts}
         if facts.gives and new.get("new") is not None:
             self.given[new["new"]] = frozenset(facts.gives)
