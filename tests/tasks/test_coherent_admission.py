@@ -67,3 +67,17 @@ def test_two_lines_of_one_subscriber_with_one_nickname_refuse_the_task() -> None
     odd = task.model_copy(update={"state": state})
     assert first_defect(odd, app.blueprint).startswith("repeated_names_per_owner: phone_line: 2 rows of ")
     assert admit(app, odd, merged(state.core, state.distractors)) == "incoherent_state"
+
+
+def test_a_refused_state_says_what_the_linter_found(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """attempts.jsonl names the defect of each ``incoherent_state`` attempt ("derived_arithmetic: customer_order ...")."""
+    import json
+
+    from envsynth.corpus import build_corpus
+    from envsynth.tasks.admission.coherence import CLASSES
+
+    out = build_corpus(tmp_path / "c", blueprints=[catalog.load("juniper_goods")], tasks_per_app=12, states=2, distractors=4).path
+    lines = [json.loads(x) for x in (out / "tasks" / "juniper_goods" / "attempts.jsonl").read_text().splitlines()]
+    refused = [a for a in lines if a.get("reason") == "incoherent_state"]
+    assert refused, "juniper_goods refuses some states (its order lines do not add up to a given order's total)"
+    assert all(a.get("detail", "").split(":")[0] in CLASSES for a in refused), refused

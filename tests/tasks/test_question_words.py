@@ -124,3 +124,14 @@ def test_a_say_slot_naming_a_bound_row_keeps_the_phrase() -> None:
     assert leaving
     assert not [t for t in leaving if "leave that huddle spot" in t or "leave the new huddle spot" in t]
     assert any("take me out of" in t for t in leaving)
+
+
+def test_a_say_in_the_past_is_said_of_many_rows_in_the_plural() -> None:
+    """ "How many texts are there that were delivered?", not "... that wa delivered" (a say of one row, "that was {value}",
+    had its "s" cut like "that costs" -> "that cost")."""
+    from envsynth.tasks.wording.questions import _plural_say
+
+    assert _plural_say("that was {value}") == "that were {value}"
+    assert _plural_say("who was {value}") == "who were {value}"
+    assert _plural_say("who has {value}") == "who have {value}"
+    assert _plural_say("that costs {value}") == "that cost {value}"

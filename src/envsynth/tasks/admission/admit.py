@@ -63,8 +63,8 @@ def admit_state(
     plan = inst.plan
     task = _task(inst, draw, question, request, expected, answer)
     problem = admit(plan.app, task, draw.full, draw.check, expected if draw.check is draw.run else None, expected)
-    if problem:
-        return plan.reject(problem)
+    if problem:  # an incoherent state's rejection says what the linter found (attempts.jsonl's detail)
+        return plan.reject(problem, (first_defect(task, plan.app.blueprint) or "") if problem == "incoherent_state" else "")
     descs = dict(zip(draw.targets, draw.descs.values(), strict=True))
     return Admitted(task, draw.full, descs, request.routes if draw.index == 0 else {})
 

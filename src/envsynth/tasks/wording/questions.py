@@ -357,12 +357,15 @@ def _plural_say(say: str) -> str:
         ("that is ", "that are "),
         ("that does ", "that do "),
         ("that has ", "that have "),
+        ("who was ", "who were "),
+        ("that was ", "that were "),
+        ("who has ", "who have "),
     ):
         if say.startswith(one):
             rest = say[len(one) :]
             return many + (re.sub(r"\{value\}$", "{value}s", rest) if one.endswith(" a ") else rest)
     m = re.match(r"that (\w+?)s (.*)$", say)
-    if m is not None and not m.group(1).endswith("s"):
+    if m is not None and not m.group(1).endswith("s") and m.group(1) not in ("wa", "i", "ha", "doe"):  # was, is, has, does
         return f"that {m.group(1)} {m.group(2)}"
     return say
 
