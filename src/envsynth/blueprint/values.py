@@ -178,7 +178,10 @@ class ValueMaker:
         """A user row's name, email or phone: a shared person's, the same person's as the row's name."""
         if t == "name":
             return self.user_name()
-        person = by_name().get(next((v for k, v in (row or {}).items() if isinstance(v, str) and k in _name_fields(row)), ""))
+        names = _name_fields(row)  # the row's shared person, among its name fields (a business row's owner_name, not its business_name)
+        person = next(
+            (p for k, v in (row or {}).items() if k in names and isinstance(v, str) and (p := by_name().get(v)) is not None), None
+        )
         if person is None:
             return self._text(t, row)
         return person.email if t == "email" else person.phone
