@@ -365,7 +365,7 @@ def _plural_say(say: str) -> str:
             rest = say[len(one) :]
             return many + (re.sub(r"\{value\}$", "{value}s", rest) if one.endswith(" a ") else rest)
     m = re.match(r"that (\w+?)s (.*)$", say)
-    if m is not None and not m.group(1).endswith("s") and m.group(1) not in ("wa", "i", "ha", "doe"):  # was, is, has, does
+    if m is not None and not m.group(1).endswith("s"):
         return f"that {m.group(1)} {m.group(2)}"
     return say
 

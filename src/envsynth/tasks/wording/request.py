@@ -82,9 +82,9 @@ def request_of(inst: Instance, draw: TaskStateDraw, question: Question, visible:
     me = descs.get((requester.table, requester.key)) if not requester.staff else None
     mine = frozenset(k for t, k in targets if requester.key is not None and owned(app, full, t, k, requester))
     phraser = Phraser(app.blueprint, app.spec_by_name, rng, me, requester.key, requester.made_at, mine, requester.table)
-    client = _client_row(app, full, targets, requester, calls)
-    if client is not None:  # named in the opening ("I'm helping our fan X"): the clauses say "that fan"
-        phraser.told(client, full)
+    helped = _client_row(app, full, targets, requester, calls)
+    if helped is not None:  # named in the opening ("I'm helping our fan X"): the clauses say "that fan"
+        phraser.told(helped, full)
     params = _param_descriptions(app, calls, descs)
     _add_asked_rows(inst, calls, question, targets, descs, params)
     n_writes = len(calls) - (1 if question.step is not None else 0)
@@ -100,7 +100,7 @@ def request_of(inst: Instance, draw: TaskStateDraw, question: Question, visible:
     else:
         clauses = [phraser.clause(i, calls, params[i]) for i in range(n_writes)]
     asked = phraser.question(calls[question.step], question.field, params[question.step], calls) if question.step is not None else None
-    opening, reason, client = _opening(inst, full, targets, requester, rng)
+    opening, reason, client = _opening(inst, full, helped, requester, rng)
     style = rng.choice(STYLES)
     starts = frozenset(i for i in range(1, len(clauses)) if i < len(plan.steps) and plan.steps[i].goal > plan.steps[i - 1].goal)
     instruction = compose(clauses, asked, rng, opening.strip(), style, starts)
@@ -163,9 +163,10 @@ def _set_by_request(calls: list[Call], answer: Any) -> bool:
 
 
 def _opening(
-    inst: Instance, full: Rows, targets: list[tuple[str, Any]], requester: Requester, rng: random.Random
+    inst: Instance, full: Rows, helped: tuple[str, Any] | None, requester: Requester, rng: random.Random
 ) -> tuple[str, str | None, tuple[str, str] | None]:
-    """How the request opens (who asks, why, for whom, the goal of a workflow), the reason and the client (see :func:`_client`)."""
+    """How the request opens (who asks, why, for whom, the goal of a workflow), the reason and the client (see :func:`_client`;
+    ``helped``: the person a staff member acts for, :func:`_client_row`)."""
     app, flow = inst.plan.app, inst.plan.workflow
     if flow is not None and flow.reasons and not requester.staff:
         reason: str | None = rng.choice(flow.reasons)
@@ -173,8 +174,7 @@ def _opening(
         reason = reason_for(app, inst.calls, requester, rng)
     if inst.for_each is not None and reason is not None and not said_of_many(reason):
         reason = None  # "I'd like to stop it before it ships" is said of one order, not of all of them
-    writes = [c.tool for c in inst.calls if app.spec_by_name[c.tool].mode == "write"]
-    client = None if on_own_authority(app.blueprint, writes) else _client(app, full, targets, requester, rng)
+    client = None if helped is None else _client(app, full, helped, rng)
     opening = greeting(requester, rng) + (f" {reason[0].upper()}{reason[1:]}." if reason else "")
     opening += f" I'm helping {client[0]}." if client is not None else ""
     opening += f" I'd like to {flow.name}." if flow is not None else ""
@@ -189,16 +189,10 @@ def _client_row(app: App, full: Rows, targets: list[tuple[str, Any]], requester:
     return acted_for(app, full, targets)
 
 
-def _client(app: App, full: Rows, targets: list[tuple[str, Any]], requester: Requester, rng: random.Random) -> tuple[str, str] | None:
-    """Whom a staff member acts for, as (the words the request uses, the scenario's words); None for a person asking for themselves.
-
-    The person of a declared role the named rows belong to, named with what the app finds them by.
+def _client(app: App, full: Rows, owner: tuple[str, Any], rng: random.Random) -> tuple[str, str]:
+    """Whom a staff member acts for, ``owner`` (:func:`_client_row`), as (the words the request uses, the scenario's words):
+    the person of a declared role the named rows belong to, named with what the app finds them by.
     """
-    if not requester.staff:
-        return None
-    owner = acted_for(app, full, targets)
-    if owner is None:
-        return None
     person = profile(app.blueprint, full, [owner], rng, lambda: "")
     role = next(u for u in app.blueprint.users if u.entity == owner[0])
     who = f"{role.called or role.role.replace('_', ' ')} {person.user.name}"
